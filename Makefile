@@ -18,9 +18,9 @@ MODULES := . kubetest
 TESTFLAGS ?= -race -count=1
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: test fmt-check vet lint unit kubetest-test tools bench
+.PHONY: test fmt-check vet lint lint-selftest unit kubetest-test tools bench
 
-test: fmt-check vet lint unit kubetest-test
+test: fmt-check vet lint lint-selftest unit kubetest-test
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; \
@@ -31,6 +31,19 @@ vet:
 
 lint: $(GOLANGCI_LINT)
 	@for m in $(MODULES); do echo "golangci-lint ($$m)"; (cd $$m && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || exit 1; done
+
+# The lint rules must catch each forbidden call in internal/lintselftest:
+# every line marked "want:" there has to be reported.
+LINT_SELFTEST := internal/lintselftest/forbidden.go
+lint-selftest: $(GOLANGCI_LINT)
+	@out="$$($(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml --build-tags lintselftest ./internal/lintselftest/ 2>&1)"; \
+	missing=0; \
+	for n in $$(grep -n 'want:' $(LINT_SELFTEST) | cut -d: -f1); do \
+		if ! printf '%s\n' "$$out" | grep -q "forbidden.go:$$n:.*(forbidigo)"; then \
+			echo "lint-selftest: line $$n of $(LINT_SELFTEST) was not reported:"; sed -n "$${n}p" $(LINT_SELFTEST); missing=1; \
+		fi; \
+	done; \
+	[ $$missing = 0 ] && echo "lint-selftest: every forbidden call was reported"
 
 unit:
 	go test $(TESTFLAGS) ./...

@@ -1,0 +1,14 @@
+// Package transport builds the http.RoundTripper every client-go client of
+// a kube.Client sends its requests through. It is composed of layers, as
+// net/http's RoundTrippers compose, outermost first:
+//
+//  1. tracing and measuring with otelhttp, on the providers handed to New,
+//     except for a watch, which lasts as long as an informer runs and gets
+//     no span;
+//  2. failure injection: the request's injection point is evaluated, and
+//     an abort or a delay carried out, before any token is fetched;
+//  3. the bearer token, cached for a minute;
+//  4. the base transport: dialled through the Host, TLS from a clone of the
+//     Connection's config, no proxy whatever the environment says, HTTP/2
+//     with a ping after 30 seconds of silence.
+package transport

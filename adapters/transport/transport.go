@@ -1,0 +1,144 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// HTTP/2 health checking: a ping after ReadIdleTimeout without a frame,
+// and the connection dropped when PingTimeout passes without the answer,
+// so a watch on a dead connection doesn't wait for TCP to give up.
+const (
+	ReadIdleTimeout = 30 * time.Second
+	PingTimeout     = 15 * time.Second
+)
+
+// Options is what New builds a transport from.
+type Options struct {
+	// Server is the API server's host:port.
+	Server string
+	// Dial connects to the API server, such as an app.Host's Dial.
+	Dial func(ctx context.Context, network, address string) (net.Conn, error)
+	// TLS is cloned; its ServerName defaults to Server's host.
+	TLS *tls.Config
+	// Token returns the bearer token; nil sends no Authorization header.
+	Token func(context.Context) (string, error)
+
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+	Propagator     propagation.TextMapPropagator
+
+	// Inject, when not nil, wraps the layers below tracing: the failure
+	// injection layer, which must see each request inside its span and
+	// before its token is fetched.
+	Inject func(next http.RoundTripper) http.RoundTripper
+}
+
+// Transport is the composed RoundTripper, with the base transport kept so
+// its idle connections can be closed at shutdown.
+type Transport struct {
+	http.RoundTripper
+	base *http.Transport
+}
+
+// CloseIdleConnections closes the connections no request is using.
+func (t *Transport) CloseIdleConnections() { t.base.CloseIdleConnections() }
+
+// New builds the layers the package doc lists. It fails when Server isn't
+// host:port, or Dial or TLS is nil, naming every mistake.
+func New(o Options) (*Transport, error) {
+	var errs []error
+	host, _, err := net.SplitHostPort(o.Server)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("server %q: %w", o.Server, err))
+	}
+	if o.Dial == nil {
+		errs = append(errs, errors.New("dial: is nil"))
+	}
+	if o.TLS == nil {
+		errs = append(errs, errors.New("tls: is nil"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	cfg := o.TLS.Clone()
+	if cfg.ServerName == "" {
+		cfg.ServerName = host
+	}
+	base := &http.Transport{
+		// Never http.ProxyFromEnvironment: nothing reads the real
+		// environment behind the end user's back.
+		Proxy:               nil,
+		DialContext:         o.Dial,
+		TLSClientConfig:     cfg,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 25,
+		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout: 10 * time.Second,
+		HTTP2: &http.HTTP2Config{
+			SendPingTimeout: ReadIdleTimeout,
+			PingTimeout:     PingTimeout,
+		},
+	}
+
+	var rt http.RoundTripper = base
+	if o.Token != nil {
+		rt = &bearer{tokens: &tokenCache{fetch: o.Token}, next: rt}
+	}
+	if o.Inject != nil {
+		rt = o.Inject(rt)
+	}
+	var otelOpts []otelhttp.Option
+	if o.TracerProvider != nil {
+		otelOpts = append(otelOpts, otelhttp.WithTracerProvider(o.TracerProvider))
+	}
+	if o.MeterProvider != nil {
+		otelOpts = append(otelOpts, otelhttp.WithMeterProvider(o.MeterProvider))
+	}
+	if o.Propagator != nil {
+		otelOpts = append(otelOpts, otelhttp.WithPropagators(o.Propagator))
+	}
+	otelOpts = append(otelOpts,
+		otelhttp.WithFilter(func(r *http.Request) bool { return !IsWatch(r) }),
+		otelhttp.WithSpanNameFormatter(spanName),
+	)
+	rt = otelhttp.NewTransport(rt, otelOpts...)
+	return &Transport{RoundTripper: rt, base: base}, nil
+}
+
+// IsWatch reports whether r is a watch: a GET with watch=true (or 1) in
+// its query, or one to the old /watch/ paths.
+func IsWatch(r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	switch r.URL.Query().Get("watch") {
+	case "true", "1":
+		return true
+	}
+	// The deprecated watch paths: /api/v1/watch/… and /apis/<group>/<version>/watch/….
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	switch {
+	case len(parts) > 2 && parts[0] == "api":
+		return parts[2] == "watch"
+	case len(parts) > 3 && parts[0] == "apis":
+		return parts[3] == "watch"
+	}
+	return false
+}
+
+// spanName names a request's span by its method, as OpenTelemetry's HTTP
+// conventions name a client span with no route template.
+func spanName(_ string, r *http.Request) string { return r.Method }
