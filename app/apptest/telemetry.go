@@ -1,0 +1,223 @@
+package apptest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/loam-dev/loam/app"
+)
+
+// ErrNotRecorded is what Telemetry.Metric returns, wrapped, when no metric
+// has the name asked for.
+var ErrNotRecorded = errors.New("apptest: not recorded")
+
+// Telemetry is an App's telemetry kept in memory for a test to read: the
+// OpenTelemetry SDK's tracer, meter and logger providers, and W3C trace
+// context and baggage as the propagator. Its embedded app.Telemetry is
+// what a Setup holds.
+//
+// Spans and log records are kept as they end or are emitted, on the
+// goroutine that ends or emits them, so a test reads them as soon as that
+// call has returned; metrics are collected when the test asks. What was
+// kept stays readable after Shutdown.
+//
+// The SDK reads a few OTEL_* variables of the real environment for its
+// defaults. Telemetry sets the sampler (every span), the span and log
+// limits and the exemplar filter itself, so none of them changes what a
+// test sees.
+type Telemetry struct {
+	app.Telemetry
+
+	tracers *sdktrace.TracerProvider
+	meters  *sdkmetric.MeterProvider
+	loggers *sdklog.LoggerProvider
+	reader  *sdkmetric.ManualReader
+
+	mu      sync.Mutex
+	spans   []tracetest.SpanStub
+	records []sdklog.Record
+	// final is the last collection of metrics, taken by Shutdown.
+	final *metricdata.ResourceMetrics
+}
+
+// NewTelemetry returns a Telemetry with nothing recorded. It starts no
+// goroutine; Shutdown ends its providers, as an App does when it stops.
+func NewTelemetry() *Telemetry {
+	t := &Telemetry{reader: sdkmetric.NewManualReader()}
+	res := resource.NewSchemaless(attribute.String("service.name", "apptest"))
+	t.tracers = sdktrace.NewTracerProvider(
+		sdktrace.WithResource(res),
+		sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		// The SDK's defaults, whatever OTEL_SPAN_* say.
+		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{
+			AttributeValueLengthLimit:   sdktrace.DefaultAttributeValueLengthLimit,
+			AttributeValueDepthLimit:    sdktrace.DefaultAttributeValueDepthLimit,
+			AttributeCountLimit:         sdktrace.DefaultAttributeCountLimit,
+			EventCountLimit:             sdktrace.DefaultEventCountLimit,
+			LinkCountLimit:              sdktrace.DefaultLinkCountLimit,
+			AttributePerEventCountLimit: sdktrace.DefaultAttributePerEventCountLimit,
+			AttributePerLinkCountLimit:  sdktrace.DefaultAttributePerLinkCountLimit,
+		}),
+		sdktrace.WithSpanProcessor(spanKeeper{t}),
+	)
+	t.meters = sdkmetric.NewMeterProvider(
+		sdkmetric.WithResource(res),
+		sdkmetric.WithReader(t.reader),
+		sdkmetric.WithExemplarFilter(exemplar.TraceBasedFilter),
+	)
+	t.loggers = sdklog.NewLoggerProvider(
+		sdklog.WithResource(res),
+		sdklog.WithAttributeCountLimit(-1),
+		sdklog.WithAttributeValueLengthLimit(-1),
+		sdklog.WithProcessor(recordKeeper{t}),
+	)
+	t.Telemetry = app.Telemetry{
+		TracerProvider: t.tracers,
+		MeterProvider:  t.meters,
+		LoggerProvider: t.loggers,
+		Propagator:     propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+	}
+	return t
+}
+
+// Builder returns an app.TelemetryBuilder that hands an App this
+// Telemetry, and Shutdown as the function the App calls when it stops.
+func (t *Telemetry) Builder() app.TelemetryBuilder {
+	return func(context.Context, app.Process) (app.Telemetry, func(context.Context) error, error) {
+		return t.Telemetry, t.Shutdown, nil
+	}
+}
+
+// Spans returns the spans that have ended, in the order they ended.
+func (t *Telemetry) Spans() []tracetest.SpanStub {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]tracetest.SpanStub(nil), t.spans...)
+}
+
+// SpansNamed returns the spans named name that have ended, in the order
+// they ended.
+func (t *Telemetry) SpansNamed(name string) []tracetest.SpanStub {
+	var named []tracetest.SpanStub
+	for _, s := range t.Spans() {
+		if s.Name == name {
+			named = append(named, s)
+		}
+	}
+	return named
+}
+
+// Records returns the log records emitted, in the order they were
+// emitted.
+func (t *Telemetry) Records() []sdklog.Record {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	records := make([]sdklog.Record, len(t.records))
+	for i := range t.records {
+		records[i] = t.records[i].Clone()
+	}
+	return records
+}
+
+// Metrics collects every metric recorded so far, cumulatively. After
+// Shutdown it returns the collection Shutdown took. It fails only when
+// ctx is done or collecting fails.
+func (t *Telemetry) Metrics(ctx context.Context) (metricdata.ResourceMetrics, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.final != nil {
+		return *t.final, nil
+	}
+	var rm metricdata.ResourceMetrics
+	if err := t.reader.Collect(ctx, &rm); err != nil {
+		return metricdata.ResourceMetrics{}, fmt.Errorf("apptest: collecting metrics: %w", err)
+	}
+	return rm, nil
+}
+
+// Metric collects the metric named name, from whichever instrumentation
+// scope recorded it first. When none has, it returns an error wrapping
+// ErrNotRecorded that lists the names there are.
+func (t *Telemetry) Metric(ctx context.Context, name string) (metricdata.Metrics, error) {
+	rm, err := t.Metrics(ctx)
+	if err != nil {
+		return metricdata.Metrics{}, err
+	}
+	var names []string
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == name {
+				return m, nil
+			}
+			names = append(names, m.Name)
+		}
+	}
+	return metricdata.Metrics{}, fmt.Errorf("metric %q: %w (recorded: [%s])", name, ErrNotRecorded, strings.Join(names, ", "))
+}
+
+// Shutdown takes a last collection of metrics, which Metrics returns from
+// then on, and shuts the providers down: spans ended and records emitted
+// afterwards are dropped, as an App's are once it has stopped. A second
+// call does nothing. It fails with every provider's error.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	t.mu.Lock()
+	if t.final != nil {
+		t.mu.Unlock()
+		return nil
+	}
+	var rm metricdata.ResourceMetrics
+	collectErr := t.reader.Collect(ctx, &rm)
+	t.final = &rm
+	t.mu.Unlock()
+
+	errs := []error{collectErr}
+	errs = append(errs, t.tracers.Shutdown(ctx), t.meters.Shutdown(ctx), t.loggers.Shutdown(ctx))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("apptest: shutting telemetry down: %w", err)
+	}
+	return nil
+}
+
+// spanKeeper keeps each span as it ends.
+type spanKeeper struct{ t *Telemetry }
+
+func (spanKeeper) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+
+func (k spanKeeper) OnEnd(s sdktrace.ReadOnlySpan) {
+	stub := tracetest.SpanStubFromReadOnlySpan(s)
+	k.t.mu.Lock()
+	defer k.t.mu.Unlock()
+	k.t.spans = append(k.t.spans, stub)
+}
+
+func (spanKeeper) Shutdown(context.Context) error   { return nil }
+func (spanKeeper) ForceFlush(context.Context) error { return nil }
+
+// recordKeeper keeps a copy of each log record as it is emitted.
+type recordKeeper struct{ t *Telemetry }
+
+func (recordKeeper) Enabled(context.Context, sdklog.EnabledParameters) bool { return true }
+
+func (k recordKeeper) OnEmit(_ context.Context, r *sdklog.Record) error {
+	kept := r.Clone()
+	k.t.mu.Lock()
+	defer k.t.mu.Unlock()
+	k.t.records = append(k.t.records, kept)
+	return nil
+}
+
+func (recordKeeper) Shutdown(context.Context) error   { return nil }
+func (recordKeeper) ForceFlush(context.Context) error { return nil }
