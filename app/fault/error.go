@@ -1,0 +1,37 @@
+package fault
+
+import (
+	"fmt"
+
+	"github.com/loam-dev/loam/app/fault/fit"
+)
+
+// InjectedError is the failure an injected fault causes: an abort, or a
+// delay that the call's context cut short. It is what a dependency's client
+// returns in place of the call, so the code that meets it reacts as it would
+// to the real failure.
+type InjectedError struct {
+	// Point is the injection point that met the fault.
+	Point string
+	// Fault is the fault the point met.
+	Fault fit.Fault
+	// Cause is the context's cause when the context cut the fault's delay
+	// short, and nil for an abort.
+	Cause error
+}
+
+// Error names the point and what happened there.
+func (e *InjectedError) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("fault: injected delay of %s at point %q cut short: %v", e.Fault.Delay, e.Point, e.Cause)
+	}
+	if e.Fault.Delay > 0 {
+		return fmt.Sprintf("fault: injected abort, after a delay of %s, at point %q", e.Fault.Delay, e.Point)
+	}
+	return fmt.Sprintf("fault: injected abort at point %q", e.Point)
+}
+
+// Unwrap returns the context's cause for a delay cut short, so errors.Is
+// finds context.DeadlineExceeded or context.Canceled in it, and nil for an
+// abort.
+func (e *InjectedError) Unwrap() error { return e.Cause }
