@@ -341,6 +341,17 @@ func (i *Injector) Strip(ctx context.Context, b baggage.Baggage) baggage.Baggage
 	return b
 }
 
+// StripContext returns ctx with the Decoder's members stripped from its
+// baggage, as Strip does, and records loam.fit.strip on the span in ctx when
+// it removed any. It returns ctx itself when there was nothing to strip.
+func (i *Injector) StripContext(ctx context.Context) context.Context {
+	b := baggage.FromContext(ctx)
+	if !i.Enabled() || !i.holds(b) {
+		return ctx
+	}
+	return baggage.ContextWithBaggage(ctx, i.Strip(ctx, b))
+}
+
 // Restrict returns b's members that the Decoder owns, and no other.
 func (i *Injector) Restrict(b baggage.Baggage) baggage.Baggage {
 	if !i.Enabled() || !i.holds(b) {

@@ -369,6 +369,29 @@ func TestStrip(t *testing.T) {
 	require.Empty(t, events)
 }
 
+func TestStripContext(t *testing.T) {
+	i := injector(t, nil)
+	r := newRecorder()
+	plain := withMember(t.Context(), t, "tenant", "a")
+	ctx := withScenario(plain, t, fit.Scenario{})
+	var stripped context.Context
+	events := r.events(ctx, func(ctx context.Context) {
+		stripped = i.StripContext(ctx)
+		require.False(t, i.Carries(stripped))
+		require.Equal(t, "a", baggage.FromContext(stripped).Member("tenant").Value())
+		require.Equal(t, trace.SpanFromContext(ctx), trace.SpanFromContext(stripped), "the span stays")
+	})
+	require.Len(t, events, 1)
+	require.Equal(t, fault.StripEvent, events[0].Name)
+
+	events = r.events(plain, func(ctx context.Context) {
+		require.True(t, i.StripContext(ctx) == ctx, "nothing to strip: the same context")
+		carrying := withScenario(ctx, t, fit.Scenario{})
+		require.True(t, fault.Inert().StripContext(carrying) == carrying, "an inert Injector strips nothing")
+	})
+	require.Empty(t, events)
+}
+
 func TestRestrict(t *testing.T) {
 	i := injector(t, nil)
 	ctx := withMember(t.Context(), t, "tenant", "a")
