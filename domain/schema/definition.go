@@ -1,0 +1,308 @@
+package schema
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Definition declares a custom resource: its names, its scope, the Go
+// types of its spec and status, their Rules, and the columns kubectl get
+// prints.
+type Definition struct {
+	Group, Version, Kind, Plural string
+	Scope                        apiextensionsv1.ResourceScope
+	ShortNames, Categories       []string
+	Spec, Status                 reflect.Type
+	Rules                        []Rules
+	Columns                      []Column
+}
+
+// Column is a column kubectl get prints for the resource, of the field
+// Pointer points to. Pointer points into the Value of the Rules of the
+// spec's type or of the status's type, at one of their fields or a field
+// of a struct they nest.
+type Column struct {
+	Name        string
+	Pointer     any
+	Description string
+	Priority    int32
+}
+
+// ageColumn is the column kubectl get prints by default, which a CRD's
+// own columns replace unless they list it.
+var ageColumn = apiextensionsv1.CustomResourceColumnDefinition{
+	Name:     "Age",
+	Type:     "date",
+	JSONPath: ".metadata.creationTimestamp",
+}
+
+// CRD returns the CustomResourceDefinition of d: its names, one version,
+// served and stored, with the status subresource, d's columns and Age, and
+// the schema of Spec and Status under an object's apiVersion, kind and
+// metadata. It returns one error that names every mistake it finds in d,
+// each with its place.
+func (d Definition) CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	errs := d.checkNames()
+	var spec, status apiextensionsv1.JSONSchemaProps
+	b := newBuilder(d.Rules)
+	switch {
+	case d.Spec == nil || d.Status == nil:
+		errs = append(errs, errors.New("the Spec and Status types are missing"))
+	default:
+		spec = b.schema(d.Spec, "spec")
+		status = b.schema(d.Status, "status")
+		b.unused("spec or status")
+	}
+	var columns []apiextensionsv1.CustomResourceColumnDefinition
+	if d.Spec != nil && d.Status != nil {
+		columns = b.columns(d, map[string]*apiextensionsv1.JSONSchemaProps{"spec": &spec, "status": &status})
+	}
+	errs = append(errs, b.errs...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	root := apiextensionsv1.JSONSchemaProps{
+		Type: "object",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"apiVersion": {Type: "string"},
+			"kind":       {Type: "string"},
+			"metadata":   {Type: "object"},
+			"spec":       spec,
+			"status":     status,
+		},
+		Required: []string{"spec"},
+	}
+	return &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: d.Plural + "." + d.Group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: d.Group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{
+				Plural:     d.Plural,
+				Singular:   strings.ToLower(d.Kind),
+				Kind:       d.Kind,
+				ListKind:   d.Kind + "List",
+				ShortNames: slices.Clone(d.ShortNames),
+				Categories: slices.Clone(d.Categories),
+			},
+			Scope: d.Scope,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name:                     d.Version,
+				Served:                   true,
+				Storage:                  true,
+				Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &root},
+				Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				AdditionalPrinterColumns: columns,
+			}},
+		},
+	}, nil
+}
+
+// checkNames reports every missing or malformed name, and a bad Scope.
+func (d Definition) checkNames() []error {
+	var errs []error
+	bad := func(field, value string, problems []string) {
+		errs = append(errs, fmt.Errorf("%s %q: %s", field, value, strings.Join(problems, "; ")))
+	}
+	for _, n := range []struct {
+		field, value string
+		check        func(string) []string
+	}{
+		{"Group", d.Group, checkGroup},
+		{"Version", d.Version, validation.IsDNS1035Label},
+		{"Kind", d.Kind, func(k string) []string { return validation.IsDNS1035Label(strings.ToLower(k)) }},
+		{"Plural", d.Plural, validation.IsDNS1035Label},
+	} {
+		if n.value == "" {
+			errs = append(errs, fmt.Errorf("%s is missing", n.field))
+			continue
+		}
+		if p := n.check(n.value); len(p) > 0 {
+			bad(n.field, n.value, p)
+		}
+	}
+	if d.Group != "" && d.Plural != "" {
+		if p := validation.IsDNS1123Subdomain(d.Plural + "." + d.Group); len(p) > 0 {
+			bad("the CRD's name", d.Plural+"."+d.Group, p)
+		}
+	}
+	if d.Scope != apiextensionsv1.NamespaceScoped && d.Scope != apiextensionsv1.ClusterScoped {
+		errs = append(errs, fmt.Errorf("the Scope %q is neither Namespaced nor Cluster", d.Scope))
+	}
+	for i, s := range d.ShortNames {
+		if p := validation.IsDNS1035Label(s); len(p) > 0 {
+			bad(fmt.Sprintf("ShortNames[%d]", i), s, p)
+		}
+	}
+	for i, c := range d.Categories {
+		if p := validation.IsDNS1035Label(c); len(p) > 0 {
+			bad(fmt.Sprintf("Categories[%d]", i), c, p)
+		}
+	}
+	return errs
+}
+
+// checkGroup reports what is wrong with an API group's name: the API
+// server takes a DNS subdomain with at least one dot.
+func checkGroup(g string) []string {
+	p := validation.IsDNS1123Subdomain(g)
+	if !strings.Contains(g, ".") {
+		p = append(p, "must have a dot, as a domain such as example.com does")
+	}
+	return p
+}
+
+// columns resolves d's columns against the Rules' values of the spec's and
+// status's types, whose schemas roots holds by name.
+func (b *builder) columns(d Definition, roots map[string]*apiextensionsv1.JSONSchemaProps) []apiextensionsv1.CustomResourceColumnDefinition {
+	if len(d.Columns) == 0 {
+		return nil
+	}
+	out := make([]apiextensionsv1.CustomResourceColumnDefinition, 0, len(d.Columns)+1)
+	named := map[string]int{}
+	for i, c := range d.Columns {
+		label := fmt.Sprintf("Columns[%d] (%q)", i, c.Name)
+		if c.Name == "" {
+			b.failf(label, "has no name")
+		} else if prior, ok := named[c.Name]; ok {
+			b.failf(label, "has the name of Columns[%d]", prior)
+		} else {
+			named[c.Name] = i
+		}
+		path, s, ok := b.columnPath(label, c.Pointer, []struct {
+			name string
+			typ  reflect.Type
+		}{{"spec", d.Spec}, {"status", d.Status}}, roots)
+		if !ok {
+			continue
+		}
+		typ, format := columnType(s)
+		out = append(out, apiextensionsv1.CustomResourceColumnDefinition{
+			Name:        c.Name,
+			Type:        typ,
+			Format:      format,
+			Description: c.Description,
+			Priority:    c.Priority,
+			JSONPath:    path,
+		})
+	}
+	if _, ok := named[ageColumn.Name]; !ok {
+		out = append(out, ageColumn)
+	}
+	return out
+}
+
+// columnPath returns the JSONPath of the field pointer points to, and its
+// schema, found in the Rules' value of one of roots' types.
+func (b *builder) columnPath(label string, pointer any, roots []struct {
+	name string
+	typ  reflect.Type
+}, schemas map[string]*apiextensionsv1.JSONSchemaProps) (string, *apiextensionsv1.JSONSchemaProps, bool) {
+	fp := reflect.ValueOf(pointer)
+	if !fp.IsValid() || fp.Kind() != reflect.Pointer || fp.IsNil() {
+		b.failf(label, "has a nil pointer, which names no field")
+		return "", nil, false
+	}
+	addr, ft := fp.Pointer(), fp.Type().Elem()
+	for _, root := range roots {
+		tr := b.rules[deref(root.typ)]
+		if tr == nil || tr.isSchema {
+			continue
+		}
+		v := tr.value
+		if !v.IsValid() || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+			continue
+		}
+		hops, ok := locate(v.Elem(), addr, ft)
+		if !ok {
+			continue
+		}
+		names := []string{root.name}
+		for _, h := range hops {
+			ns, ok := b.jsonNames(h.owner, h.index)
+			if !ok {
+				b.failf(label, "names %s, which encoding/json doesn't encode", goPath(hops))
+				return "", nil, false
+			}
+			names = append(names, ns...)
+		}
+		s := schemas[root.name]
+		for _, n := range names[1:] {
+			if s == nil {
+				break
+			}
+			p, ok := s.Properties[n]
+			if !ok {
+				s = nil
+				break
+			}
+			s = &p
+		}
+		return jsonPath(names), s, true
+	}
+	b.failf(label, "points into neither the value given to the Rules of %s nor that of %s", deref(roots[0].typ), deref(roots[1].typ))
+	return "", nil, false
+}
+
+// jsonNames returns the names encoding/json gives the field of struct t
+// at index, and those of the structs it nests on the way, when it encodes
+// the field.
+func (b *builder) jsonNames(t reflect.Type, index []int) ([]string, bool) {
+	for _, f := range b.fieldsOf(t).fields {
+		switch {
+		case slices.Equal(f.index, index):
+			return []string{f.name}, true
+		case len(f.index) < len(index) && slices.Equal(f.index, index[:len(f.index)]):
+			rest, ok := b.jsonNames(deref(f.typ), index[len(f.index):])
+			return append([]string{f.name}, rest...), ok
+		}
+	}
+	return nil, false
+}
+
+var simpleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// jsonPath writes names as the JSONPath kubectl get evaluates.
+func jsonPath(names []string) string {
+	var b strings.Builder
+	for _, n := range names {
+		if simpleName.MatchString(n) {
+			b.WriteString("." + n)
+			continue
+		}
+		b.WriteString("['" + strings.ReplaceAll(n, "'", `\'`) + "']")
+	}
+	return b.String()
+}
+
+// columnType returns the column type and format kubectl get prints a
+// field of schema s with.
+func columnType(s *apiextensionsv1.JSONSchemaProps) (string, string) {
+	if s == nil {
+		return "string", ""
+	}
+	switch s.Type {
+	case "integer", "number":
+		switch s.Format {
+		case "int32", "int64", "float", "double":
+			return s.Type, s.Format
+		}
+		return s.Type, ""
+	case "boolean":
+		return s.Type, ""
+	case "string":
+		if s.Format == "date-time" {
+			return "date", ""
+		}
+	}
+	return "string", ""
+}

@@ -1,0 +1,89 @@
+package kube
+
+import (
+	"fmt"
+	"reflect"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	crdschema "github.com/loam-dev/loam/domain/schema"
+)
+
+// PrinterColumn is a column kubectl get prints for a Resource's objects.
+// Column makes one.
+type PrinterColumn struct {
+	column crdschema.Column
+}
+
+// Column is a column named name that kubectl get prints, of the field
+// field points to: a field of the value given to the Rules of the
+// Resource's Spec or Status, or of a struct it nests, such as
+// &status.ReadyReplicas. The column's type, format and JSONPath follow
+// from the field.
+func Column[T any](name string, field *T) PrinterColumn {
+	return PrinterColumn{column: crdschema.Column{Name: name, Pointer: field}}
+}
+
+// Description describes the column, as kubectl explains it.
+func (c PrinterColumn) Description(text string) PrinterColumn {
+	c.column.Description = text
+	return c
+}
+
+// Priority is the column's priority: kubectl get prints a column of
+// priority 0 always, and one above 0 only with -o wide.
+func (c PrinterColumn) Priority(p int32) PrinterColumn {
+	c.column.Priority = p
+	return c
+}
+
+// CRD returns the resource's CustomResourceDefinition, named
+// <Plural>.<Group>, with one version, served and stored, with the status
+// subresource. Its schema is reflected from Spec and Status as
+// encoding/json encodes them, with the constraints of Rules, under an
+// object's apiVersion, kind and metadata; spec is required.
+//
+// CRD returns one error that names every mistake it finds, each with its
+// place: a missing Group, Version, Kind or Plural, a Scope that is neither
+// Namespaced nor Cluster, a type that encodes itself and has no Schema, a
+// map whose keys aren't strings, an interface, a channel, a function, a
+// type that contains itself, a constraint that doesn't fit its field's
+// type, a Field that names no field of the value given to Rules, or a
+// field of a nested struct, and two Rules, or two Schemas, for one type.
+// It doesn't compile CEL rules: the API server does, when the CRD is
+// applied.
+func (r Resource[Spec, Status]) CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	d := crdschema.Definition{
+		Group:      r.Group,
+		Version:    r.Version,
+		Kind:       r.Kind,
+		Plural:     r.Plural,
+		Scope:      apiextensionsv1.ResourceScope(r.Scope),
+		ShortNames: r.ShortNames,
+		Categories: r.Categories,
+		Spec:       reflect.TypeFor[Spec](),
+		Status:     reflect.TypeFor[Status](),
+		Rules:      make([]crdschema.Rules, len(r.Rules)),
+		Columns:    make([]crdschema.Column, len(r.Columns)),
+	}
+	for i, tr := range r.Rules {
+		d.Rules[i] = tr.rules
+	}
+	for i, c := range r.Columns {
+		d.Columns[i] = c.column
+	}
+	crd, err := d.CRD()
+	if err != nil {
+		return nil, fmt.Errorf("kube: the CRD of %s: %w", r.name(), err)
+	}
+	return crd, nil
+}
+
+// name names the resource in errors: by its Kind, or by its Go type when
+// the Kind is missing.
+func (r Resource[Spec, Status]) name() string {
+	if r.Kind != "" {
+		return r.Kind
+	}
+	return reflect.TypeFor[Resource[Spec, Status]]().String()
+}

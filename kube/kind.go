@@ -1,0 +1,48 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Kind is one of Kubernetes' own kinds, or any kind whose Go type T is
+// defined elsewhere, such as corev1.Namespace: a controller reconciles its
+// objects, decoded into client-go's own struct. A Kind has no CRD and no
+// Rules, since its definition is the API server's, and its status belongs
+// to whoever defines it.
+type Kind[T any] struct {
+	// GVR names the resource, such as
+	// corev1.SchemeGroupVersion.WithResource("namespaces"). Its Group is ""
+	// for the core group.
+	GVR schema.GroupVersionResource
+	// Kind names the resource's objects, such as Namespace.
+	Kind string
+	// Scope is Namespaced or Cluster.
+	Scope Scope
+}
+
+// validate returns one error naming every mistake in k: a GVR without a
+// Version or a Resource, a missing Kind, a Scope that is neither
+// Namespaced nor Cluster, and a T whose pointer isn't a metav1.Object.
+func (k Kind[T]) validate() error {
+	var errs []error
+	if k.GVR.Version == "" {
+		errs = append(errs, errors.New("the GVR has no Version"))
+	}
+	if k.GVR.Resource == "" {
+		errs = append(errs, errors.New("the GVR has no Resource"))
+	}
+	if k.Kind == "" {
+		errs = append(errs, errors.New("the Kind is missing"))
+	}
+	if !k.Scope.valid() {
+		errs = append(errs, fmt.Errorf("the Scope %q is neither Namespaced nor Cluster", k.Scope))
+	}
+	if _, ok := any(new(T)).(metav1.Object); !ok {
+		errs = append(errs, fmt.Errorf("%T is no metav1.Object, so its objects have no metadata to reconcile by", new(T)))
+	}
+	return errors.Join(errs...)
+}
