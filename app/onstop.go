@@ -23,3 +23,13 @@ func (s *Setup) OnStop(f func(ctx context.Context) error) {
 	defer s.onStop.mu.Unlock()
 	s.onStop.hooks = append(s.onStop.hooks, f)
 }
+
+// registered returns the hooks registered so far, in the order they were.
+func (h *stopHooks) registered() []func(context.Context) error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]func(context.Context) error(nil), h.hooks...)
+}

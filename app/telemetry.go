@@ -1,0 +1,83 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	lognoop "go.opentelemetry.io/otel/log/noop"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// defaultPropagator is W3C trace context and W3C baggage: what carries a
+// trace, and a failure-injection scenario, from one App to the next.
+func defaultPropagator() propagation.TextMapPropagator {
+	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+}
+
+// buildTelemetry returns the App's Telemetry and the func that flushes and
+// shuts it down, from b or, with no b, the default.
+func buildTelemetry(ctx context.Context, b TelemetryBuilder, p Process) (Telemetry, func(context.Context) error, error) {
+	if b == nil {
+		t, shutdown := defaultTelemetry(p.Stderr)
+		return t, shutdown, nil
+	}
+	var (
+		t        Telemetry
+		shutdown func(context.Context) error
+	)
+	err := recovered(func() error {
+		var err error
+		t, shutdown, err = b(ctx, p)
+		return err
+	})
+	if err != nil {
+		if shutdown != nil {
+			// The builder may have started exporters before it failed.
+			_ = shutdown(ctx)
+		}
+		return Telemetry{}, nil, fmt.Errorf("telemetry: %w", err)
+	}
+	return completeTelemetry(t), shutdown, nil
+}
+
+// defaultTelemetry has no-op traces and metrics, and writes log records to
+// stderr as JSON lines. Its LoggerProvider is built with every setting
+// given, and an empty resource, so it reads none of OpenTelemetry's
+// environment variables.
+func defaultTelemetry(stderr io.Writer) (Telemetry, func(context.Context) error) {
+	lp := sdklog.NewLoggerProvider(
+		sdklog.WithResource(resource.Empty()),
+		sdklog.WithAttributeCountLimit(128),
+		sdklog.WithAttributeValueLengthLimit(-1),
+		sdklog.WithProcessor(newJSONLines(stderr)),
+	)
+	return Telemetry{
+		TracerProvider: tracenoop.NewTracerProvider(),
+		MeterProvider:  metricnoop.NewMeterProvider(),
+		LoggerProvider: lp,
+		Propagator:     defaultPropagator(),
+	}, lp.Shutdown
+}
+
+// completeTelemetry fills t's nil fields with no-ops and the default
+// propagator.
+func completeTelemetry(t Telemetry) Telemetry {
+	if t.TracerProvider == nil {
+		t.TracerProvider = tracenoop.NewTracerProvider()
+	}
+	if t.MeterProvider == nil {
+		t.MeterProvider = metricnoop.NewMeterProvider()
+	}
+	if t.LoggerProvider == nil {
+		t.LoggerProvider = lognoop.NewLoggerProvider()
+	}
+	if t.Propagator == nil {
+		t.Propagator = defaultPropagator()
+	}
+	return t
+}
