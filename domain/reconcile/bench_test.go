@@ -1,0 +1,109 @@
+package reconcile_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loam-dev/loam/domain/reconcile"
+	"github.com/loam-dev/loam/ports"
+)
+
+// The fakes below do as little as a port can, so the benchmarks measure
+// the Loop's own cost: deciding, calling, comparing statuses and settling.
+
+type fakeSource struct{ obj ports.Object }
+
+func (s fakeSource) Get(ports.Key) (ports.Object, bool, error) { return s.obj, true, nil }
+
+type fakeWriter struct{ applies int }
+
+func (w *fakeWriter) ApplyStatus(context.Context, ports.Key, types.UID, []byte) error {
+	w.applies++
+	return nil
+}
+
+func (w *fakeWriter) ApplyFinalizer(context.Context, ports.Key, types.UID, string, bool) error {
+	return nil
+}
+
+type fakeQueue struct{ forgets int }
+
+func (q *fakeQueue) Add(ports.Key)                       {}
+func (q *fakeQueue) AddAfter(ports.Key, time.Duration)   {}
+func (q *fakeQueue) AddRateLimited(ports.Key)            {}
+func (q *fakeQueue) Forget(ports.Key)                    { q.forgets++ }
+func (q *fakeQueue) NumRequeues(ports.Key) int           { return 0 }
+func (q *fakeQueue) Get() (key ports.Key, shutdown bool) { return key, false }
+func (q *fakeQueue) Done(ports.Key)                      {}
+func (q *fakeQueue) Len() int                            { return 0 }
+func (q *fakeQueue) ShutDown()                           {}
+
+type fakeHandler struct{ result ports.Result }
+
+func (h fakeHandler) Reconcile(context.Context, ports.Object) (ports.Result, error) {
+	return h.result, nil
+}
+
+func (h fakeHandler) Finalize(context.Context, ports.Object) error { return nil }
+
+type fakeRecorder struct{}
+
+func (fakeRecorder) ReconcileStarted(ctx context.Context, _ ports.Key) context.Context { return ctx }
+func (fakeRecorder) ScenarioStripped(context.Context, error)                           {}
+func (fakeRecorder) ReconcileEnded(context.Context, ports.Key, ports.Report)           {}
+
+type fixedClock struct{}
+
+func (fixedClock) Now() time.Time { return time.Time{} }
+
+// cachedStatus is a Memcached's status as the cache encodes it, with its
+// keys sorted; endUserStatus is the same status as the end user's type
+// encodes it, in its fields' order.
+const (
+	cachedStatus  = `{"conditions":[{"lastTransitionTime":"2026-01-02T03:04:05Z","message":"Deployment has minimum availability.","observedGeneration":3,"reason":"MinimumReplicasAvailable","status":"True","type":"Available"}],"readyReplicas":3}`
+	endUserStatus = `{"readyReplicas":3,"conditions":[{"type":"Available","status":"True","observedGeneration":3,"lastTransitionTime":"2026-01-02T03:04:05Z","reason":"MinimumReplicasAvailable","message":"Deployment has minimum availability."}]}`
+	changedStatus = `{"readyReplicas":2,"conditions":[{"type":"Available","status":"True","observedGeneration":3,"lastTransitionTime":"2026-01-02T03:04:05Z","reason":"MinimumReplicasAvailable","message":"Deployment has minimum availability."}]}`
+)
+
+func BenchmarkLoop_Reconcile(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		status string // "" for a Result with no status
+		apply  bool
+	}{
+		{name: "no status"},
+		{name: "status unchanged", status: endUserStatus},
+		{name: "status changed", status: changedStatus, apply: true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var res ports.Result
+			if bc.status != "" {
+				res.Status = []byte(bc.status)
+			}
+			w, q := &fakeWriter{}, &fakeQueue{}
+			l, err := reconcile.New(reconcile.Config{
+				Source:    fakeSource{obj: ports.Object{UID: "uid-1", Finalizers: []string{fin}, Status: []byte(cachedStatus)}},
+				Writer:    w,
+				Queue:     q,
+				Handler:   fakeHandler{result: res},
+				Recorder:  fakeRecorder{},
+				Clock:     fixedClock{},
+				Finalizer: fin,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := b.Context()
+			b.ReportAllocs()
+			for b.Loop() {
+				l.Reconcile(ctx, key)
+			}
+			if q.forgets == 0 || (w.applies > 0) != bc.apply {
+				b.Fatalf("forgets %d, applies %d: the benchmark didn't take the path it names", q.forgets, w.applies)
+			}
+		})
+	}
+}

@@ -1,0 +1,263 @@
+// Package reconcile is the state machine that reconciles one object at a
+// time for a controller. Handed a key, a Loop reads the object from the
+// cache, decides the one Step the pass takes — nothing, add the
+// controller's finalizer, finalize, or reconcile — runs it through the
+// ports, recovering a panic of the end user's code, and settles the key in
+// the work queue:
+//
+//   - an error retries the key with backoff;
+//   - a panic forgets it, never retried;
+//   - otherwise a positive Result.After queues it again after that long,
+//     and nothing else does until it changes or the resync comes.
+//
+// The Loop runs no goroutine of its own: each of the controller's workers
+// calls Next until it returns false.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/loam-dev/loam/ports"
+)
+
+// Prepare is a step that runs first in every pass that does something,
+// before the finalizer is added or removed and before the end user's code,
+// and returns the context the rest of the pass runs in. Reading a failure
+// scenario from the object's annotation is such a step. obj is shared with
+// the cache and must not be modified. A panic in it is the pass's panic:
+// nothing else runs, and the key is forgotten.
+type Prepare func(ctx context.Context, obj ports.Object) context.Context
+
+// Config is what a Loop drives.
+type Config struct {
+	// Source is the cache the Loop reads objects from.
+	Source ports.ObjectSource
+	// Writer applies statuses and the finalizer.
+	Writer ports.Writer
+	// Queue holds the keys to reconcile, and settles them.
+	Queue ports.Queue
+	// Handler runs the end user's Reconciler and Finalize.
+	Handler ports.Handler
+	// Recorder is told of every reconcile.
+	Recorder ports.Recorder
+	// Clock times reconciles.
+	Clock ports.Clock
+	// Finalizer is the finalizer the controller's Finalize holds objects
+	// with, or "" when it has none: then Handler.Finalize is never called,
+	// and no finalizer is ever applied.
+	Finalizer string
+	// Prepare, when not nil, runs first in every pass that does something.
+	Prepare Prepare
+}
+
+// Loop reconciles a controller's keys, one pass at a time per call. It is
+// safe for concurrent use by the controller's workers; the Queue sees to it
+// that no key is in two passes at once.
+type Loop struct {
+	c       Config
+	stopped atomic.Bool
+}
+
+// New returns a Loop that drives c's ports. It fails when a port is
+// missing.
+func New(c Config) (*Loop, error) {
+	var errs []error
+	for _, p := range []struct {
+		name string
+		nil  bool
+	}{
+		{"Source", c.Source == nil},
+		{"Writer", c.Writer == nil},
+		{"Queue", c.Queue == nil},
+		{"Handler", c.Handler == nil},
+		{"Recorder", c.Recorder == nil},
+		{"Clock", c.Clock == nil},
+	} {
+		if p.nil {
+			errs = append(errs, fmt.Errorf("reconcile: Config.%s is nil", p.name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Loop{c: c}, nil
+}
+
+// Next takes a key from the queue, reconciles it in ctx and marks it done.
+// It blocks until a key is ready, and returns false without reconciling
+// once the queue is shut down or the Loop stopped.
+func (l *Loop) Next(ctx context.Context) bool {
+	key, shutdown := l.c.Queue.Get()
+	if shutdown {
+		return false
+	}
+	defer l.c.Queue.Done(key)
+	// client-go's queue hands out what it holds even after it is shut
+	// down; a stopped Loop leaves that backlog to the next leader.
+	if l.stopped.Load() {
+		return false
+	}
+	l.Reconcile(ctx, key)
+	return true
+}
+
+// Stop stops the Loop taking keys: it shuts the queue down, without
+// draining it, and from then on Next returns false. A pass in flight goes
+// on; its context is the caller's to cancel.
+func (l *Loop) Stop() {
+	l.stopped.Store(true)
+	l.c.Queue.ShutDown()
+}
+
+// Reconcile runs one pass over key in ctx and settles the key in the
+// queue. A pass that does something is a reconcile, which the Recorder is
+// told of as it starts and ends; skipping an object gone from the cache,
+// or one being deleted that the finalizer doesn't hold, is not.
+func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
+	obj, found, err := l.c.Source.Get(key)
+	step := StepSkip
+	if err == nil {
+		step = Decide(obj, found, l.c.Finalizer)
+		if step == StepSkip {
+			l.c.Queue.Forget(key)
+			return
+		}
+	}
+
+	start := l.c.Clock.Now()
+	ctx = l.c.Recorder.ReconcileStarted(ctx, key)
+	var s settlement
+	if err != nil {
+		s = failed(fmt.Errorf("reading %s from the cache: %w", key, err))
+	} else {
+		s = l.pass(ctx, key, obj, step)
+	}
+	l.settle(key, s)
+	s.report.Duration = l.c.Clock.Now().Sub(start)
+	l.c.Recorder.ReconcileEnded(ctx, key, s.report)
+}
+
+// settlement is how a pass ends: its report, and when to reconcile the key
+// again after a success.
+type settlement struct {
+	report ports.Report
+	after  time.Duration
+}
+
+func succeeded(after time.Duration) settlement {
+	return settlement{report: ports.Report{Outcome: ports.OutcomeSuccess}, after: after}
+}
+
+func failed(err error) settlement {
+	return settlement{report: ports.Report{Outcome: ports.OutcomeError, Err: err}}
+}
+
+func panicked(p *ports.Panic) settlement {
+	return settlement{report: ports.Report{Outcome: ports.OutcomePanic, Panic: p}}
+}
+
+// pass takes step over obj.
+func (l *Loop) pass(ctx context.Context, key ports.Key, obj ports.Object, step Step) settlement {
+	if l.c.Prepare != nil {
+		prepared, p := prepare(ctx, l.c.Prepare, obj)
+		if p != nil {
+			return panicked(p)
+		}
+		ctx = prepared
+	}
+
+	switch step {
+	case StepAddFinalizer:
+		if err := l.c.Writer.ApplyFinalizer(ctx, key, obj.UID, l.c.Finalizer, true); err != nil {
+			return failed(fmt.Errorf("adding finalizer %q: %w", l.c.Finalizer, err))
+		}
+		return succeeded(0)
+
+	case StepFinalize:
+		o := callFinalize(ctx, l.c.Handler, obj)
+		switch {
+		case o.panic != nil:
+			// The finalizer stays: the deletion waits for the next pass.
+			return panicked(o.panic)
+		case o.err != nil:
+			return failed(fmt.Errorf("finalize %q: %w", l.c.Finalizer, o.err))
+		}
+		if err := l.c.Writer.ApplyFinalizer(ctx, key, obj.UID, l.c.Finalizer, false); err != nil {
+			return failed(fmt.Errorf("removing finalizer %q: %w", l.c.Finalizer, err))
+		}
+		return succeeded(0)
+
+	default:
+		o := callReconcile(ctx, l.c.Handler, obj)
+		if o.panic != nil {
+			// No Result, so no status: nothing is applied.
+			return panicked(o.panic)
+		}
+		res, err := o.result, o.err
+		// The status is applied even when Reconcile failed, so a failure
+		// can be a condition and an error at once.
+		if res.Status != nil && StatusChanged(obj.Status, res.Status) {
+			if aerr := l.c.Writer.ApplyStatus(ctx, key, obj.UID, res.Status); aerr != nil {
+				err = errors.Join(err, fmt.Errorf("applying status: %w", aerr))
+			}
+		}
+		if err != nil {
+			return failed(err)
+		}
+		return succeeded(res.After)
+	}
+}
+
+// settle tells the queue how s ended key's pass.
+func (l *Loop) settle(key ports.Key, s settlement) {
+	if s.report.Outcome == ports.OutcomeError {
+		l.c.Queue.AddRateLimited(key)
+		return
+	}
+	// A success and a panic both end the key's backoff; a panic is never
+	// retried, since it would only panic again.
+	l.c.Queue.Forget(key)
+	if s.after > 0 {
+		l.c.Queue.AddAfter(key, s.after)
+	}
+}
+
+// recoverInto, deferred, recovers a panic of the end user's code into *p,
+// with the stack it panicked on.
+func recoverInto(p **ports.Panic) {
+	if v := recover(); v != nil {
+		*p = &ports.Panic{Value: v, Stack: debug.Stack()}
+	}
+}
+
+func prepare(ctx context.Context, f Prepare, obj ports.Object) (prepared context.Context, p *ports.Panic) {
+	defer recoverInto(&p)
+	if prepared = f(ctx, obj); prepared == nil {
+		prepared = ctx
+	}
+	return prepared, nil
+}
+
+// userOutcome is what a call of the end user's code ended with.
+type userOutcome struct {
+	result ports.Result
+	err    error
+	panic  *ports.Panic
+}
+
+func callFinalize(ctx context.Context, h ports.Handler, obj ports.Object) (o userOutcome) {
+	defer recoverInto(&o.panic)
+	o.err = h.Finalize(ctx, obj)
+	return o
+}
+
+func callReconcile(ctx context.Context, h ports.Handler, obj ports.Object) (o userOutcome) {
+	defer recoverInto(&o.panic)
+	o.result, o.err = h.Reconcile(ctx, obj)
+	return o
+}

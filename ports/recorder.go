@@ -1,0 +1,76 @@
+package ports
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Recorder is where the controller reports each reconcile: the telemetry
+// adapter turns the calls into a span, log records and the
+// reconcile.duration histogram.
+type Recorder interface {
+	// ReconcileStarted is called as a reconcile of key starts, and returns
+	// the context the reconcile runs in, such as one carrying its span.
+	ReconcileStarted(ctx context.Context, key Key) context.Context
+	// ScenarioStripped reports a failure scenario that an object's
+	// annotation carried and its reconcile does not: err says why the
+	// annotation couldn't be read, and is nil when the object isn't
+	// trusted. ctx is the reconcile's.
+	ScenarioStripped(ctx context.Context, err error)
+	// ReconcileEnded is called once for each ReconcileStarted, with the
+	// context it returned, as the reconcile ends.
+	ReconcileEnded(ctx context.Context, key Key, report Report)
+}
+
+// Report is how one reconcile ended.
+type Report struct {
+	// Outcome is how the reconcile settled its key.
+	Outcome Outcome
+	// Err is why the reconcile failed, when Outcome is OutcomeError.
+	Err error
+	// Panic is what the end user's code panicked with, when Outcome is
+	// OutcomePanic.
+	Panic *Panic
+	// Duration is how long the reconcile took.
+	Duration time.Duration
+}
+
+// Outcome is how a reconcile settled its key.
+type Outcome int
+
+const (
+	// OutcomeSuccess is a reconcile that needs no retry: its key is
+	// forgotten, and reconciled again after its Result's After, on a
+	// change, or on the resync.
+	OutcomeSuccess Outcome = iota
+	// OutcomeError is a reconcile that failed: its key is retried with
+	// backoff.
+	OutcomeError
+	// OutcomePanic is a reconcile whose end user's code panicked: its key is
+	// forgotten and never retried.
+	OutcomePanic
+)
+
+// String returns the outcome as the reconcile.outcome attribute reads:
+// success, error or panic.
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeSuccess:
+		return "success"
+	case OutcomeError:
+		return "error"
+	case OutcomePanic:
+		return "panic"
+	}
+	return "Outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Panic is a panic recovered from the end user's code.
+type Panic struct {
+	// Value is what the code panicked with.
+	Value any
+	// Stack is the panicking goroutine's stack, as runtime/debug.Stack
+	// returns it.
+	Stack []byte
+}
