@@ -50,6 +50,18 @@ func Under(imp, p string) bool {
 	return imp == p || strings.HasPrefix(imp, p+"/")
 }
 
+// TestOnly reports whether imp is a library that only tests link, which a
+// _test.go file of any layer may import: assertions, mocks and the
+// goroutine-leak check run in the test binary, never in the package.
+func TestOnly(imp string) bool {
+	for _, lib := range []string{"github.com/stretchr/testify", "go.uber.org/mock", "go.uber.org/goleak"} {
+		if Under(imp, lib) {
+			return true
+		}
+	}
+	return false
+}
+
 // Standard reports whether imp is a package of the standard library: its
 // first element has no dot.
 func Standard(imp string) bool {
@@ -102,6 +114,9 @@ func Check(root, module string, rules []Rule) ([]Violation, error) {
 			imp, err := strconv.Unquote(spec.Path.Value)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: import %s: %w", rel, spec.Path.Value, err))
+				continue
+			}
+			if strings.HasSuffix(p, "_test.go") && TestOnly(imp) {
 				continue
 			}
 			for _, r := range rules {
