@@ -1,0 +1,122 @@
+package kube
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/loam-dev/loam/adapters/transport"
+	"github.com/loam-dev/loam/app"
+)
+
+// Client reaches one API server through the App's Host. It opens no
+// connection until a client built from Config sends a request.
+type Client struct {
+	server    string
+	transport *transport.Transport
+}
+
+// CheckServer reports whether server is the host:port of an API server,
+// with a host and a port between 1 and 65535. It returns nil when it is.
+func CheckServer(server string) error {
+	if server == "" {
+		return errors.New("is empty: want the API server's host:port")
+	}
+	host, port, err := net.SplitHostPort(server)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", server, err)
+	}
+	if host == "" {
+		return fmt.Errorf("%q has no host", server)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number between 1 and 65535", server, port)
+	}
+	return nil
+}
+
+// CheckTLS reports whether cfg can reach an API server: it is required,
+// verifies the server's certificate, and allows no version below TLS 1.2.
+// It returns nil when it can.
+func CheckTLS(cfg *tls.Config) error {
+	switch {
+	case cfg == nil:
+		return errors.New("is nil: the API server is reached over TLS")
+	case cfg.InsecureSkipVerify:
+		return errors.New("InsecureSkipVerify is set: the API server's certificate would not be verified")
+	case cfg.MinVersion != 0 && cfg.MinVersion < tls.VersionTLS12:
+		return fmt.Errorf("MinVersion %#x is below TLS 1.2", cfg.MinVersion)
+	}
+	return nil
+}
+
+// NewClient returns a Client that reaches conn's API server through s's
+// Host, traced and measured on s's Telemetry, with s's failure injector at
+// every request. It checks s and every field of conn and reports every
+// mistake in one error; it opens no connection. The Client closes its idle
+// connections when the App stops.
+func NewClient(s *app.Setup, conn Connection) (*Client, error) {
+	var errs []error
+	if s == nil {
+		errs = append(errs, errors.New("kube: NewClient: the Setup is nil"))
+	} else if s.Host.Network == nil {
+		errs = append(errs, errors.New("kube: NewClient: the Setup's Host has no Network"))
+	}
+	if err := CheckServer(conn.Server); err != nil {
+		errs = append(errs, fmt.Errorf("kube: Connection.Server: %w", err))
+	}
+	if err := CheckTLS(conn.TLS); err != nil {
+		errs = append(errs, fmt.Errorf("kube: Connection.TLS: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	t, err := transport.New(transport.Options{
+		Server:         conn.Server,
+		Dial:           s.Host.Dial,
+		TLS:            conn.TLS,
+		Token:          conn.Token,
+		TracerProvider: s.Telemetry.TracerProvider,
+		MeterProvider:  s.Telemetry.MeterProvider,
+		Propagator:     s.Telemetry.Propagator,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kube: NewClient: %w", err)
+	}
+	s.OnStop(func(context.Context) error {
+		t.CloseIdleConnections()
+		return nil
+	})
+	return &Client{server: conn.Server, transport: t}, nil
+}
+
+// Config returns a new rest.Config for client-go's clients — the
+// clientset of kubernetes.NewForConfig, the dynamic and the metadata
+// clients — each of which then sends its requests through the Client's
+// transport. Changing the returned Config changes no other.
+//
+// Its QPS is negative, which turns client-go's client-side rate limit off:
+// the API server's priority and fairness limits each client by its
+// identity, and client-go's default of 5 requests a second throttles a
+// busy controller. It sets no Timeout, so a request lasts as long as its
+// context.
+func (c *Client) Config() *rest.Config {
+	return &rest.Config{
+		Host:      "https://" + c.server,
+		Transport: c.transport,
+		QPS:       -1,
+	}
+}
+
+// RoundTripper returns the Client's transport, for an http.Client of the
+// end user's own that reaches the API server, such as one for a
+// non-resource path.
+func (c *Client) RoundTripper() http.RoundTripper { return c.transport }
