@@ -10,7 +10,7 @@ TOOLS := $(CURDIR)/.tools
 GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 # Every module of the repository. The library first: the others build on it.
-MODULES := . kubetest
+MODULES := . kubetest examples
 
 # The library's tests run with the race detector. The kubetest module's
 # test binaries link a whole API server and etcd; their race build costs
@@ -18,9 +18,9 @@ MODULES := . kubetest
 TESTFLAGS ?= -race -count=1
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: test fmt-check vet lint lint-selftest unit kubetest-test tools bench
+.PHONY: test fmt-check vet lint lint-selftest unit kubetest-test examples-test tools bench
 
-test: fmt-check vet lint lint-selftest unit kubetest-test
+test: fmt-check vet lint lint-selftest unit kubetest-test examples-test
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; \
@@ -50,6 +50,9 @@ unit:
 
 kubetest-test:
 	cd kubetest && go test $(KUBETEST_TESTFLAGS) ./...
+
+examples-test:
+	cd examples && go test $(KUBETEST_TESTFLAGS) ./...
 
 bench:
 	go test -run '^$$' -bench . -benchmem -benchtime 200ms ./...
