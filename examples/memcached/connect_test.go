@@ -21,9 +21,8 @@ import (
 // apiServer answers any request with an empty namespace list, and
 // remembers who made each: the bearer token, or the client certificate.
 type apiServer struct {
-	mu    sync.Mutex
-	whom  []string
-	hosts []string
+	mu   sync.Mutex
+	whom []string
 }
 
 func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -84,6 +83,8 @@ func TestInPod_reads_the_service_account_and_picks_up_a_rotated_token(t *testing
 			Telemetry: apptest.NewTelemetry().Telemetry,
 		}
 
+		// The test's own directory stands in for serviceAccount.
+		require.Equal(t, "/var/run/secrets/kubernetes.io/serviceaccount/", serviceAccount)
 		conn, err := inPod(t.Context(), s, h.Path("serviceaccount/"))
 		require.NoError(t, err)
 		require.Equal(t, "10.96.0.1:443", conn.Server)
