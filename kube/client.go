@@ -79,7 +79,7 @@ func NewClient(s *app.Setup, conn Connection) (*Client, error) {
 		return nil, err
 	}
 
-	t, err := transport.New(transport.Options{
+	opts := transport.Options{
 		Server:         conn.Server,
 		Dial:           s.Host.Dial,
 		TLS:            conn.TLS,
@@ -87,7 +87,12 @@ func NewClient(s *app.Setup, conn Connection) (*Client, error) {
 		TracerProvider: s.Telemetry.TracerProvider,
 		MeterProvider:  s.Telemetry.MeterProvider,
 		Propagator:     s.Telemetry.Propagator,
-	})
+	}
+	if s.Faults.Enabled() {
+		// Without failure injection the transport has no such layer at all.
+		opts.Inject = transport.InjectFaults(s.Faults)
+	}
+	t, err := transport.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("kube: NewClient: %w", err)
 	}
