@@ -1,0 +1,175 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// queueInstruments are the five instruments client-go's work queue
+// records through QueueMetrics.
+type queueInstruments struct {
+	depth             metric.Int64Gauge
+	adds              metric.Int64Counter
+	duration          metric.Float64Histogram
+	unfinished        metric.Float64Gauge
+	longestUnfinished metric.Float64Gauge
+	// record and add hold every data point's attributes, the
+	// controller's name, as the slices the instruments take, so a
+	// measurement allocates nothing.
+	record []metric.RecordOption
+	add    []metric.AddOption
+}
+
+func newQueueInstruments(meter metric.Meter, name attribute.KeyValue) (queueInstruments, error) {
+	attrs := metric.WithAttributeSet(attribute.NewSet(name))
+	q := queueInstruments{record: []metric.RecordOption{attrs}, add: []metric.AddOption{attrs}}
+	var err error
+	if q.depth, err = meter.Int64Gauge(QueueDepthName,
+		metric.WithUnit(unitKeys),
+		metric.WithDescription("The keys waiting in the work queue.")); err != nil {
+		return q, fmt.Errorf("telemetry: instrument %s: %w", QueueDepthName, err)
+	}
+	if q.adds, err = meter.Int64Counter(QueueAddsName,
+		metric.WithUnit(unitKeys),
+		metric.WithDescription("The keys added to the work queue.")); err != nil {
+		return q, fmt.Errorf("telemetry: instrument %s: %w", QueueAddsName, err)
+	}
+	if q.duration, err = meter.Float64Histogram(QueueDurationName,
+		metric.WithUnit(unitSeconds),
+		metric.WithDescription("How long each key waited in the work queue before a worker took it."),
+		metric.WithExplicitBucketBoundaries(DurationBoundaries()...)); err != nil {
+		return q, fmt.Errorf("telemetry: instrument %s: %w", QueueDurationName, err)
+	}
+	if q.unfinished, err = meter.Float64Gauge(UnfinishedDurationName,
+		metric.WithUnit(unitSeconds),
+		metric.WithDescription("How long the reconciles in flight have run, summed.")); err != nil {
+		return q, fmt.Errorf("telemetry: instrument %s: %w", UnfinishedDurationName, err)
+	}
+	if q.longestUnfinished, err = meter.Float64Gauge(LongestUnfinishedDurationName,
+		metric.WithUnit(unitSeconds),
+		metric.WithDescription("How long the longest reconcile in flight has run.")); err != nil {
+		return q, fmt.Errorf("telemetry: instrument %s: %w", LongestUnfinishedDurationName, err)
+	}
+	return q, nil
+}
+
+// QueueMetrics returns the workqueue.MetricsProvider to set in the
+// controller's work queue's config, in place of client-go's global one.
+// The queue must be named, or client-go records nothing; the data points
+// carry the Config's Name whatever the queue's name is.
+//
+// Each queue created with it starts its depth and its two gauges at 0, so
+// a standby, whose queue fills but whose workers never run, reads 0 for
+// them from the start. The queue's work duration and retries are not
+// recorded.
+func (r *Recorder) QueueMetrics() workqueue.MetricsProvider {
+	return queueMetrics{r.queue}
+}
+
+// queueMetrics hands client-go's work queue its instruments.
+type queueMetrics struct{ q queueInstruments }
+
+var _ workqueue.MetricsProvider = queueMetrics{}
+
+// NewDepthMetric returns queue.depth, at 0.
+func (m queueMetrics) NewDepthMetric(string) workqueue.GaugeMetric {
+	d := &depthMetric{gauge: m.q.depth, opts: m.q.record}
+	d.gauge.Record(context.Background(), 0, d.opts...)
+	return d
+}
+
+// NewAddsMetric returns queue.adds.
+func (m queueMetrics) NewAddsMetric(string) workqueue.CounterMetric {
+	return addsMetric{counter: m.q.adds, opts: m.q.add}
+}
+
+// NewLatencyMetric returns queue.duration.
+func (m queueMetrics) NewLatencyMetric(string) workqueue.HistogramMetric {
+	return histogramMetric{histogram: m.q.duration, opts: m.q.record}
+}
+
+// NewWorkDurationMetric returns a metric that records nothing:
+// reconcile.duration times the same work, with its outcome.
+func (queueMetrics) NewWorkDurationMetric(string) workqueue.HistogramMetric {
+	return noMetric{}
+}
+
+// NewUnfinishedWorkSecondsMetric returns reconcile.unfinished_duration, at
+// 0.
+func (m queueMetrics) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return newSecondsGauge(m.q.unfinished, m.q.record)
+}
+
+// NewLongestRunningProcessorSecondsMetric returns
+// reconcile.longest_unfinished_duration, at 0.
+func (m queueMetrics) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return newSecondsGauge(m.q.longestUnfinished, m.q.record)
+}
+
+// NewRetriesMetric returns a metric that records nothing: the queue counts
+// every AddAfter as a retry, so a Result.After would count as one; the
+// error outcome of reconcile.duration counts the real retries.
+func (queueMetrics) NewRetriesMetric(string) workqueue.CounterMetric {
+	return noMetric{}
+}
+
+// depthMetric is queue.depth. The queue moves it by one at a time, and an
+// OpenTelemetry gauge is set, so it keeps the count itself; the lock
+// keeps the gauge's last value the last count.
+type depthMetric struct {
+	gauge metric.Int64Gauge
+	opts  []metric.RecordOption
+
+	mu    sync.Mutex
+	count int64
+}
+
+func (d *depthMetric) Inc() { d.add(1) }
+func (d *depthMetric) Dec() { d.add(-1) }
+
+func (d *depthMetric) add(n int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.count += n
+	d.gauge.Record(context.Background(), d.count, d.opts...)
+}
+
+type addsMetric struct {
+	counter metric.Int64Counter
+	opts    []metric.AddOption
+}
+
+func (a addsMetric) Inc() { a.counter.Add(context.Background(), 1, a.opts...) }
+
+type histogramMetric struct {
+	histogram metric.Float64Histogram
+	opts      []metric.RecordOption
+}
+
+func (h histogramMetric) Observe(seconds float64) {
+	h.histogram.Record(context.Background(), seconds, h.opts...)
+}
+
+type secondsGauge struct {
+	gauge metric.Float64Gauge
+	opts  []metric.RecordOption
+}
+
+func newSecondsGauge(g metric.Float64Gauge, opts []metric.RecordOption) secondsGauge {
+	s := secondsGauge{gauge: g, opts: opts}
+	s.Set(0)
+	return s
+}
+
+func (s secondsGauge) Set(seconds float64) { s.gauge.Record(context.Background(), seconds, s.opts...) }
+
+// noMetric records nothing.
+type noMetric struct{}
+
+func (noMetric) Inc()            {}
+func (noMetric) Observe(float64) {}

@@ -1,0 +1,148 @@
+package telemetry_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/loam-dev/loam/adapters/telemetry"
+	"github.com/loam-dev/loam/ports"
+)
+
+// newQueue returns a client-go work queue of keys, as the controller
+// builds it, recording through rec. It is shut down when the test ends.
+func newQueue(t *testing.T, rec *telemetry.Recorder) workqueue.TypedRateLimitingInterface[ports.Key] {
+	t.Helper()
+	logger := rec.Logger()
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[ports.Key](5*time.Millisecond, 1000*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[ports.Key]{
+			Name:            controllerName,
+			MetricsProvider: rec.QueueMetrics(),
+			DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[ports.Key]{
+				Name:            controllerName,
+				MetricsProvider: rec.QueueMetrics(),
+				Logger:          &logger,
+			}),
+		})
+	t.Cleanup(q.ShutDown)
+	return q
+}
+
+// halfTick is half the period the queue updates its gauges at: sleeping a
+// whole number of seconds and then halfTick reads the gauges as the tick
+// on that whole number set them, whichever goroutine synctest wakes
+// first.
+const halfTick = 250 * time.Millisecond
+
+func TestAStuckReconcileGrowsTheLongestUnfinishedDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec, tel := newRecorder(t)
+		q := newQueue(t, rec)
+
+		q.Add(namespaced)
+		stuck, _ := q.Get() // and never Done
+		time.Sleep(10*time.Second + halfTick)
+		require.InDelta(t, 10.0, gaugeValue[float64](t, tel, telemetry.LongestUnfinishedDurationName), 1e-9)
+		require.InDelta(t, 10.0, gaugeValue[float64](t, tel, telemetry.UnfinishedDurationName), 1e-9)
+
+		q.Add(cluster)
+		other, _ := q.Get() // at 10.25s
+		time.Sleep(5 * time.Second)
+		require.InDelta(t, 15.0, gaugeValue[float64](t, tel, telemetry.LongestUnfinishedDurationName), 1e-9,
+			"it grows for as long as the reconcile runs")
+		require.InDelta(t, 15.0+4.75, gaugeValue[float64](t, tel, telemetry.UnfinishedDurationName), 1e-9,
+			"every reconcile in flight, summed")
+		notRecorded(t, tel, telemetry.ReconcileDurationName)
+
+		q.Done(stuck)
+		q.Done(other)
+		time.Sleep(time.Second)
+		require.Zero(t, gaugeValue[float64](t, tel, telemetry.LongestUnfinishedDurationName))
+		require.Zero(t, gaugeValue[float64](t, tel, telemetry.UnfinishedDurationName))
+	})
+}
+
+func TestAStandbysQueueHoldsEveryKeyAndItsGaugesReadZero(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec, tel := newRecorder(t)
+		q := newQueue(t, rec)
+		for _, name := range []string{"a", "b", "c"} {
+			q.Add(ports.Key{Namespace: "cache", Name: name})
+		}
+
+		// From the start, before the queue's first tick ...
+		require.Equal(t, int64(3), gaugeValue[int64](t, tel, telemetry.QueueDepthName))
+		require.Zero(t, gaugeValue[float64](t, tel, telemetry.UnfinishedDurationName))
+		require.Zero(t, gaugeValue[float64](t, tel, telemetry.LongestUnfinishedDurationName))
+
+		// ... and after many: no worker takes a key.
+		time.Sleep(time.Minute + halfTick)
+		require.Equal(t, int64(3), gaugeValue[int64](t, tel, telemetry.QueueDepthName))
+		require.Equal(t, int64(3), counterValue(t, tel, telemetry.QueueAddsName))
+		require.Zero(t, gaugeValue[float64](t, tel, telemetry.UnfinishedDurationName))
+		require.Zero(t, gaugeValue[float64](t, tel, telemetry.LongestUnfinishedDurationName))
+		notRecorded(t, tel, telemetry.QueueDurationName)
+		notRecorded(t, tel, telemetry.ReconcileDurationName)
+	})
+}
+
+func TestTheQueueRecordsNoWorkDurationAndNoRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec, tel := newRecorder(t)
+		q := newQueue(t, rec)
+
+		q.Add(namespaced)
+		key, _ := q.Get()
+		time.Sleep(time.Second)
+		q.Done(key)
+		q.AddRateLimited(key)            // a retry, to client-go
+		q.AddAfter(cluster, time.Second) // a retry too, to client-go
+		time.Sleep(2 * time.Second)
+
+		rm, err := tel.Metrics(t.Context())
+		require.NoError(t, err)
+		var names []string
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				names = append(names, m.Name)
+			}
+		}
+		require.ElementsMatch(t, []string{
+			telemetry.QueueDepthName,
+			telemetry.QueueAddsName,
+			telemetry.QueueDurationName,
+			telemetry.UnfinishedDurationName,
+			telemetry.LongestUnfinishedDurationName,
+		}, names)
+	})
+}
+
+func TestQueueInstrumentsNamesAndUnits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec, tel := newRecorder(t)
+		q := newQueue(t, rec)
+		q.Add(namespaced)
+		time.Sleep(time.Second)
+		key, _ := q.Get()
+		q.Done(key)
+
+		for name, unit := range map[string]string{
+			telemetry.QueueDepthName:                "{key}",
+			telemetry.QueueAddsName:                 "{key}",
+			telemetry.QueueDurationName:             "s",
+			telemetry.UnfinishedDurationName:        "s",
+			telemetry.LongestUnfinishedDurationName: "s",
+		} {
+			m := metric(t, tel, name)
+			require.Equal(t, unit, m.Unit, name)
+			require.NotEmpty(t, m.Description, name)
+		}
+		require.Equal(t, []histogramPoint{
+			{Attributes: map[string]string{"loam.kube.controller.name": controllerName}, Count: 1, Sum: 1},
+		}, histogram(t, tel, telemetry.QueueDurationName), "the key waited a second")
+	})
+}

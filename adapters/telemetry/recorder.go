@@ -1,0 +1,271 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/log"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/loam-dev/loam/app/fault"
+	"github.com/loam-dev/loam/ports"
+)
+
+// ScopeName is the instrumentation scope of everything a Recorder reports:
+// its spans, its records, its instruments, and client-go's records through
+// its Logger.
+const ScopeName = "github.com/loam-dev/loam/kube"
+
+// The names of the controller's six instruments.
+const (
+	ReconcileDurationName         = "loam.kube.controller.reconcile.duration"
+	QueueDepthName                = "loam.kube.controller.queue.depth"
+	QueueAddsName                 = "loam.kube.controller.queue.adds"
+	QueueDurationName             = "loam.kube.controller.queue.duration"
+	UnfinishedDurationName        = "loam.kube.controller.reconcile.unfinished_duration"
+	LongestUnfinishedDurationName = "loam.kube.controller.reconcile.longest_unfinished_duration"
+)
+
+const (
+	unitSeconds = "s"
+	unitKeys    = "{key}"
+
+	reconcileSpanPrefix   = "reconcile "
+	reconcileFailedBody   = "reconcile failed"
+	reconcilePanickedBody = "reconcile panicked"
+	exceptionEventName    = "exception"
+)
+
+// The attributes a Recorder sets.
+const (
+	// ControllerNameKey is on every data point, every reconcile's record,
+	// and every record of client-go's: the controller's Settings.Name.
+	ControllerNameKey = attribute.Key("loam.kube.controller.name")
+	// OutcomeKey is on reconcile.duration's data points: success, error or
+	// panic.
+	OutcomeKey = attribute.Key("loam.kube.controller.reconcile.outcome")
+	// NamespaceKey is on a namespaced object's reconcile span and records.
+	NamespaceKey = attribute.Key("k8s.namespace.name")
+	// ObjectNameKey is on every reconcile span and record.
+	ObjectNameKey = attribute.Key("loam.kube.object.name")
+
+	exceptionTypeKey    = attribute.Key("exception.type")
+	exceptionMessageKey = attribute.Key("exception.message")
+	exceptionStackKey   = attribute.Key("exception.stacktrace")
+	errorTypeKey        = attribute.Key("error.type")
+	errorMessageKey     = attribute.Key("error.message")
+)
+
+// DurationBoundaries returns both histograms' bucket boundaries, in
+// seconds: OpenTelemetry's advice for a duration. Each call returns a new
+// slice.
+func DurationBoundaries() []float64 {
+	return []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+}
+
+// Config is what a Recorder reports through, and for which controller.
+type Config struct {
+	// Name is the controller's Settings.Name: the value of
+	// loam.kube.controller.name.
+	Name string
+	// Kind is the kind the controller reconciles, such as Memcached: its
+	// spans are named "reconcile <Kind>".
+	Kind string
+	// TracerProvider, MeterProvider and LoggerProvider are the Setup's
+	// providers.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+	LoggerProvider log.LoggerProvider
+	// Verbosity is the highest logr verbosity Logger records. At 0, the
+	// default, only V(0) is recorded: client-go's V(1) and above, which
+	// log every watch and every sync, are dropped.
+	Verbosity int
+}
+
+// Recorder reports a controller's reconciles, work queue and client-go's
+// records through OpenTelemetry. It implements ports.Recorder, and is safe
+// for concurrent use by the controller's workers.
+type Recorder struct {
+	spanName  string
+	name      attribute.KeyValue
+	verbosity int
+	tracer    trace.Tracer
+	logger    log.Logger
+
+	reconcileDuration metric.Float64Histogram
+	// outcomes holds reconcile.duration's attributes for each known
+	// outcome, so a reconcile allocates none.
+	outcomes map[ports.Outcome][]metric.RecordOption
+
+	queue queueInstruments
+}
+
+var _ ports.Recorder = (*Recorder)(nil)
+
+// NewRecorder returns a Recorder reporting through c's providers. It fails,
+// naming every mistake at once, when c has no Name or Kind, when a
+// provider is nil — a controller always has the Setup's, no-ops at the
+// least, so a nil one is a wiring mistake rather than a wish for silence —
+// or when Verbosity is negative.
+func NewRecorder(c Config) (*Recorder, error) {
+	var errs []error
+	if c.Name == "" {
+		errs = append(errs, errors.New("telemetry: Config.Name is empty"))
+	}
+	if c.Kind == "" {
+		errs = append(errs, errors.New("telemetry: Config.Kind is empty"))
+	}
+	if c.TracerProvider == nil {
+		errs = append(errs, errors.New("telemetry: Config.TracerProvider is nil"))
+	}
+	if c.MeterProvider == nil {
+		errs = append(errs, errors.New("telemetry: Config.MeterProvider is nil"))
+	}
+	if c.LoggerProvider == nil {
+		errs = append(errs, errors.New("telemetry: Config.LoggerProvider is nil"))
+	}
+	if c.Verbosity < 0 {
+		errs = append(errs, fmt.Errorf("telemetry: Config.Verbosity is %d, below 0", c.Verbosity))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	r := &Recorder{
+		spanName:  reconcileSpanPrefix + c.Kind,
+		name:      ControllerNameKey.String(c.Name),
+		verbosity: c.Verbosity,
+		tracer:    c.TracerProvider.Tracer(ScopeName),
+		logger:    c.LoggerProvider.Logger(ScopeName),
+		outcomes:  make(map[ports.Outcome][]metric.RecordOption, 3),
+	}
+	meter := c.MeterProvider.Meter(ScopeName)
+	var err error
+	r.reconcileDuration, err = meter.Float64Histogram(ReconcileDurationName,
+		metric.WithUnit(unitSeconds),
+		metric.WithDescription("How long each reconcile took, by outcome."),
+		metric.WithExplicitBucketBoundaries(DurationBoundaries()...))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: instrument %s: %w", ReconcileDurationName, err)
+	}
+	for _, o := range []ports.Outcome{ports.OutcomeSuccess, ports.OutcomeError, ports.OutcomePanic} {
+		r.outcomes[o] = r.outcomeAttributes(o)
+	}
+	if r.queue, err = newQueueInstruments(meter, r.name); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Recorder) outcomeAttributes(o ports.Outcome) []metric.RecordOption {
+	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(r.name, OutcomeKey.String(o.String())))}
+}
+
+// objectAttributes are the attributes naming key's object.
+func objectAttributes(key ports.Key) []attribute.KeyValue {
+	if key.Namespace == "" {
+		return []attribute.KeyValue{ObjectNameKey.String(key.Name)}
+	}
+	return []attribute.KeyValue{NamespaceKey.String(key.Namespace), ObjectNameKey.String(key.Name)}
+}
+
+// ReconcileStarted starts the reconcile's root span and returns ctx
+// carrying it. The span keeps nothing of a span ctx may already carry.
+func (r *Recorder) ReconcileStarted(ctx context.Context, key ports.Key) context.Context {
+	ctx, _ = r.tracer.Start(ctx, r.spanName,
+		trace.WithNewRoot(),
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(objectAttributes(key)...))
+	return ctx
+}
+
+// ScenarioStripped adds the event loam.fit.strip to the reconcile's span
+// in ctx: with no attributes when err is nil, an object that isn't
+// trusted, and with error.type and error.message when err says why the
+// annotation couldn't be read.
+func (r *Recorder) ScenarioStripped(ctx context.Context, err error) {
+	span := trace.SpanFromContext(ctx)
+	if err == nil {
+		span.AddEvent(fault.StripEvent)
+		return
+	}
+	span.AddEvent(fault.StripEvent, trace.WithAttributes(
+		errorTypeKey.String(fault.ErrorType(err)),
+		errorMessageKey.String(err.Error()),
+	))
+}
+
+// ReconcileEnded records how the reconcile in ctx ended: on its span, in a
+// record for a failure or a panic, and in reconcile.duration; then it ends
+// the span.
+func (r *Recorder) ReconcileEnded(ctx context.Context, key ports.Key, report ports.Report) {
+	span := trace.SpanFromContext(ctx)
+	switch report.Outcome {
+	case ports.OutcomeError:
+		r.failed(ctx, span, key, report.Err)
+	case ports.OutcomePanic:
+		r.panicked(ctx, span, key, report.Panic)
+	}
+
+	attrs, ok := r.outcomes[report.Outcome]
+	if !ok {
+		attrs = r.outcomeAttributes(report.Outcome)
+	}
+	r.reconcileDuration.Record(ctx, report.Duration.Seconds(), attrs...)
+	span.End()
+}
+
+// failed records a failed reconcile: the error on its span and a WARN
+// record.
+func (r *Recorder) failed(ctx context.Context, span trace.Span, key ports.Key, err error) {
+	message := "reconcile failed with no error"
+	if err != nil {
+		span.RecordError(err)
+		message = err.Error()
+	}
+	span.SetStatus(codes.Error, message)
+
+	rec := r.record(log.SeverityWarn, reconcileFailedBody, key)
+	if err != nil {
+		rec.SetErr(err)
+	}
+	rec.AddAttributes(exceptionMessageKey.String(message))
+	r.logger.Emit(ctx, rec)
+}
+
+// panicked records a panic: an exception event on the span and an ERROR
+// record, both with the panic's type, message and stack.
+func (r *Recorder) panicked(ctx context.Context, span trace.Span, key ports.Key, p *ports.Panic) {
+	if p == nil {
+		p = &ports.Panic{}
+	}
+	message := fmt.Sprint(p.Value)
+	exception := []attribute.KeyValue{
+		exceptionTypeKey.String(fmt.Sprintf("%T", p.Value)),
+		exceptionMessageKey.String(message),
+		exceptionStackKey.String(string(p.Stack)),
+	}
+	span.AddEvent(exceptionEventName, trace.WithAttributes(exception...))
+	span.SetStatus(codes.Error, "panic: "+message)
+
+	rec := r.record(log.SeverityError, reconcilePanickedBody, key)
+	rec.AddAttributes(exception...)
+	r.logger.Emit(ctx, rec)
+}
+
+// record returns a record of sev about key's reconcile.
+func (r *Recorder) record(sev log.Severity, body string, key ports.Key) log.Record {
+	var rec log.Record
+	rec.SetTimestamp(time.Now())
+	rec.SetSeverity(sev)
+	rec.SetSeverityText(sev.String())
+	rec.SetBody(attribute.StringValue(body))
+	rec.AddAttributes(r.name)
+	rec.AddAttributes(objectAttributes(key)...)
+	return rec
+}
