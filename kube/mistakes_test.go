@@ -25,7 +25,7 @@ type Broken struct {
 	Main     Port              `json:"main"`
 	Wave     complex128        `json:"wave"`
 	Tags     []string          `json:"tags"`
-	secret   string            //nolint:unused // a field encoding/json doesn't encode
+	secret   string            // a field encoding/json doesn't encode
 	Labels   map[string]string `json:"labels"`
 	Ports    []Port            `json:"ports"`
 	Ratio    float64           `json:"ratio"`

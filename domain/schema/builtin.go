@@ -20,10 +20,7 @@ const quantityPattern = `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[n
 // k8s.io/apimachinery/pkg/runtime is the scheme's package, not a value one.
 var rawExtension = struct{ pkg, name string }{"k8s.io/apimachinery/pkg/runtime", "RawExtension"}
 
-var (
-	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
-	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
-)
+var textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
 
 // builtin returns the schema of a type that encodes itself and whose
 // schema loam knows: apimachinery's, and the standard library's time.Time
@@ -60,16 +57,18 @@ func builtin(t reflect.Type) (apiextensionsv1.JSONSchemaProps, bool) {
 	return apiextensionsv1.JSONSchemaProps{}, false
 }
 
-// encodesItself returns the method by which t encodes itself, MarshalJSON
-// or MarshalText, on t or on a pointer to it, or "" when encoding/json
-// encodes t by its kind.
+// encodesItself returns the method by which t encodes itself, such as
+// MarshalJSON or MarshalText, on t or on a pointer to it, or "" when
+// encoding/json encodes t by its kind.
 func encodesItself(t reflect.Type) string {
 	pt := reflect.PointerTo(t)
-	switch {
-	case t.Implements(jsonMarshaler), pt.Implements(jsonMarshaler):
-		return "MarshalJSON"
-	case t.Implements(textMarshaler), pt.Implements(textMarshaler):
-		return "MarshalText"
+	for _, m := range marshalerMethods {
+		if _, ok := t.MethodByName(m); ok {
+			return m
+		}
+		if _, ok := pt.MethodByName(m); ok {
+			return m
+		}
 	}
 	return ""
 }

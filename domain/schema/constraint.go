@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -357,7 +358,7 @@ func (c Constraint) apply(s *apiextensionsv1.JSONSchemaProps, quoted bool) error
 	case kindNullable:
 		s.Nullable = true
 	case kindValidation:
-		s.XValidations = append(s.XValidations, apiextensionsv1.ValidationRule{Rule: c.text, Message: c.message})
+		s.XValidations = append(slices.Clip(s.XValidations), apiextensionsv1.ValidationRule{Rule: c.text, Message: c.message})
 	case kindPreserveUnknownFields:
 		s.XPreserveUnknownFields = ptr(true)
 	case kindEmbeddedResource:

@@ -70,6 +70,9 @@ func (d Definition) CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 		return nil, errors.Join(errs...)
 	}
 
+	// The schemas of one type share their subschemas: copying them
+	// parts them, so a change to the CRD's schema changes one place only.
+	spec, status = *spec.DeepCopy(), *status.DeepCopy()
 	root := apiextensionsv1.JSONSchemaProps{
 		Type: "object",
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{

@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"unicode"
 )
 
 // jsonField is one field of a struct as encoding/json encodes it: a
@@ -85,17 +84,15 @@ func fieldsOf(t reflect.Type) structFields {
 				if tag == "-" {
 					continue
 				}
-				name, opts, _ := strings.Cut(tag, ",")
-				if !validTag(name) {
-					name = ""
-				}
+				parsed := parseTag(tag)
+				name := parsed.name
 				index := append(slices.Clip(f.index), i)
 				ft := sf.Type
 				if ft.Name() == "" && ft.Kind() == reflect.Pointer {
 					ft = ft.Elem()
 				}
 				quoted := false
-				if hasOption(opts, "string") {
+				if parsed.quoted {
 					switch ft.Kind() {
 					case reflect.Bool,
 						reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -111,7 +108,7 @@ func fieldsOf(t reflect.Type) structFields {
 						tagged:     name != "",
 						index:      index,
 						typ:        sf.Type,
-						omit:       hasOption(opts, "omitempty") || hasOption(opts, "omitzero"),
+						omit:       parsed.omitEmpty || parsed.omitZero,
 						quoted:     quoted,
 						viaPointer: f.viaPointer,
 					}
@@ -181,33 +178,10 @@ func fieldsOf(t reflect.Type) structFields {
 	return out
 }
 
-// hasOption reports whether the comma-separated options of a json tag
-// include name.
-func hasOption(opts, name string) bool {
-	for opts != "" {
-		var o string
-		o, opts, _ = strings.Cut(opts, ",")
-		if o == name {
-			return true
-		}
-	}
-	return false
-}
-
-// validTag reports whether encoding/json takes s as a name, as its own
-// isValidTag does.
-func validTag(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		switch {
-		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
-			// Backslash and quote chars are reserved, but otherwise any
-			// punctuation chars are allowed in a tag name.
-		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
-			return false
-		}
-	}
-	return true
+// jsonTag is what a field's json tag says: the name it gives the field,
+// if any, and its options.
+type jsonTag struct {
+	name                string
+	omitEmpty, omitZero bool
+	quoted              bool
 }

@@ -55,17 +55,25 @@ func goPath(hops []hop) string {
 // reads v's pointers, and nothing else of it. It returns false when addr
 // is no field of v.
 func locate(v reflect.Value, addr uintptr, t reflect.Type) ([]hop, bool) {
-	return locateIn(v, addr, t, map[uintptr]bool{})
+	return locateIn(v, addr, t, map[visit]bool{})
 }
 
-func locateIn(v reflect.Value, addr uintptr, t reflect.Type, seen map[uintptr]bool) ([]hop, bool) {
+// visit is a struct value locate is searching, which pointers may lead
+// back to. A struct and its first field share an address, so the type
+// tells them apart.
+type visit struct {
+	addr uintptr
+	typ  reflect.Type
+}
+
+func locateIn(v reflect.Value, addr uintptr, t reflect.Type, seen map[visit]bool) ([]hop, bool) {
 	st := v.Type()
 	base := v.UnsafeAddr()
-	if seen[base] {
+	if seen[visit{base, st}] {
 		return nil, false
 	}
-	seen[base] = true
-	defer delete(seen, base)
+	seen[visit{base, st}] = true
+	defer delete(seen, visit{base, st})
 
 	for i := range st.NumField() {
 		sf := st.Field(i)

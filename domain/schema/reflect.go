@@ -53,7 +53,7 @@ func Reflect(t reflect.Type, place string, rules ...Rules) (apiextensionsv1.JSON
 	b := newBuilder(rules)
 	s := b.schema(t, place)
 	b.unused("the schema")
-	return s, b.err()
+	return *s.DeepCopy(), b.err()
 }
 
 // builder reflects schemas of types with one set of Rules, memoizing each
@@ -131,12 +131,12 @@ func (b *builder) add(i int, r Rules) {
 		}
 		return
 	}
-	if t.Name() == "" {
-		b.failf(label, "%s is a type with no name: Rules belong to a type wherever it appears, so give it a name of its own", t)
-		return
-	}
 	if t.Kind() == reflect.Pointer {
 		b.failf(label, "%s is a pointer type: give Rules a pointer to a value of the type it points to", t)
+		return
+	}
+	if t.Name() == "" {
+		b.failf(label, "%s is a type with no name: Rules belong to a type wherever it appears, so give it a name of its own", t)
 		return
 	}
 	b.rules[t] = tr
@@ -254,11 +254,14 @@ func (b *builder) fieldsOf(t reflect.Type) structFields {
 	return sf
 }
 
-// schema returns the schema of t at place, a copy the caller may change.
+// schema returns the schema of t at place. Schemas of one type share
+// their subschemas, so the caller may set its fields, but must not change
+// what they point to; append to a slice of it only after slices.Clip.
+// Reflect and CRD copy the whole schema once, at the end.
 func (b *builder) schema(t reflect.Type, place string) apiextensionsv1.JSONSchemaProps {
 	t = deref(t)
 	if s, ok := b.memo[t]; ok {
-		return *s.DeepCopy()
+		return *s
 	}
 	if b.busy[t] {
 		b.failf(place, "%s contains itself, which a schema without $ref can't express", t)
@@ -268,7 +271,7 @@ func (b *builder) schema(t reflect.Type, place string) apiextensionsv1.JSONSchem
 	s := b.build(t, place)
 	delete(b.busy, t)
 	b.memo[t] = &s
-	return *s.DeepCopy()
+	return s
 }
 
 // build reflects the schema of t, which is no pointer, and applies t's own

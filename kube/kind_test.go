@@ -1,0 +1,27 @@
+package kube
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestKind_validate_accepts_a_kind_of_Kubernetes_own(t *testing.T) {
+	namespaces := Kind[corev1.Namespace]{
+		GVR:   corev1.SchemeGroupVersion.WithResource("namespaces"),
+		Kind:  "Namespace",
+		Scope: Cluster,
+	}
+	require.NoError(t, namespaces.validate())
+}
+
+func TestKind_validate_names_every_mistake(t *testing.T) {
+	err := Kind[corev1.NamespaceSpec]{GVR: schema.GroupVersionResource{Group: "apps"}, Scope: "Nowhere"}.validate()
+	require.EqualError(t, err, "the GVR has no Version\n"+
+		"the GVR has no Resource\n"+
+		"the Kind is missing\n"+
+		`the Scope "Nowhere" is neither Namespaced nor Cluster`+"\n"+
+		"*v1.NamespaceSpec is no metav1.Object, so its objects have no metadata to reconcile by")
+}
