@@ -326,6 +326,12 @@ func TestClient_abort_sends_nothing_and_never_calls_Token(t *testing.T) {
 		require.Len(t, spans, 1)
 		require.Equal(t, injectedErrorType, attr(spans[0].Attributes, "error.type"))
 		require.Equal(t, []string{"kube:configmaps:create"}, evaluatedPoints(spans))
+		m, err := e.tel.Metric(t.Context(), "http.client.request.duration")
+		require.NoError(t, err)
+		hist, ok := m.Data.(metricdata.Histogram[float64])
+		require.True(t, ok)
+		require.Len(t, hist.DataPoints, 1)
+		require.Equal(t, uint64(1), hist.DataPoints[0].Count, "http.client.request.duration counts the aborted request")
 	})
 }
 

@@ -47,9 +47,9 @@ const ApplyPatchYAML = "application/apply-patch+yaml"
 // faults is inert, goes to the next layer untouched, with no allocation.
 //
 // The error of a failed request names its type for OpenTelemetry as
-// github.com/loam-dev/loam/app/fault.InjectedError, so otelhttp's span and
-// http.client.request.duration carry that error.type, even when net/http
-// then replaces the error with its own timeout error.
+// github.com/loam-dev/loam/app/fault.InjectedError, so the error.type of
+// otelhttp's span is that, even when net/http then replaces the error with
+// its own timeout error.
 func InjectFaults(faults *fault.Injector) func(next http.RoundTripper) http.RoundTripper {
 	var members []string
 	if faults.Enabled() {
@@ -245,8 +245,11 @@ func annotateChild(body []byte, uid types.UID, annotation, value string) ([]byte
 
 // injectedError is the error of a request a fault failed. It wraps the
 // *fault.InjectedError, and names its type for OpenTelemetry: otelhttp sets
-// a transport error's error.type from an ErrorType method, and would
-// otherwise name a pointer's type only as *fault.InjectedError.
+// a span's error.type from an ErrorType method in the error's chain, and
+// would otherwise name a pointer's type only as *fault.InjectedError.
+// (otelhttp's metrics name the concrete type, this one, by reflection; an
+// ErrorType method on fault.InjectedError itself would make this wrapper
+// unnecessary and both names right.)
 type injectedError struct{ err error }
 
 func (e *injectedError) Error() string { return e.err.Error() }
