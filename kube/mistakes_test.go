@@ -190,7 +190,7 @@ func TestResource_CRD_reports_each_mistake_with_its_place(t *testing.T) {
 		{"a Default encoding/json can't encode", thing[Lists](kube.Rules(&lists, kube.Field(&lists.Replicas).Default(nil), kube.Field(&lists.Ratio).Default(math.Inf(1)))),
 			"spec.ratio: Lists.Ratio: Default: json: unsupported value: +Inf"},
 		{"no mistake", thing[Lists](kube.Rules(&lists, kube.Field(&lists.Replicas).Default(nil).Nullable())), ""},
-		{"fields that hide each other", thing[Twins](), `spec: Twins.Left.Name and Twins.Right.Name all encode as "Name" at the same depth, so encoding/json encodes none of them`},
+		{"fields that hide each other", thing[Twins](), `spec: Twins.Left.Name and Twins.Right.Name encode as "Name" at the same depth, so encoding/json encodes none of them`},
 		{"a column with no name", named(func(r *kube.Resource[Shape, NoStatus]) {
 			r.Rules = []kube.TypeRules{kube.Rules(&shape)}
 			r.Columns = []kube.PrinterColumn{kube.Column("", &shape.Sides)}

@@ -284,6 +284,10 @@ func (b *builder) build(t reflect.Type, place string) apiextensionsv1.JSONSchema
 		s = *tr.schema.DeepCopy()
 	case isBuiltin:
 		s = bs
+	case t.Kind() == reflect.Interface:
+		// An interface's methods say nothing of how the value it holds
+		// encodes.
+		s = b.byKind(t, place)
 	case encodesItself(t) != "":
 		b.failf(place, "%s encodes itself with %s and has no Schema", t, encodesItself(t))
 	default:
@@ -360,7 +364,7 @@ func (b *builder) structSchema(t reflect.Type, place string) apiextensionsv1.JSO
 		for _, f := range h.fields {
 			names = append(names, hop{owner: t, index: f.index}.goName())
 		}
-		b.failf(place, "%s all encode as %q at the same depth, so encoding/json encodes none of them", strings.Join(names, " and "), h.name)
+		b.failf(place, "%s encode as %q at the same depth, so encoding/json encodes none of them", strings.Join(names, " and "), h.name)
 	}
 	s := apiextensionsv1.JSONSchemaProps{Type: "object"}
 	for _, f := range sf.fields {

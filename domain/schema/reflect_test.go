@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"encoding/json"
 	"reflect"
 	"regexp"
 	"testing"
@@ -32,6 +33,13 @@ func TestReflect_reports_a_type_that_contains_itself_through_a_slice_or_a_map(t 
 	errorContains(t, err,
 		"spec.tree[*]: schema.tree contains itself",
 		"spec.graph[*]: schema.graph contains itself")
+}
+
+func TestReflect_reports_an_interface_as_one_whatever_its_methods(t *testing.T) {
+	_, err := Reflect(reflect.TypeFor[struct {
+		Value json.Marshaler `json:"value"`
+	}](), "spec")
+	errorContains(t, err, "spec.value: json.Marshaler is an interface, whose encoding depends on the value it holds")
 }
 
 func TestReflect_applies_a_types_rules_wherever_it_appears(t *testing.T) {
