@@ -177,8 +177,9 @@ func (i *injector) carryOn(ctx context.Context, r *http.Request) error {
 // metadata.annotations[annotation] set to value, when its first owner
 // reference with controller: true has uid. It returns false, and body is
 // to be sent as it is, for an object that isn't uid's child, and for a body
-// it can't read: one that isn't a JSON or YAML object, has a name twice,
-// or whose metadata, owner references or annotations have the wrong shape.
+// it can't read: one that isn't a JSON or YAML object, has a name twice or
+// invalid UTF-8, or whose metadata, owner references or annotations (an
+// object of strings) have the wrong shape.
 // The API server then judges the body itself.
 func annotateChild(body []byte, uid types.UID, annotation, value string) ([]byte, bool) {
 	doc := body
@@ -217,19 +218,17 @@ func annotateChild(body []byte, uid types.UID, annotation, value string) ([]byte
 		return nil, false
 	}
 
-	var annotations map[string]jsontext.Value
+	var annotations map[string]string
 	if raw, ok := meta["annotations"]; ok {
 		if err := json.Unmarshal(raw, &annotations); err != nil {
 			return nil, false
 		}
 	}
 	if annotations == nil {
-		annotations = make(map[string]jsontext.Value, 1)
+		annotations = make(map[string]string, 1)
 	}
+	annotations[annotation] = value
 	var err error
-	if annotations[annotation], err = json.Marshal(value); err != nil {
-		return nil, false
-	}
 	if meta["annotations"], err = json.Marshal(annotations, json.Deterministic(true)); err != nil {
 		return nil, false
 	}

@@ -3,6 +3,7 @@ package transport_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -291,6 +292,7 @@ func TestInjectFaults_sets_the_annotation_on_a_childs_apply_body(t *testing.T) {
 		{"no owner references", `{"metadata":{"name":"c"}}`, ""},
 		{"no metadata", `{"kind":"ConfigMap"}`, ""},
 		{"annotations that aren't an object", `{"metadata":{"annotations":"x",` + refs + `}}`, ""},
+		{"an annotation that isn't a string", `{"metadata":{"annotations":{"n":1},` + refs + `}}`, ""},
 		{"a name given twice", `{"metadata":{` + refs + `},"metadata":{` + refs + `}}`, ""},
 		{"owner references of the wrong shape", `{"metadata":{"ownerReferences":{"uid":"owner-uid","controller":true}}}`, ""},
 		{"not JSON or YAML", "\x00\x01\x02 protobuf?", ""},
@@ -458,3 +460,46 @@ func roundTrip(rt http.RoundTripper, r *http.Request) error {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// FuzzInjectFaults_child_apply sends any body as a child's apply in a
+// reconcile that carries a scenario: the layer never fails or panics, and
+// sends either the body as it was, or JSON whose annotation is the
+// scenario and whose controller reference is the reconciled object's.
+func FuzzInjectFaults_child_apply(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"ownerReferences":[{"uid":"owner-uid","controller":true}]}}`))
+	f.Add([]byte("metadata:\n  ownerReferences:\n  - uid: owner-uid\n    controller: true\n"))
+	f.Add([]byte(`{"metadata":{"annotations":{"a":"b"},"ownerReferences":[{"uid":"other","controller":true}]}}`))
+	f.Add([]byte(`[]`))
+	faults, codec := injector(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ctx := withScenario(t.Context(), t, codec, fit.Scenario{})
+		scenario := baggage.FromContext(ctx)
+		ctx = reconciled.WithObject(ctx, ownerUID, annotation, scenario)
+		rec := &recorder{}
+		r := newRequest(ctx, t, http.MethodPatch, "https://api.test/api/v1/namespaces/ns/configmaps/c", transport.ApplyPatchYAML, body)
+		require.NoError(t, roundTrip(transport.InjectFaults(faults)(rec), r))
+		got := rec.bodies[0]
+		if bytes.Equal(got, body) {
+			return
+		}
+		var obj struct {
+			Metadata struct {
+				Annotations     map[string]string `json:"annotations"`
+				OwnerReferences []struct {
+					UID        string `json:"uid"`
+					Controller *bool  `json:"controller"`
+				} `json:"ownerReferences"`
+			} `json:"metadata"`
+		}
+		require.NoError(t, json.Unmarshal(got, &obj), "a changed body is JSON: %s", got)
+		require.Equal(t, scenario.String(), obj.Metadata.Annotations[annotation])
+		var controller string
+		for _, ref := range obj.Metadata.OwnerReferences {
+			if ref.Controller != nil && *ref.Controller {
+				controller = ref.UID
+				break
+			}
+		}
+		require.Equal(t, ownerUID, controller, "only a child is changed: %s", body)
+	})
+}
