@@ -5,6 +5,9 @@
 export GOTOOLCHAIN := go1.27.3
 export GOFLAGS := -buildvcs=false
 
+# gofmt of the Go 1.27 toolchain: an older gofmt rejects generic methods.
+GOFMT = $(shell go env GOROOT)/bin/gofmt
+
 GOLANGCI_LINT_VERSION := v2.15.0
 TOOLS := $(CURDIR)/.tools
 GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
@@ -23,7 +26,7 @@ KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 test: fmt-check vet lint lint-selftest unit kubetest-test examples-test
 
 fmt-check:
-	@out="$$(gofmt -l $$(git ls-files '*.go'))"; \
+	@out="$$($(GOFMT) -l $$(git ls-files '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:

@@ -332,6 +332,8 @@ func TestClient_abort_sends_nothing_and_never_calls_Token(t *testing.T) {
 		require.True(t, ok)
 		require.Len(t, hist.DataPoints, 1)
 		require.Equal(t, uint64(1), hist.DataPoints[0].Count, "http.client.request.duration counts the aborted request")
+		errType, _ := hist.DataPoints[0].Attributes.Value("error.type")
+		require.Equal(t, injectedErrorType, errType.AsString(), "the metric names the error as the span does")
 	})
 }
 

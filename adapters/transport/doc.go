@@ -5,8 +5,12 @@
 //  1. tracing and measuring with otelhttp, on the providers handed to New,
 //     except for a watch, which lasts as long as an informer runs and gets
 //     no span;
-//  2. failure injection: the request's injection point is evaluated, and
-//     an abort or a delay carried out, before any token is fetched;
+//  2. failure injection, only in an App that has it and only for a request
+//     whose context carries a scenario: the request's injection point is
+//     evaluated and an abort or a delay carried out before any token is
+//     fetched; the scenario is stripped from the baggage header, since the
+//     API server takes no part; and a reconcile's apply of one of its
+//     children carries the scenario on in the child's annotation;
 //  3. the bearer token, cached for a minute;
 //  4. the base transport: dialled through the Host, TLS from a clone of the
 //     Connection's config, no proxy whatever the environment says, HTTP/2

@@ -76,7 +76,7 @@ func (i *injector) RoundTrip(r *http.Request) (*http.Response, error) {
 	point := req.Point()
 	if err := i.faults.Inject(ctx, point); err != nil {
 		closeBody(r)
-		return nil, &injectedError{err: err}
+		return nil, err
 	}
 
 	r = r.Clone(ctx) // a RoundTripper must not change the request it is handed
@@ -241,19 +241,3 @@ func annotateChild(body []byte, uid types.UID, annotation, value string) ([]byte
 	}
 	return out, true
 }
-
-// injectedError is the error of a request a fault failed. It wraps the
-// *fault.InjectedError, and names its type for OpenTelemetry: otelhttp sets
-// a span's error.type from an ErrorType method in the error's chain, and
-// would otherwise name a pointer's type only as *fault.InjectedError.
-// (otelhttp's metrics name the concrete type, this one, by reflection; an
-// ErrorType method on fault.InjectedError itself would make this wrapper
-// unnecessary and both names right.)
-type injectedError struct{ err error }
-
-func (e *injectedError) Error() string { return e.err.Error() }
-
-func (e *injectedError) Unwrap() error { return e.err }
-
-// ErrorType returns github.com/loam-dev/loam/app/fault.InjectedError.
-func (e *injectedError) ErrorType() string { return fault.ErrorType(e.err) }

@@ -35,3 +35,9 @@ func (e *InjectedError) Error() string {
 // finds context.DeadlineExceeded or context.Canceled in it, and nil for an
 // abort.
 func (e *InjectedError) Unwrap() error { return e.Cause }
+
+// ErrorType names the error's type for OpenTelemetry's error.type
+// attribute, as instrumentation such as otelhttp reads it from an error:
+// github.com/loam-dev/loam/app/fault.InjectedError, on a request's span and
+// in its metrics alike.
+func (e *InjectedError) ErrorType() string { return ErrorType(e) }
