@@ -12,10 +12,11 @@ type Elector interface {
 	// the Lease, it calls onStarted in a goroutine of its own, with a
 	// context cancelled when leadership ends, and renews the Lease until a
 	// renewal fails for the renew deadline, another candidate takes it, or
-	// ctx is done, when it releases the Lease. It calls onStopped as it
-	// returns, whether or not it ever led, and returns without waiting for
-	// onStarted to return. Run's caller tells a lost Lease from a done ctx
-	// by ctx.Err().
+	// ctx is done. Then it waits for onStarted to return, so nothing the
+	// Lease guards outlives the leadership, and only then releases the
+	// Lease, if it still holds it. It calls onStopped as it returns,
+	// whether or not it ever led. Run's caller tells a lost Lease from a
+	// done ctx by ctx.Err().
 	Run(ctx context.Context, onStarted func(ctx context.Context), onStopped func())
 }
 

@@ -1,0 +1,102 @@
+// Package informer watches a controller's resources with client-go's
+// informers: a dynamic informer for the resource the controller
+// reconciles, whose cache is the controller's ports.ObjectSource, and a
+// metadata informer for each resource it owns. Every change to an object
+// queues its key; every change to an owned resource queues the key of the
+// object that controls it.
+//
+// Cached objects are stripped of metadata.managedFields, which no
+// controller decision reads and which is often the larger half of an
+// object, so a cache holds what the controller uses.
+package informer
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/loam-dev/loam/ports"
+)
+
+// Config is what both kinds of informer share.
+type Config struct {
+	// Namespace limits the informer to one namespace's objects; "" watches
+	// every namespace.
+	Namespace string
+	// Resync hands every cached object to the informer's handler again
+	// that often, as if it had changed; 0 never does.
+	Resync time.Duration
+	// Enqueue queues the key of an object to reconcile. It is called from
+	// the informer's own goroutines and must not block for long.
+	Enqueue func(ports.Key)
+	// Logger receives the log lines of the informer's event handler.
+	Logger logr.Logger
+}
+
+// stripManagedFields is the informers' transform: it drops
+// metadata.managedFields before an object is cached. The transform sees
+// each object before anything else does, so changing it in place is safe;
+// it is idempotent, as client-go asks.
+func stripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// Running is a set of informers started together, each in a goroutine of
+// its own, until Stop.
+type Running struct {
+	informers []cache.SharedIndexInformer
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// Start runs each informer until ctx is done or Stop is called. ctx also
+// carries the logger client-go's reflectors log through (klog.NewContext).
+// An informer runs once: Start must not be given one that ran before.
+func Start(ctx context.Context, informers ...cache.SharedIndexInformer) *Running {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Running{informers: informers, cancel: cancel}
+	for _, inf := range informers {
+		r.wg.Go(func() { inf.RunWithContext(ctx) })
+	}
+	return r
+}
+
+// WaitForSync waits until every informer's cache holds what its first
+// list returned, and reports whether they did before ctx was done.
+func (r *Running) WaitForSync(ctx context.Context) bool {
+	checkers := make([]cache.DoneChecker, len(r.informers))
+	for i, inf := range r.informers {
+		checkers[i] = inf.HasSyncedChecker()
+	}
+	return cache.WaitFor(ctx, "", checkers...)
+}
+
+// Stop stops every informer and waits for their goroutines to return.
+func (r *Running) Stop() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// keyOf returns the key of obj, which an informer's handler was handed: a
+// cached object, or the tombstone of one deleted while its watch was down.
+func keyOf(obj any) (ports.Key, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		ns, name, err := cache.SplitMetaNamespaceKey(t.Key)
+		if err != nil {
+			return ports.Key{}, false
+		}
+		return ports.Key{Namespace: ns, Name: name}, true
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ports.Key{}, false
+	}
+	return ports.Key{Namespace: m.GetNamespace(), Name: m.GetName()}, true
+}

@@ -1,0 +1,76 @@
+package informer
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/loam-dev/loam/domain/owners"
+	"github.com/loam-dev/loam/ports"
+)
+
+// Owned watches a resource the controller's objects own, through the
+// metadata client, since only its owner references matter: each add,
+// change or deletion of one of its objects queues the object whose
+// controller owner reference it carries, when that reference names the
+// controller's own kind.
+type Owned struct {
+	informer cache.SharedIndexInformer
+}
+
+// NewOwned returns the informer of gvr's objects, which objects of
+// owner's kind control, not yet running: Start runs it. It fails only when
+// client-go refuses its transform or handler, which it does only for an
+// informer that has run.
+func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner owners.Owner, c Config) (*Owned, error) {
+	inf := metadatainformer.NewFilteredMetadataInformer(client, gvr, c.Namespace, c.Resync, cache.Indexers{}, nil).Informer()
+	if err := inf.SetTransform(stripManagedFields); err != nil {
+		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
+	}
+	enqueue := func(obj any) {
+		if key, ok := ownerKey(owner, obj); ok {
+			c.Enqueue(key)
+		}
+	}
+	logger := c.Logger
+	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(old, obj any) {
+			// A changed reference moves the object from one owner to
+			// another: both are reconciled, the old one to see it go.
+			prev, hadPrev := ownerKey(owner, old)
+			next, hasNext := ownerKey(owner, obj)
+			if hadPrev && (!hasNext || prev != next) {
+				c.Enqueue(prev)
+			}
+			if hasNext {
+				c.Enqueue(next)
+			}
+		},
+		DeleteFunc: enqueue,
+	}, cache.HandlerOptions{Logger: &logger})
+	if err != nil {
+		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
+	}
+	return &Owned{informer: inf}, nil
+}
+
+// Informer returns the client-go informer, for Start.
+func (o *Owned) Informer() cache.SharedIndexInformer { return o.informer }
+
+// ownerKey returns the key of the object of owner's kind that controls
+// obj, a cached object or the tombstone of a deleted one.
+func ownerKey(owner owners.Owner, obj any) (ports.Key, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ports.Key{}, false
+	}
+	return owner.Key(m.GetNamespace(), m.GetOwnerReferences())
+}

@@ -1,0 +1,91 @@
+package informer
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/loam-dev/loam/ports"
+)
+
+// Primary watches the resource a controller reconciles through the dynamic
+// client, and is the controller's cache of its objects: a
+// ports.ObjectSource. Every object it adds, changes or deletes queues the
+// object's key, and so does the resync.
+type Primary struct {
+	gvr      schema.GroupVersionResource
+	informer cache.SharedIndexInformer
+}
+
+var _ ports.ObjectSource = (*Primary)(nil)
+
+// NewPrimary returns the informer of gvr's objects, not yet running:
+// Start runs it. It fails only when client-go refuses its transform or
+// handler, which it does only for an informer that has run.
+func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Config) (*Primary, error) {
+	inf := dynamicinformer.NewFilteredDynamicInformer(client, gvr, c.Namespace, c.Resync, cache.Indexers{}, nil).Informer()
+	if err := inf.SetTransform(stripManagedFields); err != nil {
+		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
+	}
+	enqueue := func(obj any) {
+		if key, ok := keyOf(obj); ok {
+			c.Enqueue(key)
+		}
+	}
+	logger := c.Logger
+	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}, cache.HandlerOptions{Logger: &logger})
+	if err != nil {
+		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
+	}
+	return &Primary{gvr: gvr, informer: inf}, nil
+}
+
+// Informer returns the client-go informer, for Start.
+func (p *Primary) Informer() cache.SharedIndexInformer { return p.informer }
+
+// Get returns the cached object key names, and false when the cache holds
+// none. The Object's Content is the cached map itself, shared with the
+// cache and with every other reader: nothing may modify it, which is why
+// the controller decodes a copy for the end user's code. Status is the
+// JSON encoding of the object's status, encoded anew by each call.
+func (p *Primary) Get(key ports.Key) (ports.Object, bool, error) {
+	item, found, err := p.informer.GetIndexer().GetByKey(key.String())
+	if err != nil || !found {
+		return ports.Object{}, false, err
+	}
+	u, ok := item.(*unstructured.Unstructured)
+	if !ok {
+		return ports.Object{}, false, fmt.Errorf("the cache of %s holds a %T, not an *unstructured.Unstructured", p.gvr, item)
+	}
+	return snapshot(u)
+}
+
+// snapshot reads the fields the domain decides on from u.
+func snapshot(u *unstructured.Unstructured) (ports.Object, bool, error) {
+	var status []byte
+	if s, ok := u.Object["status"]; ok && s != nil {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return ports.Object{}, false, fmt.Errorf("encoding the status of %s: %w", u.GetName(), err)
+		}
+		status = b
+	}
+	ts, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "deletionTimestamp")
+	return ports.Object{
+		UID:         u.GetUID(),
+		Deleting:    found && ts != nil,
+		Finalizers:  u.GetFinalizers(),
+		Annotations: u.GetAnnotations(),
+		Status:      status,
+		Content:     u.Object,
+	}, true, nil
+}

@@ -1,0 +1,184 @@
+// Package lease elects which of a controller's replicas reconciles, with
+// client-go's leader election on a coordination.k8s.io Lease. It
+// implements ports.Elector.
+//
+// On top of client-go's LeaderElector, it guarantees that nothing the
+// Lease guards runs once another replica may hold it: when leadership
+// ends, the context handed to the leader's function is cancelled, and the
+// Lease is released only after that function has returned.
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/loam-dev/loam/ports"
+)
+
+// Config is the Lease an Elector campaigns for, and how.
+type Config struct {
+	// Client reaches the API server's Leases.
+	Client coordinationv1client.LeasesGetter
+	// Name and Namespace name the Lease.
+	Name, Namespace string
+	// Identity is this candidate's name in the Lease.
+	Identity string
+	// LeaseDuration is how long a candidate waits, from the last renewal
+	// it saw, before it takes the Lease.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader keeps trying to renew the
+	// Lease before it gives leadership up.
+	RenewDeadline time.Duration
+	// RetryPeriod is how long a candidate waits between tries.
+	RetryPeriod time.Duration
+}
+
+// Elector campaigns for one Lease. It implements ports.Elector.
+type Elector struct {
+	c Config
+}
+
+var _ ports.Elector = (*Elector)(nil)
+
+// New returns an Elector of c. It fails, naming every mistake, when c has
+// no Client, Name, Namespace or Identity, or when client-go's leader
+// election refuses its durations.
+func New(c Config) (*Elector, error) {
+	var errs []error
+	if c.Client == nil {
+		errs = append(errs, errors.New("lease: Config.Client is nil"))
+	}
+	for _, f := range []struct{ name, value string }{
+		{"Name", c.Name}, {"Namespace", c.Namespace}, {"Identity", c.Identity},
+	} {
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("lease: Config.%s is empty", f.name))
+		}
+	}
+	// client-go checks the durations; a throwaway elector asks it.
+	noop := leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}}
+	if _, err := leaderelection.NewLeaderElector(config(c, &resourcelock.LeaseLock{LockConfig: resourcelock.ResourceLockConfig{Identity: "check"}}, noop)); err != nil {
+		errs = append(errs, fmt.Errorf("lease: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Elector{c: c}, nil
+}
+
+func config(c Config, lock resourcelock.Interface, callbacks leaderelection.LeaderCallbacks) leaderelection.LeaderElectionConfig {
+	return leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            c.Name,
+		LeaseDuration:   c.LeaseDuration,
+		RenewDeadline:   c.RenewDeadline,
+		RetryPeriod:     c.RetryPeriod,
+		Callbacks:       callbacks,
+		ReleaseOnCancel: true,
+	}
+}
+
+// Run campaigns for the Lease until it holds it or ctx is done. Once it
+// holds the Lease, it calls onStarted in a goroutine of its own with a
+// context that is cancelled when leadership ends: when a renewal fails for
+// the RenewDeadline, when another candidate takes the Lease, or when ctx is
+// done. Before it releases the Lease, and before it returns, it waits for
+// onStarted to return, so nothing onStarted runs outlives the leadership.
+// It then releases the Lease, if it still holds it, calls onStopped, and
+// returns. Its caller tells a lost Lease from a done ctx by ctx.Err().
+//
+// ctx carries the logger client-go's leader election logs through
+// (klog.NewContext).
+func (e *Elector) Run(ctx context.Context, onStarted func(context.Context), onStopped func()) {
+	leadCtx, cancelLead := context.WithCancel(ctx)
+	defer cancelLead()
+	t := &term{cancel: cancelLead, done: make(chan struct{})}
+	lock := &guardedLock{
+		Interface: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Name: e.c.Name, Namespace: e.c.Namespace},
+			Client:     e.c.Client,
+			LockConfig: resourcelock.ResourceLockConfig{Identity: e.c.Identity},
+		},
+		beforeRelease: t.end,
+	}
+	le, err := leaderelection.NewLeaderElector(config(e.c, lock, leaderelection.LeaderCallbacks{
+		// client-go's own context for the leader ends only once its Run
+		// returns, after the release: leadCtx ends as leadership does.
+		OnStartedLeading: func(context.Context) {
+			if !t.begin() {
+				return
+			}
+			defer t.finish()
+			onStarted(leadCtx)
+		},
+		OnStoppedLeading: func() {},
+	}))
+	if err == nil {
+		le.Run(ctx)
+	}
+	// New checked the config, so err is always nil; either way the term
+	// is over.
+	t.end()
+	onStopped()
+}
+
+// term is one leadership's run of onStarted.
+type term struct {
+	cancel context.CancelFunc
+	// done is closed when onStarted has returned.
+	done chan struct{}
+
+	mu      sync.Mutex
+	began   bool
+	stopped bool
+}
+
+// begin reports whether onStarted may run: not once the term has ended,
+// as when the Lease is released before client-go's goroutine starts.
+func (t *term) begin() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return false
+	}
+	t.began = true
+	return true
+}
+
+// finish records that onStarted has returned.
+func (t *term) finish() { close(t.done) }
+
+// end ends the term: it cancels onStarted's context and waits for it to
+// return, if it began. It may be called more than once.
+func (t *term) end() {
+	t.mu.Lock()
+	t.stopped = true
+	began := t.began
+	t.mu.Unlock()
+	t.cancel()
+	if began {
+		<-t.done
+	}
+}
+
+// guardedLock is the Lease lock, which ends the term before it releases
+// the Lease: client-go releases a Lease by updating it with no holder.
+type guardedLock struct {
+	resourcelock.Interface
+	beforeRelease func()
+}
+
+func (l *guardedLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	if r.HolderIdentity == "" {
+		l.beforeRelease()
+	}
+	return l.Interface.Update(ctx, r)
+}

@@ -1,0 +1,153 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Part adds to what a Controller does: Owns watches a resource its objects
+// own, and Finalize holds each object until the end user's code has
+// cleaned up after it. NewController and NewKindController take any
+// number of Parts, and report every mistake in them. The zero Part is a
+// mistake.
+type Part struct {
+	kind partKind
+	// gvr is what an Owns watches.
+	gvr schema.GroupVersionResource
+	// finalizer and finalize are a Finalize's: fn is a
+	// func(context.Context, T) error, and fnType T.
+	finalizer string
+	fn        any
+	fnType    reflect.Type
+}
+
+type partKind int
+
+const (
+	partNone partKind = iota
+	partOwns
+	partFinalize
+)
+
+// Owns reconciles an object again whenever a resource it controls is
+// added, changes or is deleted: a resource of gvr, such as
+// appsv1.SchemeGroupVersion.WithResource("deployments"), whose owner
+// reference with controller: true names the Controller's group and kind.
+// The reference's version isn't compared. The Controller watches gvr
+// through the metadata client, limited to Settings.Namespace, and needs
+// list and watch on it.
+func Owns(gvr schema.GroupVersionResource) Part {
+	return Part{kind: partOwns, gvr: gvr}
+}
+
+// Finalize keeps each object until f has cleaned up after it, with the
+// finalizer named finalizer, such as cache.example.com/finalizer: a
+// qualified name with a domain. The finalizer is added before an object's
+// first reconcile; once the object is being deleted, f is called, never
+// the Reconciler, and the finalizer is removed when f returns nil. An
+// error retries with backoff, so f must be idempotent.
+//
+// T is inferred from f, and NewController checks it is the Controller's
+// Object[Spec, Status], or NewKindController its T. A Controller takes
+// one Finalize, and needs patch on its resource to apply the finalizer.
+func Finalize[T any](finalizer string, f func(ctx context.Context, obj T) error) Part {
+	p := Part{kind: partFinalize, finalizer: finalizer, fnType: reflect.TypeFor[T]()}
+	if f != nil {
+		p.fn = f
+	}
+	return p
+}
+
+// String describes the Part as the end user wrote it, for errors.
+func (p Part) String() string {
+	switch p.kind {
+	case partOwns:
+		return fmt.Sprintf("Owns(%s)", p.gvr)
+	case partFinalize:
+		return fmt.Sprintf("Finalize(%q, func(context.Context, %v) error)", p.finalizer, p.fnType)
+	}
+	return "Part{}"
+}
+
+// parts is what a Controller's Parts add up to, for objects of type T.
+type parts[T any] struct {
+	owns      []schema.GroupVersionResource
+	finalizer string
+	finalize  func(context.Context, T) error
+}
+
+// partsOf checks ps for a Controller of T's objects and returns what they
+// add up to, with one error naming every mistake.
+func partsOf[T any](ps []Part) (parts[T], error) {
+	var (
+		out  parts[T]
+		errs []error
+		// finalizes counts the Finalizes, so a second one is named.
+		finalizes int
+	)
+	for i, p := range ps {
+		fail := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("kube: Part %d, %v: %s", i, p, fmt.Sprintf(format, args...)))
+		}
+		switch p.kind {
+		case partOwns:
+			if p.gvr.Version == "" {
+				fail("the GVR has no Version")
+			}
+			if p.gvr.Resource == "" {
+				fail("the GVR has no Resource")
+			}
+			for _, seen := range out.owns {
+				if seen == p.gvr {
+					fail("%s is owned twice", p.gvr)
+				}
+			}
+			out.owns = append(out.owns, p.gvr)
+
+		case partFinalize:
+			finalizes++
+			if finalizes > 1 {
+				fail("a Controller takes one Finalize, and this is a second")
+			}
+			if err := checkFinalizer(p.finalizer); err != nil {
+				fail("the finalizer %s", err)
+			}
+			switch f := p.fn.(type) {
+			case nil:
+				fail("the function is nil")
+			case func(context.Context, T) error:
+				if finalizes == 1 {
+					out.finalizer, out.finalize = p.finalizer, f
+				}
+			default:
+				fail("the function takes a %v, and the Controller's objects are %v", p.fnType, reflect.TypeFor[T]())
+			}
+
+		default:
+			fail("the zero Part: make Parts with Owns or Finalize")
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// checkFinalizer reports whether name can name a finalizer: a qualified
+// name with a domain prefix, as Kubernetes asks of every finalizer but its
+// own.
+func checkFinalizer(name string) error {
+	if name == "" {
+		return errors.New("is empty: want a qualified name with a domain, such as example.com/finalizer")
+	}
+	if msgs := validation.IsQualifiedName(name); len(msgs) > 0 {
+		return fmt.Errorf("%q is not a qualified name: %s", name, strings.Join(msgs, "; "))
+	}
+	if !strings.Contains(name, "/") {
+		return fmt.Errorf("%q has no domain: want one, such as example.com/%s", name, name)
+	}
+	return nil
+}

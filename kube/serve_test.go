@@ -1,0 +1,702 @@
+package kube
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/ports"
+)
+
+// The tests in this file run a Controller's Serve on client-go's fakes, in
+// synctest bubbles: a fake elector grants and takes the Lease, and a
+// writer applies statuses and finalizers to the fake's objects as the API
+// server would. The whole App against a real API server is tested in
+// kubetest/e2e.
+
+type cacheSpec struct {
+	Size int32 `json:"size"`
+}
+
+type cacheStatus struct {
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+}
+
+var (
+	caches = Resource[cacheSpec, cacheStatus]{
+		Group: "cache.example.com", Version: "v1alpha1", Kind: "Memcached", Plural: "memcacheds", Scope: Namespaced,
+	}
+	memcacheds  = caches.GVR()
+	deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+)
+
+type cacheObject = Object[cacheSpec, cacheStatus]
+
+func memcached(name string, size int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cache.example.com/v1alpha1",
+		"kind":       "Memcached",
+		"metadata":   map[string]any{"namespace": "ns", "name": name, "uid": name + "-uid"},
+		"spec":       map[string]any{"size": size},
+	}}
+}
+
+func deploymentOf(owner string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: owner, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "cache.example.com/v1alpha1", Kind: "Memcached", Name: owner, UID: types.UID(owner + "-uid"), Controller: ptr.To(true),
+		}}},
+	}
+}
+
+// reconciles counts a Reconciler's calls, by object name.
+type reconciles struct {
+	mu     sync.Mutex
+	counts map[string]int
+	// inFlight and most are the reconciles running now, and the most that
+	// ever ran at once.
+	inFlight, most atomic.Int32
+}
+
+func (r *reconciles) start(name string) func() {
+	r.mu.Lock()
+	if r.counts == nil {
+		r.counts = map[string]int{}
+	}
+	r.counts[name]++
+	r.mu.Unlock()
+	n := r.inFlight.Add(1)
+	for {
+		m := r.most.Load()
+		if n <= m || r.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	return func() { r.inFlight.Add(-1) }
+}
+
+func (r *reconciles) of(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts[name]
+}
+
+// fakeElector is a ports.Elector the test grants and takes the Lease of,
+// keeping the adapter's promise: it releases the Lease only after the
+// leader's function returned.
+type fakeElector struct {
+	grant, take chan struct{}
+	// inFlight, when set, says how many reconciles run at the release.
+	inFlight *atomic.Int32
+
+	mu       sync.Mutex
+	released bool
+	// busyAtRelease is how many reconciles ran when the Lease was
+	// released.
+	busyAtRelease int32
+}
+
+func newElector() *fakeElector {
+	return &fakeElector{grant: make(chan struct{}), take: make(chan struct{})}
+}
+
+func (e *fakeElector) Run(ctx context.Context, onStarted func(context.Context), onStopped func()) {
+	defer onStopped()
+	select {
+	case <-e.grant:
+	case <-ctx.Done():
+		return
+	}
+	leading, cancel := context.WithCancel(ctx)
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		onStarted(leading)
+	}()
+	select {
+	case <-ctx.Done():
+	case <-e.take:
+	}
+	cancel()
+	<-returned
+	if ctx.Err() != nil {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.released = true
+		if e.inFlight != nil {
+			e.busyAtRelease = e.inFlight.Load()
+		}
+	}
+}
+
+func (e *fakeElector) wasReleased() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.released
+}
+
+// trackerWriter applies to the fake's objects as the API server applies:
+// a status write, and the finalizer, change the object, which its
+// informer sees.
+type trackerWriter struct {
+	tracker k8stesting.ObjectTracker
+
+	mu         sync.Mutex
+	statuses   map[string]int
+	finalizers []string // "+name" for an add, "-name" for a removal
+}
+
+func (w *trackerWriter) object(key ports.Key, uid types.UID) (*unstructured.Unstructured, error) {
+	o, err := w.tracker.Get(memcacheds, key.Namespace, key.Name)
+	if err != nil {
+		return nil, err
+	}
+	u := o.(*unstructured.Unstructured).DeepCopy()
+	if u.GetUID() != uid {
+		return nil, apierrors.NewConflict(memcacheds.GroupResource(), key.Name, errors.New("uid mismatch"))
+	}
+	return u, nil
+}
+
+func (w *trackerWriter) ApplyStatus(_ context.Context, key ports.Key, uid types.UID, status []byte) error {
+	u, err := w.object(key, uid)
+	if err != nil {
+		return err
+	}
+	var s map[string]any
+	if err := json.Unmarshal(status, &s); err != nil {
+		return err
+	}
+	u.Object["status"] = s
+	w.mu.Lock()
+	if w.statuses == nil {
+		w.statuses = map[string]int{}
+	}
+	w.statuses[key.Name]++
+	w.mu.Unlock()
+	return w.tracker.Update(memcacheds, u, key.Namespace)
+}
+
+func (w *trackerWriter) ApplyFinalizer(_ context.Context, key ports.Key, uid types.UID, finalizer string, present bool) error {
+	u, err := w.object(key, uid)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	if present {
+		u.SetFinalizers(append(u.GetFinalizers(), finalizer))
+		w.finalizers = append(w.finalizers, "+"+key.Name)
+	} else {
+		u.SetFinalizers(slices.DeleteFunc(u.GetFinalizers(), func(f string) bool { return f == finalizer }))
+		w.finalizers = append(w.finalizers, "-"+key.Name)
+	}
+	w.mu.Unlock()
+	if present {
+		return w.tracker.Update(memcacheds, u, key.Namespace)
+	}
+	if u.GetDeletionTimestamp() != nil && len(u.GetFinalizers()) == 0 {
+		return w.tracker.Delete(memcacheds, key.Namespace, key.Name)
+	}
+	return w.tracker.Update(memcacheds, u, key.Namespace)
+}
+
+func (w *trackerWriter) statusesOf(name string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.statuses[name]
+}
+
+// harness is a Controller of caches on the fakes.
+type harness struct {
+	ctrl    *Controller
+	dynamic *dynamicfake.FakeDynamicClient
+	meta    *metadatafake.FakeMetadataClient
+	elector *fakeElector
+	writer  *trackerWriter
+
+	served chan error
+}
+
+func newHarness(t *testing.T, settings Settings, rec Reconciler[cacheSpec, cacheStatus], parts []Part, objects ...runtime.Object) *harness {
+	t.Helper()
+	s := &app.Setup{Host: app.Host{Network: apptest.NewNetwork()}, Telemetry: apptest.NewTelemetry().Telemetry}
+	client, err := NewClient(s, Connection{Server: "api.test:443", TLS: &tls.Config{MinVersion: tls.VersionTLS12}})
+	require.NoError(t, err)
+	ctrl, err := NewController(s, client, settings, caches, rec, append([]Part{Owns(deployments)}, parts...)...)
+	require.NoError(t, err)
+
+	h := &harness{
+		ctrl:    ctrl,
+		dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{memcacheds: "MemcachedList"}, objects...),
+		elector: newElector(),
+		served:  make(chan error, 1),
+	}
+	scheme := metadatafake.NewTestScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	scheme.AddKnownTypeWithName(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, &metav1.PartialObjectMetadata{})
+	h.meta = metadatafake.NewSimpleMetadataClient(scheme)
+	h.writer = &trackerWriter{tracker: h.dynamic.Tracker()}
+	ctrl.dynamic, ctrl.metadata, ctrl.elector, ctrl.writer = h.dynamic, h.meta, h.elector, h.writer
+	return h
+}
+
+func settingsForTest() Settings {
+	s := DefaultSettings()
+	s.Name = "memcached-controller"
+	s.LeaderElection.Namespace = "memcached-system"
+	s.LeaderElection.Identity = "pod-a"
+	return s
+}
+
+// serve runs Serve in the background until ctx ends.
+func (h *harness) serve(ctx context.Context) {
+	go func() { h.served <- h.ctrl.Serve(ctx) }()
+}
+
+func (h *harness) synced(t *testing.T) bool {
+	t.Helper()
+	ok, err := h.ctrl.Synced().Healthy(t.Context())
+	require.NoError(t, err)
+	return ok
+}
+
+// statusReconciler reports each Memcached's size as its ready replicas.
+type statusReconciler struct{ calls *reconciles }
+
+func (r statusReconciler) Reconcile(_ context.Context, m cacheObject) (Result[cacheStatus], error) {
+	defer r.calls.start(m.Name)()
+	st := m.Status
+	st.ReadyReplicas = m.Spec.Size
+	return Result[cacheStatus]{Status: &st}, nil
+}
+
+func TestServe_reconciles_every_object_and_settles_after_applying_its_status(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := &reconciles{}
+		h := newHarness(t, settingsForTest(), statusReconciler{calls}, nil, memcached("a", 1), memcached("b", 2))
+		ctx, stop := context.WithCancel(t.Context())
+		h.serve(ctx)
+		synctest.Wait()
+		require.True(t, h.synced(t), "synced on a standby")
+		require.Zero(t, calls.of("a"), "a standby reconciles nothing")
+
+		close(h.elector.grant)
+		synctest.Wait()
+		for _, name := range []string{"a", "b"} {
+			// The status applied changes the object, which is reconciled
+			// once more, returns the same status, and settles.
+			require.Equal(t, 2, calls.of(name), name)
+			require.Equal(t, 1, h.writer.statusesOf(name), name)
+		}
+		got, err := h.dynamic.Tracker().Get(memcacheds, "ns", "b")
+		require.NoError(t, err)
+		status, err := json.Marshal(got.(*unstructured.Unstructured).Object["status"])
+		require.NoError(t, err)
+		require.JSONEq(t, `{"readyReplicas":2}`, string(status))
+
+		// A change is reconciled.
+		changed := memcached("a", 3)
+		require.NoError(t, h.dynamic.Tracker().Update(memcacheds, changed, "ns"))
+		synctest.Wait()
+		require.Equal(t, 4, calls.of("a"))
+
+		stop()
+		require.NoError(t, <-h.served)
+		require.True(t, h.elector.wasReleased())
+		require.False(t, h.synced(t), "unhealthy once Serve returned")
+	})
+}
+
+// listLimits records the Limit of every list of the dynamic client.
+type listLimits struct {
+	dynamic.Interface
+	mu     sync.Mutex
+	limits []int64
+}
+
+func (l *listLimits) record(opts metav1.ListOptions) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.limits = append(l.limits, opts.Limit)
+}
+
+func (l *listLimits) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return limitedResource{l.Interface.Resource(gvr), l}
+}
+
+type limitedResource struct {
+	dynamic.NamespaceableResourceInterface
+	l *listLimits
+}
+
+func (r limitedResource) Namespace(ns string) dynamic.ResourceInterface {
+	return limitedNamespace{r.NamespaceableResourceInterface.Namespace(ns), r.l}
+}
+
+func (r limitedResource) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	r.l.record(opts)
+	return r.NamespaceableResourceInterface.List(ctx, opts)
+}
+
+type limitedNamespace struct {
+	dynamic.ResourceInterface
+	l *listLimits
+}
+
+func (r limitedNamespace) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	r.l.record(opts)
+	return r.ResourceInterface.List(ctx, opts)
+}
+
+func TestServe_lists_once_with_a_limit_of_1_before_watching(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, settingsForTest(), statusReconciler{&reconciles{}}, nil)
+		l := &listLimits{Interface: h.dynamic}
+		h.ctrl.dynamic = l
+		ctx, stop := context.WithCancel(t.Context())
+		h.serve(ctx)
+		synctest.Wait()
+		stop()
+		require.NoError(t, <-h.served)
+		require.NotEmpty(t, l.limits)
+		require.Equal(t, int64(1), l.limits[0], "the first list, before the informer's")
+	})
+}
+
+func TestServe_fails_naming_a_resource_the_API_server_doesn_t_serve(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		resource string
+		want     string
+	}{
+		{"the resource", "memcacheds", "kube: listing cache.example.com/v1alpha1, Resource=memcacheds: the server could not find the requested resource"},
+		{"an owned resource", "deployments", "kube: listing apps/v1, Resource=deployments: the server could not find the requested resource"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newHarness(t, settingsForTest(), statusReconciler{&reconciles{}}, nil)
+				notFound := func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewGenericServerResponse(404, "list", schema.GroupResource{}, "", "", 0, false)
+				}
+				h.dynamic.PrependReactor("list", tc.resource, notFound)
+				h.meta.PrependReactor("list", tc.resource, notFound)
+				err := h.ctrl.Serve(t.Context())
+				require.EqualError(t, err, tc.want)
+				require.False(t, h.synced(t))
+			})
+		})
+	}
+}
+
+// blockingReconciler blocks each reconcile until release is closed or its
+// context ends, and reports each context's end.
+type blockingReconciler struct {
+	started chan string
+	release chan struct{}
+	// ended receives the cause of each reconcile's context ending, or nil
+	// when it returned with its context alive.
+	ended chan error
+}
+
+func newBlocking() *blockingReconciler {
+	return &blockingReconciler{started: make(chan string, 100), release: make(chan struct{}), ended: make(chan error, 100)}
+}
+
+func (r *blockingReconciler) Reconcile(ctx context.Context, m cacheObject) (Result[cacheStatus], error) {
+	r.started <- m.Name
+	select {
+	case <-r.release:
+		r.ended <- nil
+	case <-ctx.Done():
+		r.ended <- context.Cause(ctx)
+	}
+	return Result[cacheStatus]{}, nil
+}
+
+func TestServe_on_SIGTERM_finishes_the_reconciles_in_flight_then_releases_the_Lease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newBlocking()
+		h := newHarness(t, settingsForTest(), rec, nil, memcached("a", 1), memcached("b", 1))
+		var inFlight atomic.Int32
+		h.elector.inFlight = &inFlight
+		ctx, stop := context.WithCancel(t.Context())
+		h.serve(ctx)
+		close(h.elector.grant)
+		<-rec.started
+		inFlight.Store(1)
+		synctest.Wait()
+		require.Empty(t, rec.started, "one worker: b waits")
+
+		stop()
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		require.Empty(t, h.served, "Serve waits for the reconcile in flight")
+		require.False(t, h.elector.wasReleased(), "the Lease is held until it ends")
+		require.Empty(t, rec.ended, "the reconcile's context isn't Serve's")
+
+		inFlight.Store(0)
+		close(rec.release)
+		require.NoError(t, <-h.served)
+		require.Nil(t, <-rec.ended)
+		require.True(t, h.elector.wasReleased())
+		require.Zero(t, h.elector.busyAtRelease)
+		require.Empty(t, rec.started, "no key taken after the stop: b is left for the next leader")
+	})
+}
+
+func TestServe_on_a_lost_Lease_cancels_the_reconciles_in_flight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newBlocking()
+		h := newHarness(t, settingsForTest(), rec, nil, memcached("a", 1), memcached("b", 1))
+		h.serve(t.Context())
+		close(h.elector.grant)
+		<-rec.started
+
+		close(h.elector.take)
+		require.ErrorIs(t, <-h.served, ErrLostLeadership)
+		require.ErrorIs(t, <-rec.ended, ErrLostLeadership, "the reconcile's context was cancelled")
+		require.False(t, h.elector.wasReleased())
+		require.Empty(t, rec.started, "no key taken after the loss")
+	})
+}
+
+func TestShutdown_cancels_the_reconciles_in_flight_when_its_context_ends_first(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newBlocking()
+		h := newHarness(t, settingsForTest(), rec, nil, memcached("a", 1))
+		ctx, stop := context.WithCancel(t.Context())
+		h.serve(ctx)
+		close(h.elector.grant)
+		<-rec.started
+
+		// As the App does: Serve's context ends, then Shutdown has the
+		// grace period.
+		stop()
+		grace, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		start := time.Now()
+		err := h.ctrl.Shutdown(grace)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorContains(t, err, "kube: controller memcached-controller: shutdown: ")
+		require.Equal(t, 20*time.Second, time.Since(start))
+		cause := <-rec.ended
+		require.ErrorIs(t, cause, context.DeadlineExceeded, "cancelled, with Shutdown's error as the cause")
+		require.NoError(t, <-h.served)
+		require.True(t, h.elector.wasReleased())
+	})
+}
+
+func TestShutdown_stops_Serve_and_returns_nil_when_it_finishes_in_time(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, settingsForTest(), statusReconciler{&reconciles{}}, nil, memcached("a", 1))
+		h.serve(t.Context())
+		close(h.elector.grant)
+		synctest.Wait()
+		require.NoError(t, h.ctrl.Shutdown(t.Context()))
+		require.NoError(t, <-h.served)
+		require.True(t, h.elector.wasReleased())
+		require.ErrorContains(t, h.ctrl.Serve(t.Context()), "Serve was called again")
+	})
+}
+
+func TestServe_runs_Settings_Workers_reconciles_at_once(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := &reconciles{}
+		settings := settingsForTest()
+		settings.Workers = 3
+		var objects []runtime.Object
+		for i := range 10 {
+			objects = append(objects, memcached(fmt.Sprintf("m%d", i), 1))
+		}
+		h := newHarness(t, settings, ReconcilerFunc[cacheSpec, cacheStatus](func(_ context.Context, m cacheObject) (Result[cacheStatus], error) {
+			defer calls.start(m.Name)()
+			time.Sleep(time.Second)
+			return Result[cacheStatus]{}, nil
+		}), nil, objects...)
+		ctx, stop := context.WithCancel(t.Context())
+		h.serve(ctx)
+		close(h.elector.grant)
+		synctest.Wait()
+		time.Sleep(time.Hour)
+		for i := range 10 {
+			require.Equal(t, 1, calls.of(fmt.Sprintf("m%d", i)))
+		}
+		require.Equal(t, int32(3), calls.most.Load())
+		stop()
+		require.NoError(t, <-h.served)
+	})
+}
+
+func TestServe_retries_errors_with_backoff_and_After_after_that_long(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu    sync.Mutex
+			times = map[string][]time.Duration{}
+		)
+		start := time.Now()
+		fails := 2
+		h := newHarness(t, settingsForTest(), ReconcilerFunc[cacheSpec, cacheStatus](func(_ context.Context, m cacheObject) (Result[cacheStatus], error) {
+			mu.Lock()
+			defer mu.Unlock()
+			times[m.Name] = append(times[m.Name], time.Since(start))
+			switch m.Name {
+			case "failing":
+				if fails > 0 {
+					fails--
+					return Result[cacheStatus]{After: time.Hour}, errors.New("the Deployment can't be applied")
+				}
+			case "polling":
+				return Result[cacheStatus]{After: time.Minute}, nil
+			}
+			return Result[cacheStatus]{}, nil
+		}), nil, memcached("failing", 1), memcached("polling", 1))
+		ctx, stop := context.WithCancel(t.Context())
+		close(h.elector.grant)
+		h.serve(ctx)
+		time.Sleep(2*time.Minute + time.Second)
+		stop()
+		require.NoError(t, <-h.served)
+
+		mu.Lock()
+		defer mu.Unlock()
+		f := times["failing"]
+		require.Len(t, f, 3, "two failures, then a success that settles; an error's After is ignored")
+		require.Equal(t, 5*time.Millisecond, f[1]-f[0])
+		require.Equal(t, 10*time.Millisecond, f[2]-f[1])
+		p := times["polling"]
+		require.Len(t, p, 3)
+		require.Equal(t, time.Minute, p[1]-p[0])
+		require.Equal(t, time.Minute, p[2]-p[1])
+	})
+}
+
+func TestServe_never_retries_a_panic_and_goes_on_with_the_rest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := &reconciles{}
+		h := newHarness(t, settingsForTest(), ReconcilerFunc[cacheSpec, cacheStatus](func(_ context.Context, m cacheObject) (Result[cacheStatus], error) {
+			defer calls.start(m.Name)()
+			if m.Name == "bad" {
+				panic("a bug in the controller")
+			}
+			return Result[cacheStatus]{}, nil
+		}), nil, memcached("bad", 1), memcached("good", 1))
+		ctx, stop := context.WithCancel(t.Context())
+		close(h.elector.grant)
+		h.serve(ctx)
+		time.Sleep(time.Hour)
+		require.Equal(t, 1, calls.of("bad"))
+		require.Equal(t, 1, calls.of("good"))
+
+		// A change reconciles it again.
+		require.NoError(t, h.dynamic.Tracker().Update(memcacheds, memcached("bad", 2), "ns"))
+		synctest.Wait()
+		require.Equal(t, 2, calls.of("bad"))
+		stop()
+		require.NoError(t, <-h.served)
+	})
+}
+
+func TestServe_reconciles_the_owner_of_an_owned_resource_that_changes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := &reconciles{}
+		h := newHarness(t, settingsForTest(), ReconcilerFunc[cacheSpec, cacheStatus](func(_ context.Context, m cacheObject) (Result[cacheStatus], error) {
+			defer calls.start(m.Name)()
+			return Result[cacheStatus]{}, nil
+		}), nil, memcached("a", 1))
+		ctx, stop := context.WithCancel(t.Context())
+		close(h.elector.grant)
+		h.serve(ctx)
+		synctest.Wait()
+		require.Equal(t, 1, calls.of("a"))
+
+		d := deploymentOf("a")
+		require.NoError(t, h.meta.Tracker().Create(deployments, d, "ns"))
+		synctest.Wait()
+		require.Equal(t, 2, calls.of("a"), "added")
+		d.Labels = map[string]string{"scaled": "by hand"}
+		require.NoError(t, h.meta.Tracker().Update(deployments, d, "ns"))
+		synctest.Wait()
+		require.Equal(t, 3, calls.of("a"), "changed")
+		require.NoError(t, h.meta.Tracker().Delete(deployments, "ns", "a"))
+		synctest.Wait()
+		require.Equal(t, 4, calls.of("a"), "deleted")
+		stop()
+		require.NoError(t, <-h.served)
+	})
+}
+
+func TestServe_holds_objects_with_a_Finalize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := &reconciles{}
+		var (
+			mu        sync.Mutex
+			finalized []string
+			failNext  = true
+		)
+		finalize := Finalize("cache.example.com/finalizer", func(_ context.Context, m cacheObject) error {
+			mu.Lock()
+			defer mu.Unlock()
+			finalized = append(finalized, m.Name)
+			if failNext {
+				failNext = false
+				return errors.New("the backups can't be deleted yet")
+			}
+			return nil
+		})
+		h := newHarness(t, settingsForTest(), ReconcilerFunc[cacheSpec, cacheStatus](func(_ context.Context, m cacheObject) (Result[cacheStatus], error) {
+			defer calls.start(m.Name)()
+			require.Contains(t, m.Finalizers, "cache.example.com/finalizer", "added before the first reconcile")
+			return Result[cacheStatus]{}, nil
+		}), []Part{finalize}, memcached("a", 1))
+		ctx, stop := context.WithCancel(t.Context())
+		close(h.elector.grant)
+		h.serve(ctx)
+		synctest.Wait()
+		require.Equal(t, 1, calls.of("a"))
+		require.Equal(t, []string{"+a"}, h.writer.finalizers)
+
+		// Deleting: the API server sets the timestamp, and the finalizer
+		// holds the object.
+		o, err := h.dynamic.Tracker().Get(memcacheds, "ns", "a")
+		require.NoError(t, err)
+		deleting := o.(*unstructured.Unstructured).DeepCopy()
+		deleting.SetDeletionTimestamp(ptr.To(metav1.Now()))
+		require.NoError(t, h.dynamic.Tracker().Update(memcacheds, deleting, "ns"))
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		mu.Lock()
+		require.Equal(t, []string{"a", "a"}, finalized, "an error retries Finalize")
+		mu.Unlock()
+		require.Equal(t, []string{"+a", "-a"}, h.writer.finalizers)
+		require.Equal(t, 1, calls.of("a"), "never the Reconciler once deleting")
+		_, err = h.dynamic.Tracker().Get(memcacheds, "ns", "a")
+		require.True(t, apierrors.IsNotFound(err), "gone once the finalizer is removed")
+		stop()
+		require.NoError(t, <-h.served)
+	})
+}
