@@ -1,0 +1,96 @@
+// Command kubetest starts a Kubernetes API server and etcd in this process,
+// writes a kubeconfig for its administrator and waits until interrupted:
+// a cluster to point kubectl or a controller at, with nothing to install.
+//
+//	go run ./cmd/kubetest -kubeconfig /tmp/kubetest.kubeconfig -controller-manager
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/loam-dev/loam/kubetest"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "kubetest:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kubetest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "write the admin kubeconfig to this file (default: kubeconfig in a new temporary directory)")
+	controllerManager := fs.Bool("controller-manager", false, "also run the garbage collector and ClusterRole aggregation")
+	authorization := fs.String("authorization", string(kubetest.RBAC), "authorization mode: RBAC or AlwaysAllow")
+	verbosity := fs.Int("v", -1, "write the components' logs to standard error at this klog verbosity (-1: none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	opts := []kubetest.Option{kubetest.WithAuthorization(kubetest.Authorization(*authorization))}
+	if *controllerManager {
+		opts = append(opts, kubetest.WithControllerManager())
+	}
+	if *verbosity >= 0 {
+		opts = append(opts, kubetest.WithLogs(stderr), kubetest.WithVerbosity(*verbosity))
+	}
+
+	path := *kubeconfig
+	if path == "" {
+		dir, err := os.MkdirTemp("", "kubetest-kubeconfig-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		path = filepath.Join(dir, "kubeconfig")
+	}
+
+	started := time.Now()
+	cluster, err := kubetest.Run(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := cluster.Stop(stopCtx); err != nil {
+			fmt.Fprintln(stderr, "kubetest: stop:", err)
+		}
+	}()
+	if err := os.WriteFile(path, cluster.Kubeconfig(), 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	defer os.Remove(path)
+
+	fmt.Fprintf(stdout, `Kubernetes API server ready at https://%s (started in %s).
+Kubeconfig: %s
+
+  export KUBECONFIG=%s
+  kubectl get namespaces
+
+Press Ctrl-C to stop.
+`, cluster.Connection().Server, time.Since(started).Round(10*time.Millisecond), path, path)
+
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "Stopping.")
+	return nil
+}

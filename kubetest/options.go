@@ -1,0 +1,158 @@
+package kubetest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// Authorization is the authorization mode of a cluster's API server.
+type Authorization string
+
+const (
+	// RBAC authorizes requests by Roles, ClusterRoles and their bindings,
+	// as a production cluster does. It is the default.
+	RBAC Authorization = "RBAC"
+	// AlwaysAllow lets every authenticated request through. As in a real
+	// kube-apiserver in this mode, the bootstrap ClusterRoles and bindings
+	// (cluster-admin, view, system:*) are not created.
+	AlwaysAllow Authorization = "AlwaysAllow"
+)
+
+// Option configures a cluster started by Start, Run or NewShared.
+type Option func(*settings)
+
+// settings is what the options set; check reports every mistake at once.
+type settings struct {
+	authorization     Authorization
+	users             []user
+	controllerManager bool
+	crds              []*apiextensionsv1.CustomResourceDefinition
+	logs              io.Writer
+	verbosity         int
+}
+
+func newSettings(opts []Option) (settings, error) {
+	s := settings{authorization: RBAC}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&s)
+		}
+	}
+	return s, s.check()
+}
+
+// WithAuthorization sets the API server's authorization mode: RBAC (the
+// default) or AlwaysAllow.
+func WithAuthorization(mode Authorization) Option {
+	return func(s *settings) { s.authorization = mode }
+}
+
+// WithUser declares a user that authenticates with a static bearer token
+// and belongs to groups (besides system:authenticated, which every
+// authenticated user is in). The user has no permission until a test binds
+// a Role or ClusterRole to it or to one of its groups. Cluster.ConnectionFor
+// and Cluster.RESTConfigFor return its credentials.
+//
+// To act as a ServiceAccount without the TokenRequest API, declare its
+// user name and groups: WithUser("system:serviceaccount:ns:name", token,
+// "system:serviceaccounts", "system:serviceaccounts:ns").
+func WithUser(name, token string, groups ...string) Option {
+	return func(s *settings) {
+		s.users = append(s.users, user{name: name, token: token, groups: append([]string(nil), groups...)})
+	}
+}
+
+// WithControllerManager runs kube-controller-manager in the same process
+// with two controllers: the garbage collector (owner references cascade)
+// and ClusterRole aggregation (the view, edit and admin ClusterRoles get
+// their rules). No other controller runs: no Deployment makes a
+// ReplicaSet, no namespace is emptied when deleted.
+//
+// The controller manager starts after the CRDs of WithCRDs are installed,
+// because the garbage collector looks for new resources only every 30
+// seconds; custom resources installed later by Cluster.InstallCRDs are
+// collected only after that delay.
+func WithControllerManager() Option {
+	return func(s *settings) { s.controllerManager = true }
+}
+
+// WithCRDs installs CustomResourceDefinitions as part of starting the
+// cluster, before the controller manager, and waits until each is
+// Established.
+func WithCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) Option {
+	return func(s *settings) { s.crds = append(s.crds, crds...) }
+}
+
+// WithLogs writes the logs of the API server, etcd and the controller
+// manager to w. Without it they are discarded. In a test, pass t.Output().
+//
+// klog, which the Kubernetes components log through, is global to the
+// process: while several clusters run, w receives the lines of all of them.
+func WithLogs(w io.Writer) Option {
+	return func(s *settings) { s.logs = w }
+}
+
+// WithVerbosity sets the klog verbosity of the logs WithLogs writes (the -v
+// of the Kubernetes binaries, 0 by default). It is global to the process:
+// while several clusters run, the highest verbosity among them applies.
+func WithVerbosity(level int) Option {
+	return func(s *settings) { s.verbosity = level }
+}
+
+func (s settings) check() error {
+	var errs []error
+	switch s.authorization {
+	case RBAC, AlwaysAllow:
+	default:
+		errs = append(errs, fmt.Errorf("authorization %q: want %q or %q", s.authorization, RBAC, AlwaysAllow))
+	}
+	if s.verbosity < 0 {
+		errs = append(errs, fmt.Errorf("verbosity %d: must not be negative", s.verbosity))
+	}
+	names := map[string]bool{AdminUser: true, controllerManagerUser: true}
+	tokens := map[string]string{}
+	for i, u := range s.users {
+		where := fmt.Sprintf("user %d (%q)", i, u.name)
+		if err := checkTokenField(u.name); err != nil {
+			errs = append(errs, fmt.Errorf("%s: name: %w", where, err))
+		} else if names[u.name] {
+			errs = append(errs, fmt.Errorf("%s: name: already taken", where))
+		}
+		names[u.name] = true
+		if err := checkTokenField(u.token); err != nil {
+			errs = append(errs, fmt.Errorf("%s: token: %w", where, err))
+		} else if other, ok := tokens[u.token]; ok {
+			errs = append(errs, fmt.Errorf("%s: token: already the token of user %q", where, other))
+		}
+		tokens[u.token] = u.name
+		for j, g := range u.groups {
+			if err := checkTokenField(g); err != nil {
+				errs = append(errs, fmt.Errorf("%s: group %d: %w", where, j, err))
+			}
+		}
+	}
+	for i, crd := range s.crds {
+		if crd == nil {
+			errs = append(errs, fmt.Errorf("CRD %d: is nil", i))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkTokenField reports whether v can stand in a field of the static
+// token file, a CSV file with quoted group lists.
+func checkTokenField(v string) error {
+	switch {
+	case v == "":
+		return errors.New("is empty")
+	case strings.ContainsAny(v, ",\"\\\r\n"):
+		return fmt.Errorf("%q contains a comma, quote, backslash or line break", v)
+	case strings.TrimSpace(v) != v:
+		return fmt.Errorf("%q has leading or trailing space", v)
+	}
+	return nil
+}
