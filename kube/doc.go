@@ -1,0 +1,58 @@
+// Package kube writes Kubernetes controllers as loam Services, on
+// client-go's own informers, work queue and leader election, with no
+// controller-runtime, no comment markers and no generated code.
+//
+// # Connecting
+//
+// A Client reaches one API server through the App's Host, from a
+// Connection the end user's Init fills: the server's host:port, the TLS it
+// is dialled with, and a Token function. NewClient checks every field and
+// dials nothing; Client.Config returns a rest.Config for client-go's
+// clientsets, dynamic and metadata clients, each of which then sends its
+// requests through the Client's transport: dialled through the Host, no
+// proxy, HTTP/2 with health-checking pings, the token cached for a minute,
+// traced and measured with otelhttp (a watch excepted), no client-side rate
+// limit.
+//
+// # Custom resources and Kubernetes' own kinds
+//
+// A Resource declares a custom resource as Go values — group, version,
+// kind, plural, scope — with its spec and status as plain structs, and
+// Resource.CRD reflects its CustomResourceDefinition from them. Rules,
+// Field and FieldOf attach typed constraints to fields by pointer, so a
+// misspelled constraint or a value of the wrong type doesn't compile. An
+// Object is one of a Resource's objects: a plain struct with no DeepCopy
+// and no scheme. A Kind names one of Kubernetes' own kinds, whose Go type
+// client-go defines.
+//
+// # Controllers
+//
+// NewController reconciles a Resource's objects with a Reconciler, which
+// is handed its own decoded copy of the object and returns its status; the
+// controller applies the status with server-side apply when it changed.
+// NewKindController does the same for a Kind with a KindReconciler. Owns
+// reconciles an object again when a resource it controls changes; Finalize
+// keeps an object until the end user's cleanup has run. Every replica
+// keeps warm caches and only the holder of the Lease reconciles. A
+// Controller is an app.Service: its Serve lists, watches and campaigns,
+// and Synced reports readiness.
+//
+// # Failure injection
+//
+// In an App with failure injection (app.WithFaults), every request through
+// the Client is an injection point named
+// kube:<resource>[.<group>][/<subresource>]:<verb>, and the scenario is
+// stripped from every request's baggage, since the API server takes no
+// part. TrustScenario carries the scenario an object's annotation holds
+// into that object's reconciles, for the objects its trust func trusts,
+// and the Client carries it on to the children a reconcile applies, in the
+// same annotation.
+//
+// # Telemetry
+//
+// A Controller reports through the Setup's providers, never OpenTelemetry's
+// globals: a root span per reconcile, WARN and ERROR records for failures
+// and panics, and six instruments under loam.kube.controller. client-go's
+// own records reach the Setup's LoggerProvider through a logger in their
+// context.
+package kube
