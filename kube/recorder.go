@@ -1,33 +1,50 @@
 package kube
 
 import (
-	"context"
-
 	"github.com/go-logr/logr"
+	lognoop "go.opentelemetry.io/otel/log/noop"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"k8s.io/client-go/util/workqueue"
 
+	reporting "github.com/loam-dev/loam/adapters/telemetry"
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/ports"
 )
 
 // telemetry is what a Controller reports through: the recorder of its
-// reconciles, its work queue's metrics (nil records none) and the logger
-// client-go's own records go to.
+// reconciles, its work queue's metrics and the logger client-go's own
+// records go to.
 type telemetry struct {
 	recorder ports.Recorder
 	metrics  workqueue.MetricsProvider
 	logger   logr.Logger
 }
 
-// telemetryOf returns the telemetry of a Controller named name, of kind's
-// objects, on s's providers.
-func telemetryOf(*app.Setup, string, string) (telemetry, error) {
-	return telemetry{recorder: noRecorder{}, logger: logr.Discard()}, nil
+// telemetryOf returns the telemetry of the Controller named name, of
+// kind's objects, on s's providers. A provider a hand-built Setup left nil
+// reports nothing, as app.Run's no-op defaults do.
+func telemetryOf(s *app.Setup, name, kind string) (telemetry, error) {
+	t := s.Telemetry
+	c := reporting.Config{
+		Name:           name,
+		Kind:           kind,
+		TracerProvider: t.TracerProvider,
+		MeterProvider:  t.MeterProvider,
+		LoggerProvider: t.LoggerProvider,
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = tracenoop.NewTracerProvider()
+	}
+	if c.MeterProvider == nil {
+		c.MeterProvider = metricnoop.NewMeterProvider()
+	}
+	if c.LoggerProvider == nil {
+		c.LoggerProvider = lognoop.NewLoggerProvider()
+	}
+	r, err := reporting.NewRecorder(c)
+	if err != nil {
+		return telemetry{}, err
+	}
+	return telemetry{recorder: r, metrics: r.QueueMetrics(), logger: r.Logger()}, nil
 }
-
-// noRecorder records nothing.
-type noRecorder struct{}
-
-func (noRecorder) ReconcileStarted(ctx context.Context, _ ports.Key) context.Context { return ctx }
-func (noRecorder) ScenarioStripped(context.Context, error)                           {}
-func (noRecorder) ReconcileEnded(context.Context, ports.Key, ports.Report)           {}

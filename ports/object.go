@@ -12,9 +12,12 @@ import (
 // Its slices and maps are shared with the cache, so nothing may modify
 // them: the Handler decodes a copy.
 type Object struct {
-	// UID is metadata.uid. Every write names it, so a write never reaches
-	// another object created under the same name since the cache saw this
-	// one.
+	// UID is metadata.uid. Every write names it, so no write recreates an
+	// object deleted since the cache saw it, and a finalizer's apply never
+	// reaches another object created under the same name. (The status
+	// subresource ignores the metadata it is sent, so a status apply can
+	// land on such an object; that object's own reconcile, which its
+	// creation queues, then applies its status.)
 	UID types.UID
 	// Deleting reports whether metadata.deletionTimestamp is set: the
 	// object is being deleted, and stays until its finalizers are gone.

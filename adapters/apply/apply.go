@@ -4,10 +4,14 @@
 // an apply of the object's metadata. It implements ports.Writer.
 //
 // Every apply names the object's uid. An apply that would create an object
-// fails when its body names a uid, and one that names another object's
-// uid fails as a change to an immutable field, so the controller never
-// recreates an object deleted since its cache saw it, nor writes to
-// another object created under the same name.
+// fails when its body names a uid, so the controller never recreates an
+// object deleted since its cache saw it; and an apply of the metadata that
+// names another object's uid fails as a change to an immutable field, so
+// the finalizer never reaches another object created under the same name.
+// The status subresource ignores the metadata it is sent, so a status
+// apply is not held to the uid: one made just as its object is replaced
+// lands on the new object, whose creation reconciles it, and its status is
+// applied again.
 package apply
 
 import (
