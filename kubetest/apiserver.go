@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -166,14 +165,4 @@ func listenAgain(ctx context.Context, addr string) (net.Listener, error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-// portOf returns the port of a host:port address, or 0.
-func portOf(addr string) int {
-	_, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(p)
-	return n
 }

@@ -163,6 +163,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		//nolint:forbidigo // the controller manager reads its kubeconfig from a file in the cluster's own directory
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return fmt.Errorf("write the controller manager's kubeconfig: %w", err)
 		}

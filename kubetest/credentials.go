@@ -148,6 +148,7 @@ func writeCredentials(dir string, extra []user) (*credentials, error) {
 		{c.tokenFile, c.tokenCSV(extra)},
 	}
 	for _, f := range files {
+		//nolint:forbidigo // kube-apiserver reads these from files, in the cluster's own directory
 		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
 			return nil, fmt.Errorf("write %s: %w", f.path, err)
 		}

@@ -43,10 +43,10 @@ func logs() *klogRouter {
 		r := &klogRouter{writers: map[*logSubscription]struct{}{}}
 		r.text = textlogger.NewConfig(textlogger.Output(fanOut{r}))
 		fs := flag.NewFlagSet("klog", flag.ContinueOnError)
-		klog.InitFlags(fs)
+		klog.InitFlags(fs) //nolint:forbidigo // kubetest routes klog for the API server it embeds: see the package doc
 		r.klogV = fs.Lookup("v").Value
 		sink := &gatedSink{LogSink: textlogger.NewLogger(r.text).GetSink(), router: r}
-		klog.SetLoggerWithOptions(logr.New(sink), klog.ContextualLogger(true))
+		klog.SetLoggerWithOptions(logr.New(sink), klog.ContextualLogger(true)) //nolint:forbidigo // as above
 		router = r
 	})
 	return router

@@ -25,14 +25,14 @@ func main() {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "kubetest:", err)
 		}
-		os.Exit(1)
+		os.Exit(1) //nolint:forbidigo // a command for people, not an App
 	}
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kubetest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kubeconfig := fs.String("kubeconfig", "", "write the admin kubeconfig to this file (default: kubeconfig in a new temporary directory)")
+	kubeconfig := fs.String("kubeconfig", "", "write the admin kubeconfig to this file, removed at exit (default: kubeconfig in a new temporary directory)")
 	controllerManager := fs.Bool("controller-manager", false, "also run the garbage collector and ClusterRole aggregation")
 	authorization := fs.String("authorization", string(kubetest.RBAC), "authorization mode: RBAC or AlwaysAllow")
 	verbosity := fs.Int("v", -1, "write the components' logs to standard error at this klog verbosity (-1: none)")
@@ -43,6 +43,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 
+	//nolint:forbidigo // a command for people, not an App: it runs until Ctrl-C
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -76,6 +77,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "kubetest: stop:", err)
 		}
 	}()
+	//nolint:forbidigo // writing the kubeconfig file is this command's job
 	if err := os.WriteFile(path, cluster.Kubeconfig(), 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
