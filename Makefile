@@ -21,13 +21,20 @@ MODULES := . kubetest examples
 TESTFLAGS ?= -race -count=1
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: test fmt-check vet lint lint-selftest unit kubetest-test examples-test tools bench
+.PHONY: test tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test tools bench
 
-test: fmt-check vet lint lint-selftest unit kubetest-test examples-test
+test: tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test
 
 fmt-check:
 	@out="$$($(GOFMT) -l $$(git ls-files '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# Each module's go.mod and go.sum must be exactly what `go mod tidy` writes:
+# a module that requires the library through its replace needs the
+# library's requirements, so a change to the root's go.mod is tidied in
+# every module in the same commit.
+tidy-check:
+	@for m in $(MODULES); do (cd $$m && go mod tidy -diff >/dev/null) || { echo "go.mod of $$m is not tidy: run (cd $$m && go mod tidy)"; exit 1; }; done
 
 vet:
 	@for m in $(MODULES); do echo "go vet ($$m)"; (cd $$m && go vet ./...) || exit 1; done
