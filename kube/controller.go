@@ -22,6 +22,7 @@ import (
 	"github.com/loam-dev/loam/adapters/lease"
 	"github.com/loam-dev/loam/adapters/queue"
 	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/fault"
 	"github.com/loam-dev/loam/app/health"
 	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/domain/owners"
@@ -47,6 +48,10 @@ type Controller struct {
 	owns     []schema.GroupVersionResource
 	// finalizer is the Finalize's finalizer, "" without one.
 	finalizer string
+	// trust is the TrustScenario's, nil without one, and faults the App's
+	// failure injector it reads scenarios with.
+	trust     *scenarioTrust
+	faults    *fault.Injector
 	handler   ports.Handler
 	writer    ports.Writer
 	elector   ports.Elector
@@ -83,8 +88,9 @@ type target struct {
 // nor Cluster; a nil Setup, Client or Reconciler; and in parts, an Owns of
 // a GVR without a Version or a Resource or owned twice, a second Finalize,
 // a Finalize of another type than Object[Spec, Status], with a nil
-// function, or whose finalizer isn't a qualified name with a domain. It
-// opens no connection: Serve does.
+// function, or whose finalizer isn't a qualified name with a domain, and a
+// second TrustScenario, or one whose annotation isn't a valid annotation
+// key or whose trust is nil. It opens no connection: Serve does.
 func NewController[Spec, Status any](s *app.Setup, c *Client, settings Settings, r Resource[Spec, Status], rec Reconciler[Spec, Status], parts ...Part) (*Controller, error) {
 	var errs []error
 	for _, m := range r.controllerMistakes() {
@@ -152,6 +158,8 @@ func assemble[T any](s *app.Setup, c *Client, settings Settings, t target, recon
 		owner:     owners.Owner{Group: t.gvr.Group, Kind: t.kind, Namespaced: t.scope == Namespaced},
 		owns:      p.owns,
 		finalizer: p.finalizer,
+		trust:     p.trust,
+		faults:    s.Faults,
 		handler:   handler[T]{reconcile: reconcile, finalize: p.finalize},
 		served:    make(chan struct{}),
 	}
@@ -312,6 +320,7 @@ func (c *Controller) Serve(ctx context.Context) error {
 		Recorder:  c.telemetry.recorder,
 		Clock:     clock.RealClock{},
 		Finalizer: c.finalizer,
+		Prepare:   c.prepare(c.telemetry.recorder),
 	})
 	if err != nil {
 		return fmt.Errorf("kube: controller %s: %w", c.name, err)

@@ -7,15 +7,17 @@ import (
 	"reflect"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Part adds to what a Controller does: Owns watches a resource its objects
-// own, and Finalize holds each object until the end user's code has
-// cleaned up after it. NewController and NewKindController take any
-// number of Parts, and report every mistake in them. The zero Part is a
-// mistake.
+// own, Finalize holds each object until the end user's code has cleaned up
+// after it, and TrustScenario carries the failure scenario an object's
+// annotation holds into its reconciles. NewController and
+// NewKindController take any number of Parts, and report every mistake in
+// them. The zero Part is a mistake.
 type Part struct {
 	kind partKind
 	// gvr is what an Owns watches.
@@ -25,6 +27,9 @@ type Part struct {
 	finalizer string
 	fn        any
 	fnType    reflect.Type
+	// annotation and trust are a TrustScenario's.
+	annotation string
+	trust      func(metav1.Object) bool
 }
 
 type partKind int
@@ -33,6 +38,7 @@ const (
 	partNone partKind = iota
 	partOwns
 	partFinalize
+	partTrustScenario
 )
 
 // Owns reconciles an object again whenever a resource it controls is
@@ -71,6 +77,8 @@ func (p Part) String() string {
 		return fmt.Sprintf("Owns(%s)", p.gvr)
 	case partFinalize:
 		return fmt.Sprintf("Finalize(%q, func(context.Context, %v) error)", p.finalizer, p.fnType)
+	case partTrustScenario:
+		return fmt.Sprintf("TrustScenario(%q)", p.annotation)
 	}
 	return "Part{}"
 }
@@ -80,6 +88,8 @@ type parts[T any] struct {
 	owns      []schema.GroupVersionResource
 	finalizer string
 	finalize  func(context.Context, T) error
+	// trust is the TrustScenario's, nil without one.
+	trust *scenarioTrust
 }
 
 // partsOf checks ps for a Controller of T's objects and returns what they
@@ -88,8 +98,9 @@ func partsOf[T any](ps []Part) (parts[T], error) {
 	var (
 		out  parts[T]
 		errs []error
-		// finalizes counts the Finalizes, so a second one is named.
-		finalizes int
+		// finalizes and trusts count the Finalizes and TrustScenarios,
+		// so a second one is named.
+		finalizes, trusts int
 	)
 	for i, p := range ps {
 		fail := func(format string, args ...any) {
@@ -129,8 +140,21 @@ func partsOf[T any](ps []Part) (parts[T], error) {
 				fail("the function takes a %v, and the Controller's objects are %v", p.fnType, reflect.TypeFor[T]())
 			}
 
+		case partTrustScenario:
+			trusts++
+			if trusts > 1 {
+				fail("a Controller takes one TrustScenario, and this is a second")
+			}
+			mistakes := p.trustMistakes()
+			for _, m := range mistakes {
+				fail("%s", m)
+			}
+			if trusts == 1 && len(mistakes) == 0 {
+				out.trust = &scenarioTrust{annotation: p.annotation, trust: p.trust}
+			}
+
 		default:
-			fail("the zero Part: make Parts with Owns or Finalize")
+			fail("the zero Part: make Parts with Owns, Finalize or TrustScenario")
 		}
 	}
 	return out, errors.Join(errs...)

@@ -1,0 +1,142 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.opentelemetry.io/otel/baggage"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/loam-dev/loam/domain/reconcile"
+	"github.com/loam-dev/loam/internal/reconciled"
+	"github.com/loam-dev/loam/ports"
+)
+
+// TrustScenario carries the failure scenario that an object's annotation
+// holds into each of the object's reconciles, when trust trusts the object.
+// The annotation's value is W3C baggage that carries a scenario as the
+// App's Decoder, fault.Settings.Decoder, reads it, such as jsonscenario's
+// member. Only the Decoder's members join the reconcile's context: any
+// other member of the annotation is dropped. The reconcile's Reconciler, a
+// Finalize's f, the controller's own writes, and every request and
+// injection point they reach see the scenario. The Client carries it on to
+// the reconciled object's children: it sets the annotation on every child
+// the reconcile applies.
+//
+// trust is asked only about an object whose annotation carries a scenario,
+// and only when the App has failure injection. It is handed its own copy of
+// the object as the cache holds it, an *unstructured.Unstructured whatever
+// the Controller's type, and may be called by several workers at once. It
+// is set in code, not sourced. A panic in trust is recovered and recorded
+// as a panic in the Reconciler is, and the object isn't retried: nothing
+// else runs, so no finalizer and no status is applied. Without
+// TrustScenario, no reconcile carries a scenario.
+//
+// The annotation is read as the reconcile's span starts, before the
+// controller adds or removes its finalizer, calls a Finalize's f, or
+// decodes the object for the Reconciler. A reconcile that a change to an
+// owned resource triggered reconciles the owner, so it carries the
+// owner's scenario. The annotation is read one of four ways:
+//
+//   - no annotation, or none of the Decoder's members in it: no scenario,
+//     and nothing is recorded;
+//   - a value that isn't W3C baggage, or whose scenario the Decoder can't
+//     read: no scenario, and the reconcile's span gets a loam.fit.strip
+//     event with error.type and error.message. The reconcile goes on;
+//   - a scenario on an object trust doesn't trust: no scenario, and a
+//     loam.fit.strip event with no attributes;
+//   - a scenario on a trusted object: the Decoder's members join the
+//     reconcile's context.
+//
+// Adding the annotation starts an experiment and removing it ends one, at
+// once: either changes the object, which reconciles it.
+//
+// NewController and NewKindController report an annotation that isn't a
+// valid annotation key, a nil trust, and a second TrustScenario.
+func TrustScenario(annotation string, trust func(obj metav1.Object) bool) Part {
+	return Part{kind: partTrustScenario, annotation: annotation, trust: trust}
+}
+
+// scenarioTrust is what a Controller's TrustScenario says: the annotation
+// to read, and whom to believe.
+type scenarioTrust struct {
+	annotation string
+	trust      func(metav1.Object) bool
+}
+
+// trustMistakes returns what is wrong with a TrustScenario part.
+func (p Part) trustMistakes() []string {
+	var mistakes []string
+	if err := checkAnnotation(p.annotation); err != nil {
+		mistakes = append(mistakes, "the annotation "+err.Error())
+	}
+	if p.trust == nil {
+		mistakes = append(mistakes, "trust is nil: a controller that takes scenarios decides whose to take")
+	}
+	return mistakes
+}
+
+// checkAnnotation reports whether key can name an annotation, as the API
+// server validates one: a qualified name, its optional prefix a DNS
+// subdomain, case aside.
+func checkAnnotation(key string) error {
+	if key == "" {
+		return errors.New("is empty: want an annotation key, such as example.com/failure-scenario")
+	}
+	if msgs := validation.IsQualifiedName(strings.ToLower(key)); len(msgs) > 0 {
+		return fmt.Errorf("%q is not a valid annotation key: %s", key, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// prepare returns the step that reads each reconciled object's scenario
+// before anything else of the reconcile runs, reporting what it strips to
+// rec. It returns nil, so that nothing is read at all, when the Controller
+// has no TrustScenario or its App has no failure injection.
+func (c *Controller) prepare(rec ports.Recorder) reconcile.Prepare {
+	t, faults := c.trust, c.faults
+	if t == nil || !faults.Enabled() {
+		return nil
+	}
+	return func(ctx context.Context, obj ports.Object) context.Context {
+		value, ok := obj.Annotations[t.annotation]
+		if !ok {
+			return ctx
+		}
+		scenario, err := faults.ScenarioFromBaggage(value)
+		if err != nil {
+			rec.ScenarioStripped(ctx, err)
+			return ctx
+		}
+		if scenario.Len() == 0 {
+			return ctx
+		}
+		// A copy of its own, so trust can't change the cache's object.
+		if !t.trust(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj.Content)}) {
+			rec.ScenarioStripped(ctx, nil)
+			return ctx
+		}
+		return withScenario(ctx, obj, t.annotation, scenario)
+	}
+}
+
+// withScenario returns ctx with scenario's members in its baggage, every
+// other member of ctx's kept, marked as the reconcile of obj, so the
+// Client carries the scenario on to obj's children in annotation.
+func withScenario(ctx context.Context, obj ports.Object, annotation string, scenario baggage.Baggage) context.Context {
+	b := baggage.FromContext(ctx)
+	for _, m := range scenario.Members() {
+		// The members were parsed from baggage, so they are valid, and
+		// SetMember fails only on an invalid one.
+		if set, err := b.SetMember(m); err == nil {
+			b = set
+		}
+	}
+	ctx = baggage.ContextWithBaggage(ctx, b)
+	return reconciled.WithObject(ctx, obj.UID, annotation, scenario)
+}
