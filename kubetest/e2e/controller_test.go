@@ -477,12 +477,17 @@ func TestController_replicas_a_cut_off_leader_loses_its_Lease_and_the_standby_ta
 	// The leader is cut off from the API server, as by a crash: it can't
 	// renew the Lease, or release it.
 	apps[0].network.Cut()
+	// An object created meanwhile reaches the standby's warm cache, and
+	// waits in its queue.
+	newMemcached(t, admin.dynamic, r, ns, "b", 1)
 	require.Equal(t, 1, apps[0].Wait(), "a lost Lease exits 1")
 	require.Equal(t, kube.ErrLostLeadership.Error(), apps[0].failure())
+	require.Zero(t, calls.count("pod-0", "b"))
 
-	// The standby takes the Lease once LeaseDuration has passed.
+	// The standby takes the Lease once LeaseDuration has passed, and
+	// reconciles every object.
 	eventually(t, func() bool { return holderOf(t, admin.kube, ns) == "pod-1" }, "the standby doesn't take the Lease", apps[1])
-	eventually(t, func() bool { return calls.count("pod-1", "a") > 0 }, "the new leader doesn't reconcile", apps[1])
+	eventually(t, func() bool { return calls.count("pod-1", "a") > 0 && calls.count("pod-1", "b") > 0 }, "the new leader doesn't reconcile", apps[1])
 	require.Equal(t, 0, apps[1].Stop())
 }
 
