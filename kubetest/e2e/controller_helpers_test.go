@@ -391,11 +391,13 @@ func lease(t *testing.T, k kubernetes.Interface, ns, name string) *coordinationv
 	return l
 }
 
-// eventually waits for cond, failing the test after 30 seconds, or as
-// soon as one of apps exits, with the reason it failed.
+// eventually waits for cond, failing the test after a minute, or as soon
+// as one of apps exits, with the reason it failed. A minute is generous:
+// the tests share two cores with other test binaries.
 func eventually(t *testing.T, cond func() bool, msg string, apps ...*controllerApp) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	const patience = time.Minute
+	deadline := time.Now().Add(patience)
 	for !cond() {
 		for _, a := range apps {
 			select {
@@ -405,7 +407,7 @@ func eventually(t *testing.T, cond func() bool, msg string, apps ...*controllerA
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30s", msg)
+			t.Fatalf("%s: not within %v", msg, patience)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
