@@ -1,0 +1,388 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/app/fault"
+	"github.com/loam-dev/loam/app/fault/fit"
+	"github.com/loam-dev/loam/app/fault/jsonscenario"
+	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest"
+)
+
+// The failure-injection tests run whole Apps with app.WithFaults and
+// jsonscenario's codec against the shared cluster, in real time, each in
+// a namespace and an API group of its own (installMemcached's), as the
+// controller tests do. An experiment is started and ended as the spec's
+// harness does it: a JSON merge patch of the Memcached's annotation.
+
+// scenarioAnnotation is the annotation the tests' controllers trust.
+const scenarioAnnotation = "acme.example.com/failure-scenario"
+
+// scenarioMember is the baggage member of the tests' scenarios.
+const scenarioMember = "acme.fault"
+
+// experimentMaxDelay is the tests' Settings.RetryMaxDelay: short, so a
+// scenario that keeps failing reaches it within a second or two.
+const experimentMaxDelay = 500 * time.Millisecond
+
+// scenarioCodec returns the App's Decoder: jsonscenario's, of
+// scenarioMember.
+func scenarioCodec(t *testing.T) *jsonscenario.Codec {
+	t.Helper()
+	codec, err := jsonscenario.New(scenarioMember)
+	require.NoError(t, err)
+	return codec
+}
+
+// annotationValue returns the value of an annotation that carries rules,
+// as the tool that runs an experiment writes it: the W3C baggage that
+// fit.ContextWithScenario leaves.
+func annotationValue(t *testing.T, codec fit.Encoder, rules ...fit.Rule) string {
+	t.Helper()
+	ctx, err := fit.ContextWithScenario(context.Background(), codec, fit.Scenario{Rules: rules})
+	require.NoError(t, err)
+	return baggage.FromContext(ctx).String()
+}
+
+// setScenario starts or ends an experiment on the object name, as the
+// spec's harness does: it sets the annotation to value with a JSON merge
+// patch, or removes it when value is nil. Either reconciles the object at
+// once.
+func setScenario(t *testing.T, objects dynamic.ResourceInterface, name string, value any) {
+	t.Helper()
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{scenarioAnnotation: value}},
+	})
+	require.NoError(t, err)
+	_, err = objects.Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err)
+}
+
+// createMemcached creates the Memcached ns/name of size 1, with
+// annotations.
+func createMemcached(t *testing.T, memcacheds dynamic.ResourceInterface, r kube.Resource[memcachedSpec, memcachedStatus], ns, name string, annotations map[string]string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": r.Group + "/" + r.Version,
+		"kind":       r.Kind,
+		"metadata":   map[string]any{"namespace": ns, "name": name},
+		"spec":       map[string]any{"size": int64(1)},
+	}}
+	u.SetAnnotations(annotations)
+	created, err := memcacheds.Create(t.Context(), u, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return created
+}
+
+// experimentSettings returns the Settings of a controller named name,
+// limited to ns, with its Lease in ns: short leases and a short
+// RetryMaxDelay, so the tests take seconds.
+func experimentSettings(name, ns string) kube.Settings {
+	s := kube.DefaultSettings()
+	s.Name = name
+	s.Namespace = ns
+	s.RetryMaxDelay = experimentMaxDelay
+	s.LeaderElection.Namespace = ns
+	s.LeaderElection.Identity = name + "-0"
+	s.LeaderElection.LeaseDuration = 2 * time.Second
+	s.LeaderElection.RenewDeadline = 1500 * time.Millisecond
+	s.LeaderElection.RetryPeriod = 500 * time.Millisecond
+	return s
+}
+
+// inNamespace returns a trust func that trusts the objects in ns, as the
+// spec's trusts those in staging.
+func inNamespace(ns string) func(metav1.Object) bool {
+	return func(obj metav1.Object) bool { return obj.GetNamespace() == ns }
+}
+
+// startExperiment runs a whole App on the real network, with failure
+// injection reading scenarios with codec: its Init builds a Client of conn
+// and the Services build returns.
+func startExperiment(t *testing.T, conn kube.Connection, codec fit.Decoder, build func(s *app.Setup, client *kube.Client) ([]app.Service, error)) *apptest.App {
+	t.Helper()
+	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
+		client, err := kube.NewClient(s, conn)
+		if err != nil {
+			return nil, err
+		}
+		return build(s, client)
+	}, apptest.WithAppOptions(app.WithHost(app.OSHost()), app.WithFaults(fault.Settings{Decoder: codec})))
+	a.Setup()
+	select {
+	case <-a.Done():
+		t.Fatalf("the App exited with %d: %s", a.Wait(), a.Stderr())
+	default:
+	}
+	return a
+}
+
+// waitFor waits for cond, failing the test after a minute, or as soon as
+// the App exits.
+func waitFor(t *testing.T, a *apptest.App, msg string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		select {
+		case <-a.Done():
+			t.Fatalf("%s: the App exited with %d: %s", msg, a.Wait(), a.Stderr())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within a minute", msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// settled waits until count stays the same for twice experimentMaxDelay:
+// nothing is retrying any more.
+func settled(t *testing.T, a *apptest.App, msg string, count func() int) {
+	t.Helper()
+	waitFor(t, a, msg, func() bool {
+		before := count()
+		time.Sleep(2 * experimentMaxDelay)
+		return count() == before
+	})
+}
+
+// reconcileLog records the reconciles of an experiment's Reconciler.
+type reconcileLog struct {
+	mu      sync.Mutex
+	entries []reconcileEntry
+}
+
+type reconcileEntry struct {
+	at   time.Time
+	name string
+	err  error
+}
+
+func (l *reconcileLog) add(name string, err error, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = append(l.entries, reconcileEntry{at: at, name: name, err: err})
+}
+
+// of returns name's reconciles, in order.
+func (l *reconcileLog) of(name string) []reconcileEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var of []reconcileEntry
+	for _, e := range l.entries {
+		if e.name == name {
+			of = append(of, e)
+		}
+	}
+	return of
+}
+
+func (l *reconcileLog) count(name string) int { return len(l.of(name)) }
+
+// experimentReconciler is the spec's Reconciler: it applies a Deployment
+// the Memcached controls, and reports a failed apply as the ApplyFailed
+// condition and an error together. It records each reconcile in log, and
+// adds member, when set, to its context's baggage, as code of the end
+// user's that sets baggage of its own does.
+type experimentReconciler struct {
+	kube   kubernetes.Interface
+	log    *reconcileLog
+	member *baggage.Member
+}
+
+func (r experimentReconciler) Reconcile(ctx context.Context, m memcachedObject) (kube.Result[memcachedStatus], error) {
+	start := time.Now()
+	if r.member != nil {
+		b, err := baggage.FromContext(ctx).SetMember(*r.member)
+		if err != nil {
+			return kube.Result[memcachedStatus]{}, err
+		}
+		ctx = baggage.ContextWithBaggage(ctx, b)
+	}
+	labels := map[string]string{"app": "memcached", "memcached": m.Name}
+	_, err := r.kube.AppsV1().Deployments(m.Namespace).Apply(ctx,
+		appsv1ac.Deployment(m.Name, m.Namespace).
+			WithOwnerReferences(metav1ac.OwnerReference().
+				WithAPIVersion(m.APIVersion).WithKind(m.Kind).WithName(m.Name).WithUID(m.UID).
+				WithController(true).WithBlockOwnerDeletion(true)).
+			WithSpec(appsv1ac.DeploymentSpec().
+				WithReplicas(m.Spec.Size).
+				WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+				WithTemplate(corev1ac.PodTemplateSpec().
+					WithLabels(labels).
+					WithSpec(corev1ac.PodSpec().WithContainers(
+						corev1ac.Container().WithName("memcached").WithImage("memcached:1.6.26-alpine3.19"))))),
+		metav1.ApplyOptions{FieldManager: "memcached-controller", Force: true},
+	)
+	r.log.add(m.Name, err, start)
+	st := m.Status
+	c := metav1.Condition{
+		Type: "Available", Status: metav1.ConditionUnknown, Reason: "DeploymentPending",
+		ObservedGeneration: m.Generation,
+	}
+	if err != nil {
+		c.Reason, c.Message = "ApplyFailed", err.Error()
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+	return kube.Result[memcachedStatus]{Status: &st}, err
+}
+
+// available returns the Memcached's Available condition, or nil.
+func availableOf(t *testing.T, d dynamic.Interface, r kube.Resource[memcachedSpec, memcachedStatus], ns, name string) *metav1.Condition {
+	t.Helper()
+	m, ok := getMemcached(t, d, r, ns, name)
+	if !ok {
+		return nil
+	}
+	return meta.FindStatusCondition(m.Status.Conditions, "Available")
+}
+
+// evaluations returns the loam.fit.evaluation events of the App's ended
+// spans at point that met an abort.
+func abortsAt(a *apptest.App, point string) int {
+	n := 0
+	for _, s := range a.Telemetry().Spans() {
+		for _, e := range s.Events {
+			if e.Name != fault.EvaluationEvent {
+				continue
+			}
+			attrs := attribute.NewSet(e.Attributes...)
+			p, _ := attrs.Value(fault.PointKey)
+			abort, _ := attrs.Value(fault.AbortKey)
+			if p.AsString() == point && abort.AsBool() {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// events counts the events named name on the App's ended spans.
+func events(a *apptest.App, name string) int {
+	n := 0
+	for _, s := range a.Telemetry().Spans() {
+		for _, e := range s.Events {
+			if e.Name == name {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// wire is a recording proxy between a Client and the cluster: a TLS
+// server of its own CA that keeps what each request carries — its method,
+// path, content type, baggage header and, for a PATCH, its body — and
+// passes the request on, as it came, to the cluster's API server. What it
+// records is what the API server receives: the Client's TLS ends at the
+// proxy, so nothing of the Client's is left to change a request after it.
+type wire struct {
+	mu       sync.Mutex
+	requests []wireRequest
+}
+
+type wireRequest struct {
+	method, path, contentType string
+	baggage                   []string
+	body                      []byte
+}
+
+// startWire starts the proxy to c's API server, and returns it and the
+// Connection that reaches the cluster through it, with the admin's token.
+// It stops when the test ends, after the Apps the test started later.
+func startWire(t *testing.T, c *kubetest.Cluster) (*wire, kube.Connection) {
+	t.Helper()
+	upstream := c.Connection()
+	target := &url.URL{Scheme: "https", Host: upstream.Server}
+	transport := &http.Transport{TLSClientConfig: upstream.TLS, ForceAttemptHTTP2: true}
+	w := &wire{}
+	proxy := &httputil.ReverseProxy{
+		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		Transport:     transport,
+		FlushInterval: -1, // a watch streams
+	}
+	ca := apptest.NewCA(t)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.record(r)
+		proxy.ServeHTTP(rw, r)
+	}))
+	srv.EnableHTTP2 = true
+	srv.TLS = ca.ServerConfig("127.0.0.1")
+	srv.StartTLS()
+	t.Cleanup(func() {
+		srv.Close()
+		transport.CloseIdleConnections()
+	})
+	conn := kube.Connection{
+		Server: srv.Listener.Addr().String(),
+		TLS:    &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
+		Token:  upstream.Token,
+	}
+	return w, conn
+}
+
+func (w *wire) record(r *http.Request) {
+	req := wireRequest{
+		method:      r.Method,
+		path:        r.URL.Path,
+		contentType: r.Header.Get("Content-Type"),
+		baggage:     slices.Clone(r.Header.Values("Baggage")),
+	}
+	if r.Method == http.MethodPatch && r.Body != nil {
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			req.body = body
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.requests = append(w.requests, req)
+}
+
+// all returns every request the proxy has passed on.
+func (w *wire) all() []wireRequest {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.requests)
+}
+
+// patchesOf returns the PATCHes of the path that ends in suffix.
+func (w *wire) patchesOf(suffix string) []wireRequest {
+	var p []wireRequest
+	for _, r := range w.all() {
+		if r.method == http.MethodPatch && strings.HasSuffix(r.path, suffix) {
+			p = append(p, r)
+		}
+	}
+	return p
+}

@@ -1,0 +1,518 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/baggage"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/fault"
+	"github.com/loam-dev/loam/app/fault/fit"
+	"github.com/loam-dev/loam/kube"
+)
+
+// memcachedUnderTest returns the Memcached controller of r's objects in
+// ns, under failure injection: it trusts the scenario on every Memcached
+// in ns, and its Reconciler records its reconciles in log. parts are added
+// to its Owns and TrustScenario.
+func memcachedUnderTest(s *app.Setup, client *kube.Client, r kube.Resource[memcachedSpec, memcachedStatus], ns string, rec experimentReconciler, parts ...kube.Part) (*kube.Controller, error) {
+	kc, err := kubernetes.NewForConfig(client.Config())
+	if err != nil {
+		return nil, err
+	}
+	rec.kube = kc
+	return kube.NewController(s, client, experimentSettings("memcached-controller", ns), r, rec,
+		append([]kube.Part{
+			kube.Owns(deploymentsGVR),
+			kube.TrustScenario(scenarioAnnotation, inNamespace(ns)),
+		}, parts...)...)
+}
+
+func TestFaults_a_scenario_that_aborts_the_Deployment_s_apply_fails_reconciles_with_backoff_until_its_annotation_is_removed(t *testing.T) {
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installMemcached(t, c, ns)
+	admin := adminClients(t, c)
+	memcacheds := admin.dynamic.Resource(r.GVR()).Namespace(ns)
+	codec := scenarioCodec(t)
+	log := &reconcileLog{}
+	a := startExperiment(t, c.Connection(), codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
+		ctrl, err := memcachedUnderTest(s, client, r, ns, experimentReconciler{log: log})
+		return []app.Service{ctrl}, err
+	})
+
+	value := annotationValue(t, codec, fit.Rule{Point: "kube:deployments.apps:patch", Fault: fit.Fault{Abort: true}})
+	createMemcached(t, memcacheds, r, ns, "cache", map[string]string{scenarioAnnotation: value})
+
+	// Each reconcile fails, and the status apply, which the scenario
+	// doesn't abort, shows why.
+	waitFor(t, a, "no ApplyFailed condition", func() bool {
+		cond := availableOf(t, admin.dynamic, r, ns, "cache")
+		return cond != nil && cond.Reason == "ApplyFailed"
+	})
+	cond := availableOf(t, admin.dynamic, r, ns, "cache")
+	require.Contains(t, cond.Message, `fault: injected abort at point "kube:deployments.apps:patch"`)
+
+	// It is retried with backoff: the delays double from 5ms up to
+	// RetryMaxDelay, which the last retries have reached, and every retry
+	// meets the scenario again.
+	waitFor(t, a, "not retried", func() bool { return log.count("cache") >= 12 })
+	tries := log.of("cache")
+	for _, try := range tries {
+		require.Error(t, try.err, "every reconcile meets the scenario")
+	}
+	for i := len(tries) - 2; i < len(tries); i++ {
+		gap := tries[i].at.Sub(tries[i-1].at)
+		require.GreaterOrEqual(t, gap, experimentMaxDelay, "reconcile %d came %s after the one before: backed off to RetryMaxDelay", i, gap)
+	}
+	_, ok := getDeployment(t, admin.kube, ns, "cache")
+	require.False(t, ok, "no apply of the Deployment got through")
+	require.GreaterOrEqual(t, abortsAt(a, "kube:deployments.apps:patch"), 10, "each abort is an evaluation on the apply's span")
+
+	// Removing the annotation ends the experiment: the next reconcile
+	// applies the Deployment, and the retries stop.
+	setScenario(t, memcacheds, "cache", nil)
+	waitFor(t, a, "no Deployment", func() bool { _, ok := getDeployment(t, admin.kube, ns, "cache"); return ok })
+	waitFor(t, a, "the condition stays ApplyFailed", func() bool {
+		cond := availableOf(t, admin.dynamic, r, ns, "cache")
+		return cond != nil && cond.Reason == "DeploymentPending"
+	})
+	settled(t, a, "still retrying", func() int { return log.count("cache") })
+	tries = log.of("cache")
+	require.NoError(t, tries[len(tries)-1].err)
+	d, _ := getDeployment(t, admin.kube, ns, "cache")
+	require.NotContains(t, d.Annotations, scenarioAnnotation, "the reconcile that applied it carried no scenario")
+	require.Equal(t, 0, a.Stop())
+}
+
+func TestFaults_a_scenario_that_aborts_the_finalizer_s_apply_keeps_the_finalizer_off_until_its_annotation_is_removed(t *testing.T) {
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installMemcached(t, c, ns)
+	admin := adminClients(t, c)
+	memcacheds := admin.dynamic.Resource(r.GVR()).Namespace(ns)
+	codec := scenarioCodec(t)
+	log := &reconcileLog{}
+	const finalizer = "cache.example.com/backups"
+	a := startExperiment(t, c.Connection(), codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
+		ctrl, err := memcachedUnderTest(s, client, r, ns, experimentReconciler{log: log},
+			kube.Finalize(finalizer, func(context.Context, memcachedObject) error { return nil }))
+		return []app.Service{ctrl}, err
+	})
+
+	point := "kube:memcacheds." + r.Group + ":patch"
+	value := annotationValue(t, codec, fit.Rule{Point: point, Fault: fit.Fault{Abort: true}})
+	created := createMemcached(t, memcacheds, r, ns, "cache", map[string]string{scenarioAnnotation: value})
+
+	// The annotation is read before the finalizer is added, so every
+	// attempt to add it is aborted, and retried.
+	waitFor(t, a, "the finalizer's apply was never aborted", func() bool { return abortsAt(a, point) >= 5 })
+	m, ok := getMemcached(t, admin.dynamic, r, ns, "cache")
+	require.True(t, ok)
+	require.NotContains(t, m.Finalizers, finalizer, "not added while the annotation stays")
+	require.Zero(t, log.count("cache"), "the Reconciler waits for the finalizer")
+
+	setScenario(t, memcacheds, "cache", nil)
+	waitFor(t, a, "the finalizer was never added", func() bool {
+		m, _ := getMemcached(t, admin.dynamic, r, ns, "cache")
+		return len(m.Finalizers) == 1 && m.Finalizers[0] == finalizer
+	})
+	waitFor(t, a, "never reconciled", func() bool { _, ok := getDeployment(t, admin.kube, ns, "cache"); return ok })
+	require.Equal(t, created.GetUID(), metav1.GetControllerOf(mustDeployment(t, admin.kube, ns, "cache")).UID)
+	require.Equal(t, 0, a.Stop())
+}
+
+func mustDeployment(t *testing.T, k kubernetes.Interface, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	d, ok := getDeployment(t, k, ns, name)
+	require.True(t, ok, "no Deployment %s/%s", ns, name)
+	return d
+}
+
+func TestFaults_a_scenario_of_no_rules_reaches_the_Deployment_and_leaves_it_with_the_owner_s_annotation(t *testing.T) {
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installMemcached(t, c, ns)
+	admin := adminClients(t, c)
+	memcacheds := admin.dynamic.Resource(r.GVR()).Namespace(ns)
+	codec := scenarioCodec(t)
+	log := &reconcileLog{}
+	a := startExperiment(t, c.Connection(), codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
+		ctrl, err := memcachedUnderTest(s, client, r, ns, experimentReconciler{log: log})
+		return []app.Service{ctrl}, err
+	})
+
+	value := annotationValue(t, codec)
+	createMemcached(t, memcacheds, r, ns, "cache", map[string]string{scenarioAnnotation: value, "team.example.com/owner": "cache-team"})
+
+	// The Reconciler applies its Deployment as it always does; the Client
+	// sets the annotation in the apply.
+	waitFor(t, a, "the Deployment never got the scenario", func() bool {
+		d, ok := getDeployment(t, admin.kube, ns, "cache")
+		return ok && d.Annotations[scenarioAnnotation] == value
+	})
+	d := mustDeployment(t, admin.kube, ns, "cache")
+	require.NotContains(t, d.Annotations, "team.example.com/owner", "only the scenario goes on")
+	require.NotEmpty(t, log.of("cache"))
+	for _, try := range log.of("cache") {
+		require.NoError(t, try.err, "a scenario of no rules fails nothing")
+	}
+
+	// Removing the owner's annotation reconciles it without a scenario, and
+	// its apply no longer declares the Deployment's: the API server removes
+	// it.
+	setScenario(t, memcacheds, "cache", nil)
+	waitFor(t, a, "the Deployment kept the scenario", func() bool {
+		d, ok := getDeployment(t, admin.kube, ns, "cache")
+		_, annotated := d.Annotations[scenarioAnnotation]
+		return ok && !annotated
+	})
+	require.Equal(t, 0, a.Stop())
+}
+
+// Deployments is Kubernetes' own Deployment kind, for the second
+// controller of an operator.
+var Deployments = kube.Kind[appsv1.Deployment]{
+	GVR:   deploymentsGVR,
+	Kind:  "Deployment",
+	Scope: kube.Namespaced,
+}
+
+// memcachedChildOf returns a trust func that trusts an object a Memcached
+// of group controls, as the spec's Budget controller trusts a Deployment.
+func memcachedChildOf(group string) func(metav1.Object) bool {
+	return func(obj metav1.Object) bool {
+		owner := metav1.GetControllerOf(obj)
+		return owner != nil && owner.Kind == "Memcached" && strings.HasPrefix(owner.APIVersion, group+"/")
+	}
+}
+
+// budgetSeen records what the second controller's reconciles met at its
+// own point.
+type budgetSeen struct {
+	mu  sync.Mutex
+	met []fit.Fault
+}
+
+func (b *budgetSeen) add(f fit.Fault) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.met = append(b.met, f)
+}
+
+// last returns what the latest reconcile met, and how many there were.
+func (b *budgetSeen) last() (fit.Fault, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.met) == 0 {
+		return fit.Fault{}, 0
+	}
+	return b.met[len(b.met)-1], len(b.met)
+}
+
+func TestFaults_an_operator_of_two_controllers_carries_the_scenario_down_and_stops_carrying_it(t *testing.T) {
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installMemcached(t, c, ns)
+	admin := adminClients(t, c)
+	memcacheds := admin.dynamic.Resource(r.GVR()).Namespace(ns)
+	codec := scenarioCodec(t)
+	log := &reconcileLog{}
+	budgets := &budgetSeen{}
+	const budgetPoint = "budget:poddisruptionbudget"
+	a := startExperiment(t, c.Connection(), codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
+		memcached, err := memcachedUnderTest(s, client, r, ns, experimentReconciler{log: log})
+		if err != nil {
+			return nil, err
+		}
+		// The second controller evaluates a point of its own, where Budget
+		// would apply its PodDisruptionBudget.
+		budget, err := kube.NewKindController(s, client, experimentSettings("memcached-budget", ns), Deployments,
+			kube.KindReconcilerFunc[appsv1.Deployment](func(ctx context.Context, d appsv1.Deployment) (time.Duration, error) {
+				if memcachedChildOf(r.Group)(&d) {
+					budgets.add(s.Faults.Eval(ctx, budgetPoint))
+				}
+				return 0, nil
+			}),
+			kube.TrustScenario(scenarioAnnotation, memcachedChildOf(r.Group)),
+		)
+		if err != nil {
+			return nil, err
+		}
+		return []app.Service{memcached, budget}, nil
+	})
+
+	value := annotationValue(t, codec, fit.Rule{Point: budgetPoint, Fault: fit.Fault{Abort: true}})
+	createMemcached(t, memcacheds, r, ns, "cache", map[string]string{scenarioAnnotation: value})
+
+	// The Memcached's reconcile applies the Deployment with the scenario;
+	// the Deployment's controller trusts it, and its reconciles carry it.
+	waitFor(t, a, "the Deployment's reconciles never carried the scenario", func() bool {
+		met, _ := budgets.last()
+		return met.Abort
+	})
+	require.Equal(t, value, mustDeployment(t, admin.kube, ns, "cache").Annotations[scenarioAnnotation])
+	for _, try := range log.of("cache") {
+		require.NoError(t, try.err, "the scenario spares the Memcached's own reconciles")
+	}
+
+	// Ending the experiment on the Memcached ends it all the way down.
+	setScenario(t, memcacheds, "cache", nil)
+	waitFor(t, a, "the Deployment's reconciles still carry the scenario", func() bool {
+		met, _ := budgets.last()
+		return !met.Abort
+	})
+	_, annotated := mustDeployment(t, admin.kube, ns, "cache").Annotations[scenarioAnnotation]
+	require.False(t, annotated)
+	_, before := budgets.last()
+	settled(t, a, "the Deployment is still reconciled", func() int { _, n := budgets.last(); return n })
+	met, after := budgets.last()
+	require.False(t, met.Abort, "%d reconciles later, still no scenario", after-before)
+	require.Equal(t, 0, a.Stop())
+}
+
+func TestFaults_the_API_server_never_receives_the_scenario_s_baggage(t *testing.T) {
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installMemcached(t, c, ns)
+	admin := adminClients(t, c)
+	memcacheds := admin.dynamic.Resource(r.GVR()).Namespace(ns)
+	codec := scenarioCodec(t)
+	w, conn := startWire(t, c)
+	team, err := baggage.NewMemberRaw("team", "cache")
+	require.NoError(t, err)
+	log := &reconcileLog{}
+	a := startExperiment(t, conn, codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
+		ctrl, err := memcachedUnderTest(s, client, r, ns, experimentReconciler{log: log, member: &team})
+		return []app.Service{ctrl}, err
+	})
+
+	// A scenario whose rule nothing meets, so the reconciles go as they
+	// would without it, each with the scenario in its context.
+	value := annotationValue(t, codec, fit.Rule{Point: "kube:secrets:get", Fault: fit.Fault{Abort: true}})
+	createMemcached(t, memcacheds, r, ns, "cache", map[string]string{scenarioAnnotation: value})
+	waitFor(t, a, "the Deployment never got the scenario", func() bool {
+		d, ok := getDeployment(t, admin.kube, ns, "cache")
+		return ok && d.Annotations[scenarioAnnotation] == value
+	})
+	waitFor(t, a, "no status", func() bool { return availableOf(t, admin.dynamic, r, ns, "cache") != nil })
+	require.Equal(t, 0, a.Stop())
+
+	// The scenario was in the requests' contexts, and the Client stripped it
+	// from each.
+	require.NotZero(t, events(a, fault.StripEvent), "no request carried the scenario to the Client")
+	all := w.all()
+	require.NotEmpty(t, all)
+	for _, req := range all {
+		for _, b := range req.baggage {
+			require.NotContains(t, b, scenarioMember, "%s %s carried the scenario to the API server", req.method, req.path)
+		}
+	}
+
+	// The Deployment's apply kept the Reconciler's own member in its
+	// header, and carried the scenario in its body, as the child's
+	// annotation.
+	applies := w.patchesOf("/namespaces/" + ns + "/deployments/cache")
+	require.NotEmpty(t, applies)
+	var sawTeam bool
+	for _, apply := range applies {
+		require.Equal(t, "application/apply-patch+yaml", apply.contentType)
+		var body unstructured.Unstructured
+		require.NoError(t, json.Unmarshal(apply.body, &body.Object), "the apply is sent as JSON")
+		require.Equal(t, value, body.GetAnnotations()[scenarioAnnotation])
+		sawTeam = sawTeam || strings.Contains(strings.Join(apply.baggage, ","), "team=cache")
+	}
+	require.True(t, sawTeam, "the Reconciler's own baggage reaches the API server")
+	statuses := w.patchesOf("/namespaces/" + ns + "/memcacheds/cache/status")
+	require.NotEmpty(t, statuses, "the controller's status apply went through the proxy too")
+	for _, s := range statuses {
+		require.NotContains(t, string(s.body), scenarioAnnotation, "the object's own status apply is left alone")
+	}
+	require.True(t, hasRequest(all, http.MethodGet, "/apis/"+r.Group+"/v1alpha1/namespaces/"+ns+"/memcacheds"), "the informer's list went through the proxy too")
+}
+
+// hasRequest reports whether requests has one of method to path.
+func hasRequest(requests []wireRequest, method, path string) bool {
+	for _, r := range requests {
+		if r.method == method && r.path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// scenarioPolicy is the spec's ValidatingAdmissionPolicy and its binding,
+// for a test's own Memcached group, harness and guarded namespace: only
+// the harness may set or change the annotation on a Memcached there.
+const scenarioPolicy = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: %[1]s
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: ["%[2]s"]
+        apiVersions: ["*"]
+        operations: ["CREATE", "UPDATE"]
+        resources: ["memcacheds"]
+  variables:
+    - name: key
+      expression: "'%[3]s'"
+    - name: scenario
+      expression: >-
+        has(object.metadata.annotations) && variables.key in object.metadata.annotations
+        ? object.metadata.annotations[variables.key] : ''
+    - name: oldScenario
+      expression: >-
+        oldObject != null && has(oldObject.metadata.annotations) && variables.key in oldObject.metadata.annotations
+        ? oldObject.metadata.annotations[variables.key] : ''
+  validations:
+    - expression: >-
+        variables.scenario == variables.oldScenario ||
+        request.userInfo.username == '%[4]s'
+      message: only the chaos harness sets %[3]s
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: %[1]s
+spec:
+  policyName: %[1]s
+  validationActions: ["Deny"]
+  matchResources:
+    namespaceSelector:
+      matchLabels:
+        kubernetes.io/metadata.name: %[5]s
+`
+
+// installScenarioPolicy creates the spec's policy for r's Memcacheds in ns,
+// letting only harness, a user name, set the annotation, and removes it
+// when the test ends.
+func installScenarioPolicy(t *testing.T, admin kubernetes.Interface, r kube.Resource[memcachedSpec, memcachedStatus], ns, harness string) {
+	t.Helper()
+	name := ns + "-failure-scenario"
+	doc := fmt.Sprintf(scenarioPolicy, name, r.Group, scenarioAnnotation, harness, ns)
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(doc), 4096)
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	require.NoError(t, dec.Decode(&policy))
+	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	require.NoError(t, dec.Decode(&binding))
+
+	api := admin.AdmissionregistrationV1()
+	_, err := api.ValidatingAdmissionPolicies().Create(t.Context(), &policy, metav1.CreateOptions{FieldValidation: "Strict"})
+	require.NoError(t, err)
+	_, err = api.ValidatingAdmissionPolicyBindings().Create(t.Context(), &binding, metav1.CreateOptions{FieldValidation: "Strict"})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = api.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = api.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+}
+
+// memcachedsAs returns the Memcacheds of ns as the ServiceAccount ns/name,
+// which may create and change them.
+func memcachedsAs(t *testing.T, r kube.Resource[memcachedSpec, memcachedStatus], ns, name string) dynamic.ResourceInterface {
+	t.Helper()
+	c := cluster.Cluster(t)
+	token, err := c.ServiceAccountToken(t.Context(), ns, name)
+	require.NoError(t, err)
+	d, err := dynamic.NewForConfig(c.RESTConfigForToken(token))
+	require.NoError(t, err)
+	return d.Resource(r.GVR()).Namespace(ns)
+}
+
+func TestFaults_the_spec_s_admission_policy_lets_only_the_harness_set_the_annotation(t *testing.T) {
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installMemcached(t, c, ns)
+	admin := adminClients(t, c)
+	codec := scenarioCodec(t)
+
+	// Two ServiceAccounts may write Memcacheds in ns: the chaos harness,
+	// and a user who isn't it.
+	_, err := admin.kube.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "memcached-editor"},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{r.Group}, Resources: []string{"memcacheds"},
+			Verbs: []string{"get", "list", "create", "update", "patch"},
+		}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.kube.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "memcached-editors"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "memcached-editor"},
+		Subjects: []rbacv1.Subject{
+			{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "harness"},
+			{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "developer"},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	harness := memcachedsAs(t, r, ns, "harness")
+	developer := memcachedsAs(t, r, ns, "developer")
+	installScenarioPolicy(t, admin.kube, r, ns, "system:serviceaccount:"+ns+":harness")
+
+	value := annotationValue(t, codec, fit.Rule{Point: "kube:deployments.apps:patch", Fault: fit.Fault{Abort: true}})
+	scenario := func(value any) []byte {
+		b, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{scenarioAnnotation: value}}})
+		require.NoError(t, err)
+		return b
+	}
+	// RBAC and the policy take effect a moment after they are created;
+	// each try sets a value of its own, so the policy has a change to judge.
+	createMemcached(t, admin.dynamic.Resource(r.GVR()).Namespace(ns), r, ns, "cache", nil)
+	var denied error
+	try := 0
+	require.Eventually(t, func() bool {
+		try++
+		_, denied = developer.Patch(t.Context(), "cache", types.MergePatchType, scenario(fmt.Sprintf("try-%d", try)), metav1.PatchOptions{})
+		return denied != nil && strings.Contains(denied.Error(), "only the chaos harness")
+	}, time.Minute, 50*time.Millisecond, "the developer's annotation was never denied: %v", denied)
+	require.ErrorContains(t, denied, "only the chaos harness sets "+scenarioAnnotation)
+
+	// The harness starts and ends the experiment.
+	_, err = harness.Patch(t.Context(), "cache", types.MergePatchType, scenario(value), metav1.PatchOptions{})
+	require.NoError(t, err)
+	u, err := harness.Get(t.Context(), "cache", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, value, u.GetAnnotations()[scenarioAnnotation])
+
+	// The developer can neither change nor remove it, nor create a
+	// Memcached with one, but may change everything else.
+	for what, patch := range map[string][]byte{
+		"change": scenario("acme.fault={}"),
+		"remove": scenario(nil),
+	} {
+		_, err = developer.Patch(t.Context(), "cache", types.MergePatchType, patch, metav1.PatchOptions{})
+		require.ErrorContains(t, err, "only the chaos harness sets", what)
+	}
+	_, err = developer.Patch(t.Context(), "cache", types.MergePatchType, []byte(`{"spec":{"size":2}}`), metav1.PatchOptions{})
+	require.NoError(t, err, "a change that leaves the annotation alone is allowed")
+	_, err = developer.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": r.Group + "/" + r.Version, "kind": r.Kind,
+		"metadata": map[string]any{"name": "sneaky", "annotations": map[string]any{scenarioAnnotation: value}},
+		"spec":     map[string]any{"size": int64(1)},
+	}}, metav1.CreateOptions{})
+	require.ErrorContains(t, err, "only the chaos harness sets")
+
+	_, err = harness.Patch(t.Context(), "cache", types.MergePatchType, scenario(nil), metav1.PatchOptions{})
+	require.NoError(t, err, "the harness ends the experiment")
+}
