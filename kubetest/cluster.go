@@ -26,7 +26,7 @@ import (
 )
 
 // startTimeout bounds a start when the caller's context has no deadline.
-// A start takes about three seconds; the margin is for loaded CI machines
+// A start takes about two seconds; the margin is for loaded CI machines
 // and race-detector builds.
 const startTimeout = 2 * time.Minute
 
@@ -70,7 +70,7 @@ type Cluster struct {
 // does not stop cleanly.
 //
 // A package whose tests share one cluster uses NewShared instead: each start
-// costs about three seconds and 300 MB.
+// costs about two seconds and a few hundred megabytes.
 func Start(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	c, err := Run(t.Context(), opts...)

@@ -16,8 +16,8 @@ type TestingM interface {
 
 // Shared is one cluster for all the tests of a package: the first test that
 // asks starts it, each test takes its own namespace, and TestMain stops it
-// after the last test. Starting a cluster costs about three seconds and
-// 300 MB, so a package of tests against the API server should share one:
+// after the last test. Starting a cluster costs about two seconds and a few
+// hundred megabytes, so the tests of a package should share one:
 //
 //	var cluster = kubetest.NewShared(kubetest.WithCRDs(widgetCRD))
 //
