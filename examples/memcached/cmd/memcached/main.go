@@ -1,0 +1,13 @@
+// Command memcached runs the Memcached operator: the Memcached controller
+// and Budget's, with a probes server. deploy/ has what runs it in a
+// cluster; MEMCACHED_KUBECONFIG runs it from a laptop.
+package main
+
+import (
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/examples/memcached"
+)
+
+func main() {
+	app.Main(memcached.Init, app.WithTelemetry(memcached.Telemetry("memcached-operator")))
+}

@@ -1,0 +1,148 @@
+package memcached
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/config"
+	"github.com/loam-dev/loam/app/health"
+	"github.com/loam-dev/loam/app/httphealth"
+	"github.com/loam-dev/loam/kube"
+)
+
+// The environment variables Init reads, besides the two the kubelet sets
+// for inPod. The names are the operator's own choice: loam defines none.
+const (
+	// kubeconfigVariable names a kubeconfig to connect with instead of the
+	// pod's service account, for running the operator outside a cluster.
+	kubeconfigVariable = "MEMCACHED_KUBECONFIG"
+	// probeAddressVariable is where the probes Service listens.
+	probeAddressVariable = "PROBE_ADDRESS"
+)
+
+// defaultProbeAddress is where the probes Service listens unless
+// PROBE_ADDRESS says otherwise; deploy/deployment.yaml's probes name it.
+const defaultProbeAddress = ":8081"
+
+// scenarioAnnotation is the annotation that carries a failure scenario into
+// a Memcached's reconciles, and on to its Deployment's.
+const scenarioAnnotation = "acme.example.com/failure-scenario"
+
+// scenarioNamespace is the one namespace whose Memcacheds run experiments:
+// deploy/admission.yaml lets only the chaos harness set the annotation
+// there.
+const scenarioNamespace = "staging"
+
+// Init is the operator's Init: it sources the Settings and the Connection,
+// builds the Client and a clientset on it, and returns the two controllers,
+// Memcacheds' and Budget's, with a probes Service whose readiness is the
+// Memcached controller's Synced. A variable that is missing or wrong fails
+// Init, naming every one, so the App exits 78.
+func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
+	settings, err := readSettings(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	probeSettings, err := readProbeSettings(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := connect(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+
+	client, err := kube.NewClient(s, conn) // opens no connection: Serve does
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(client.Config())
+	if err != nil {
+		return nil, err
+	}
+	budgetSettings := settings
+	budgetSettings.Name = settings.Name + "-budget" // its own Lease and field manager
+	memcacheds, budgets, err := operator(s, client, settings, budgetSettings, kc)
+	if err != nil {
+		return nil, err
+	}
+	probes, err := httphealth.NewService(s, probeSettings, health.Readiness(memcacheds.Synced(), budgets.Synced()))
+	if err != nil {
+		return nil, err
+	}
+	return []app.Service{memcacheds, budgets, probes}, nil
+}
+
+// operator returns the operator's two controllers: the Memcached
+// controller, which trusts the scenario on a Memcached in
+// scenarioNamespace, and Budget's, which carries the scenario a Memcached's
+// reconcile sets on its Deployment into the Deployment's reconciles.
+func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.Settings, kc kubernetes.Interface) (*kube.Controller, *kube.Controller, error) {
+	memcacheds, err := kube.NewController(s, client, settings, Memcached, Reconciler{Kube: kc},
+		kube.Owns(appsv1.SchemeGroupVersion.WithResource("deployments")),
+		// An admission policy lets only the chaos harness set the annotation
+		// in scenarioNamespace.
+		kube.TrustScenario(scenarioAnnotation, func(obj metav1.Object) bool {
+			return obj.GetNamespace() == scenarioNamespace
+		}),
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	budgets, err := kube.NewKindController(s, client, budgetSettings, Deployments, Budget{Kube: kc},
+		kube.Owns(policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")),
+		// An admission policy lets only the operator's ServiceAccount set the
+		// annotation on Deployments.
+		kube.TrustScenario(scenarioAnnotation, memcachedChild),
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	return memcacheds, budgets, nil
+}
+
+// readSettings sources the Controller's Settings from the environment.
+func readSettings(ctx context.Context, s *app.Setup) (kube.Settings, error) {
+	env := func(name string) config.Value[string] { return config.Env(s.Process.Environment, name) }
+
+	d := kube.DefaultSettings()
+	return config.Struct(func(r *config.Resolver) kube.Settings {
+		k := d
+		// No .Default: the name, and the Lease's namespace and identity, are required.
+		k.Name = r.Get(env("CONTROLLER_NAME").Validate(kube.CheckName))
+		k.Workers = r.Get(env("CONTROLLER_WORKERS").Parse(strconv.Atoi).Default(d.Workers).Validate(kube.CheckWorkers))
+		// The pod's spec sets both from the downward API.
+		k.LeaderElection.Namespace = r.Get(env("POD_NAMESPACE").Validate(kube.CheckNamespace))
+		k.LeaderElection.Identity = r.Get(env("POD_NAME").Validate(kube.CheckIdentity))
+		return k
+	}).Read(ctx)
+}
+
+// readProbeSettings sources the probes Service's Settings: PROBE_ADDRESS,
+// ":8081" when it isn't set.
+func readProbeSettings(ctx context.Context, s *app.Setup) (httphealth.Settings, error) {
+	address, err := config.Env(s.Process.Environment, probeAddressVariable).
+		Default(defaultProbeAddress).Validate(httphealth.CheckAddress).Read(ctx)
+	return httphealth.Settings{Address: address}, err
+}
+
+// connect fills the Connection: from the kubeconfig MEMCACHED_KUBECONFIG
+// names when it is set, and otherwise from the pod's service account.
+func connect(ctx context.Context, s *app.Setup) (kube.Connection, error) {
+	path, ok := s.Process.Environment.LookupEnv(kubeconfigVariable)
+	if ok && path != "" {
+		conn, err := fromKubeconfig(s.Host.FS, path)
+		if err != nil {
+			return kube.Connection{}, fmt.Errorf("%s %s: %w", kubeconfigVariable, path, err)
+		}
+		return conn, nil
+	}
+	return inPod(ctx, s, serviceAccount)
+}

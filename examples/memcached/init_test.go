@@ -1,0 +1,56 @@
+package memcached
+
+import (
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/loam-dev/loam/app/apptest"
+)
+
+func TestInit_exits_78_naming_the_three_variables(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := apptest.Start(t, Init)
+		require.Equal(t, 78, a.Wait())
+		require.Equal(t, "init: config CONTROLLER_NAME: not found\n"+
+			"config POD_NAMESPACE: not found\n"+
+			"config POD_NAME: not found\n", a.Stderr())
+	})
+}
+
+func TestInit_exits_78_for_a_bad_value(t *testing.T) {
+	valid := map[string]string{
+		"CONTROLLER_NAME": "memcached-controller",
+		"POD_NAMESPACE":   "memcached-system",
+		"POD_NAME":        "memcached-controller-0",
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{name: "workers", env: map[string]string{"CONTROLLER_WORKERS": "0"}, want: "config CONTROLLER_WORKERS"},
+		{name: "workers not a number", env: map[string]string{"CONTROLLER_WORKERS": "two"}, want: "config CONTROLLER_WORKERS"},
+		{name: "name", env: map[string]string{"CONTROLLER_NAME": "Memcached Controller"}, want: "config CONTROLLER_NAME"},
+		{name: "probe address", env: map[string]string{"PROBE_ADDRESS": "8081"}, want: "config PROBE_ADDRESS"},
+		{name: "a kubeconfig that isn't there", env: map[string]string{"MEMCACHED_KUBECONFIG": "/nowhere/kubeconfig"}, want: "MEMCACHED_KUBECONFIG /nowhere/kubeconfig"},
+		{name: "no service account", env: map[string]string{}, want: "ca.crt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				env := map[string]string{}
+				for k, v := range valid {
+					env[k] = v
+				}
+				for k, v := range tt.env {
+					env[k] = v
+				}
+				a := apptest.Start(t, Init, apptest.WithEnv(env))
+				require.Equal(t, 78, a.Wait(), "stderr: %s", a.Stderr())
+				require.Contains(t, a.Stderr(), tt.want)
+			})
+		})
+	}
+}
