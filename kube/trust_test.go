@@ -701,3 +701,37 @@ func TestTrustScenario_a_panic_in_trust_is_the_reconcile_s_panic_and_applies_not
 		require.NoError(t, <-h.served)
 	})
 }
+
+// BenchmarkTrustScenario_prepare measures the step each reconcile of a
+// Controller with a TrustScenario takes first, in an App with faults: for
+// an object without the annotation, the common case, and for a trusted
+// one, which parses, decodes and copies.
+func BenchmarkTrustScenario_prepare(b *testing.B) {
+	codec, err := jsonscenario.New("acme.fault")
+	require.NoError(b, err)
+	faults, err := fault.New(fault.Settings{Decoder: codec})
+	require.NoError(b, err)
+	ctx, err := fit.ContextWithScenario(context.Background(), codec, fit.Scenario{Rules: []fit.Rule{abortApplies}})
+	require.NoError(b, err)
+	value := baggage.FromContext(ctx).String()
+	ctrl := &Controller{
+		trust:  &scenarioTrust{annotation: scenarioAnnotation, trust: func(obj metav1.Object) bool { return obj.GetNamespace() == "ns" }},
+		faults: faults,
+	}
+	prepare := ctrl.prepare(noRecorder{})
+	for _, bc := range []struct {
+		name string
+		obj  *unstructured.Unstructured
+	}{
+		{"no annotation", memcached("a", 1)},
+		{"a trusted scenario", annotated(memcached("a", 1), value)},
+	} {
+		obj := ports.Object{UID: bc.obj.GetUID(), Annotations: bc.obj.GetAnnotations(), Content: bc.obj.Object}
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = prepare(b.Context(), obj)
+			}
+		})
+	}
+}
