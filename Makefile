@@ -21,7 +21,13 @@ MODULES := . kubetest examples
 TESTFLAGS ?= -race -count=1
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: test tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test tools bench
+.PHONY: demo test tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test tools bench
+
+# The demo: a Kubernetes API server in-process, the Memcached operator
+# against it, and a failure-injection experiment; about 20s once built, and
+# a few minutes for the first build. ARGS=--keep leaves the cluster up.
+demo:
+	cd examples && go run ./cmd/demo $(ARGS)
 
 test: tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test
 

@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
