@@ -88,11 +88,9 @@ func Run(ctx context.Context, out io.Writer, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if !opts.Keep || err != nil {
-			err = errors.Join(err, os.RemoveAll(dir))
-		}
-	}()
+	// The kubeconfig and the log are of a cluster that is gone once Run
+	// returns, --keep or not.
+	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 
 	d.say("Starting a Kubernetes API server in this process (etcd and kube-apiserver, from kubetest)...")
 	cluster, err := d.startCluster(ctx)
