@@ -3,6 +3,7 @@ module github.com/loam-dev/loam/examples
 go 1.27
 
 require (
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/loam-dev/loam v0.0.0
 	github.com/loam-dev/loam/kubetest v0.0.0
 	github.com/stretchr/testify v1.12.1
@@ -73,6 +74,8 @@ require (
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.3 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
