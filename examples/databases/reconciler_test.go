@@ -166,9 +166,9 @@ func TestReconcile_reports_a_name_conflict_without_retrying(t *testing.T) {
 
 	tests := map[string]func(d *Object){
 		"a database another role owns": func(d *Object) { d.Spec.DatabaseName = first.Spec.DatabaseName },
-		"a role another Database made":  func(d *Object) { d.Spec.Owner = first.Spec.Owner },
-		"a role nobody made":            func(d *Object) { d.Spec.Owner = "postgres" },
-		"a Secret another object owns":  func(d *Object) { d.Name = first.Name },
+		"a role another Database made": func(d *Object) { d.Spec.Owner = first.Spec.Owner },
+		"a role nobody made":           func(d *Object) { d.Spec.Owner = "postgres" },
+		"a Secret another object owns": func(d *Object) { d.Name = first.Name },
 	}
 	for name, change := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,14 @@
+// Command databases runs the Database controller: it provisions a
+// PostgreSQL database, a login role and a Secret of credentials for each
+// Database. POSTGRES_HOST and its siblings name the server;
+// DATABASES_KUBECONFIG runs it from a laptop.
+package main
+
+import (
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/examples/databases"
+)
+
+func main() {
+	app.Main(databases.Init)
+}

@@ -1,0 +1,110 @@
+package databases
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/config"
+	"github.com/loam-dev/loam/kube"
+)
+
+// serviceAccount is where the kubelet mounts the pod's service account: its
+// token, and the cluster's CA.
+const serviceAccount = "/var/run/secrets/kubernetes.io/serviceaccount/"
+
+// inPod fills the Connection of a pod from what the kubelet gives every
+// container: the API server's address in two variables, and the service
+// account's CA and token in dir, read through s.Host.FS.
+func inPod(ctx context.Context, s *app.Setup, dir string) (kube.Connection, error) {
+	env := func(name string) config.Value[string] { return config.Env(s.Process.Environment, name) }
+
+	ca, err := readFile(s.Host.FS, dir+"ca.crt")
+	if err != nil {
+		return kube.Connection{}, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		return kube.Connection{}, errors.New("the service account's ca.crt holds no PEM certificate")
+	}
+
+	return config.Struct(func(r *config.Resolver) kube.Connection {
+		return kube.Connection{
+			// The kubelet sets both in every container. JoinHostPort brackets an IPv6 host.
+			Server: net.JoinHostPort(r.Get(env("KUBERNETES_SERVICE_HOST")), r.Get(env("KUBERNETES_SERVICE_PORT"))),
+			TLS:    &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+			// The Client calls it at most once a minute, so a token the
+			// kubelet rotates is picked up within a minute.
+			Token: func(context.Context) (string, error) {
+				b, err := readFile(s.Host.FS, dir+"token")
+				return string(bytes.TrimSpace(b)), err
+			},
+		}
+	}).Read(ctx)
+}
+
+// fromKubeconfig fills a Connection from the kubeconfig at path, for local
+// development: the API server, CA and client certificate or token of its
+// current context, embedded in the file, as kind and k3s write them. It
+// reads the file through fsys, and nothing else: clientcmd.Load reads no
+// KUBECONFIG and no home directory.
+func fromKubeconfig(fsys app.FS, path string) (kube.Connection, error) {
+	b, err := readFile(fsys, path)
+	if err != nil {
+		return kube.Connection{}, err
+	}
+	kc, err := clientcmd.Load(b)
+	if err != nil {
+		return kube.Connection{}, err
+	}
+	current, ok := kc.Contexts[kc.CurrentContext]
+	if !ok {
+		return kube.Connection{}, fmt.Errorf("the kubeconfig has no context %q", kc.CurrentContext)
+	}
+	cluster, user := kc.Clusters[current.Cluster], kc.AuthInfos[current.AuthInfo]
+	if cluster == nil || user == nil {
+		return kube.Connection{}, errors.New("the kubeconfig's current context names no cluster or no user")
+	}
+	u, err := url.Parse(cluster.Server)
+	if err != nil {
+		return kube.Connection{}, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(cluster.CertificateAuthorityData) {
+		return kube.Connection{}, errors.New("the kubeconfig's cluster embeds no CA")
+	}
+	conn := kube.Connection{
+		Server: u.Host, // host:port
+		TLS:    &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+	}
+	if len(user.ClientCertificateData) > 0 {
+		cert, err := tls.X509KeyPair(user.ClientCertificateData, user.ClientKeyData)
+		if err != nil {
+			return kube.Connection{}, err
+		}
+		conn.TLS.Certificates = []tls.Certificate{cert}
+	}
+	if token := user.Token; token != "" {
+		conn.Token = func(context.Context) (string, error) { return token, nil }
+	}
+	return conn, nil
+}
+
+// readFile reads the whole file name through fsys.
+func readFile(fsys app.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return io.ReadAll(f)
+}

@@ -1,0 +1,148 @@
+package databases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/config"
+	"github.com/loam-dev/loam/kube"
+)
+
+// kubeconfigVariable names a kubeconfig to connect with instead of the
+// pod's service account, for running the controller outside a cluster.
+const kubeconfigVariable = "DATABASES_KUBECONFIG"
+
+// ScenarioAnnotation is the annotation that carries a failure scenario into
+// a Database's reconciles, in the namespace EXPERIMENT_NAMESPACE names,
+// when the App runs with failure injection.
+const ScenarioAnnotation = "databases.example.com/failure-scenario"
+
+// Settings is everything Init sources besides the Connection.
+type Settings struct {
+	// Controller is the controller's: CONTROLLER_NAME, CONTROLLER_WORKERS,
+	// WATCH_NAMESPACE, POD_NAMESPACE and POD_NAME.
+	Controller kube.Settings
+	// Postgres is the server's: POSTGRES_HOST, POSTGRES_PORT,
+	// POSTGRES_USER, POSTGRES_PASSWORD and POSTGRES_DATABASE. Its Dial is
+	// left to Init.
+	Postgres Postgres
+	// ExperimentNamespace, EXPERIMENT_NAMESPACE, is the one namespace
+	// whose Databases are trusted with a failure scenario; "" trusts none.
+	ExperimentNamespace string
+}
+
+// Init is the controller's Init: it sources the Settings and the
+// Connection, and returns the Database controller, which owns Secrets,
+// drops databases with its finalizer, and trusts the failure scenario on
+// the Databases of EXPERIMENT_NAMESPACE. A variable that is missing or
+// wrong fails Init, naming every one, so the App exits 78.
+func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
+	settings, err := ReadSettings(ctx, s.Process.Environment)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := connect(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kube.NewClient(s, conn) // opens no connection: Serve does
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(client.Config())
+	if err != nil {
+		return nil, err
+	}
+	pg := settings.Postgres
+	pg.Dial = s.Host.Dial
+	r := Reconciler{Kube: kc, Postgres: pg, FieldManager: settings.Controller.Name}
+	ctrl, err := kube.NewController(s, client, settings.Controller, Database, r,
+		kube.Owns(corev1.SchemeGroupVersion.WithResource("secrets")),
+		kube.Finalize(Finalizer, r.Finalize),
+		kube.TrustScenario(ScenarioAnnotation, func(obj metav1.Object) bool {
+			return settings.ExperimentNamespace != "" && obj.GetNamespace() == settings.ExperimentNamespace
+		}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return []app.Service{ctrl}, nil
+}
+
+// ReadSettings sources the Settings from env, reporting every variable
+// that is missing or wrong at once.
+func ReadSettings(ctx context.Context, env app.Environment) (Settings, error) {
+	v := func(name string) config.Value[string] { return config.Env(env, name) }
+	d := kube.DefaultSettings()
+	return config.Struct(func(r *config.Resolver) Settings {
+		k := d
+		// No .Default: the name, and the Lease's namespace and identity, are required.
+		k.Name = r.Get(v("CONTROLLER_NAME").Validate(kube.CheckName))
+		k.Workers = r.Get(v("CONTROLLER_WORKERS").Parse(strconv.Atoi).Default(d.Workers).Validate(kube.CheckWorkers))
+		k.Namespace = r.Get(v("WATCH_NAMESPACE").Default("").Validate(optionalNamespace))
+		k.LeaderElection.Namespace = r.Get(v("POD_NAMESPACE").Validate(kube.CheckNamespace))
+		k.LeaderElection.Identity = r.Get(v("POD_NAME").Validate(kube.CheckIdentity))
+		return Settings{
+			Controller: k,
+			Postgres: Postgres{
+				Host:     r.Get(v("POSTGRES_HOST").Default("127.0.0.1").Validate(checkHost)),
+				Port:     r.Get(v("POSTGRES_PORT").Parse(parsePort).Default(5432)),
+				User:     r.Get(v("POSTGRES_USER").Default("postgres")),
+				Password: r.Get(v("POSTGRES_PASSWORD").Default("")),
+				Database: r.Get(v("POSTGRES_DATABASE").Default("postgres")),
+			},
+			ExperimentNamespace: r.Get(v("EXPERIMENT_NAMESPACE").Default("").Validate(optionalNamespace)),
+		}
+	}).Read(ctx)
+}
+
+// optionalNamespace accepts "" or a namespace's name.
+func optionalNamespace(ns string) error {
+	if ns == "" {
+		return nil
+	}
+	return kube.CheckNamespace(ns)
+}
+
+// checkHost accepts an IP address or a DNS name.
+func checkHost(host string) error {
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(host); len(errs) > 0 {
+		return fmt.Errorf("%q is neither an IP address nor a DNS name: %v", host, errs)
+	}
+	return nil
+}
+
+// parsePort reads a TCP port, 1 to 65535.
+func parsePort(s string) (uint16, error) {
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err != nil || n == 0 {
+		return 0, errors.New("not a TCP port, 1 to 65535")
+	}
+	return uint16(n), nil
+}
+
+// connect fills the Connection: from the kubeconfig DATABASES_KUBECONFIG
+// names when it is set, and otherwise from the pod's service account.
+func connect(ctx context.Context, s *app.Setup) (kube.Connection, error) {
+	path, ok := s.Process.Environment.LookupEnv(kubeconfigVariable)
+	if ok && path != "" {
+		conn, err := fromKubeconfig(s.Host.FS, path)
+		if err != nil {
+			return kube.Connection{}, fmt.Errorf("%s %s: %w", kubeconfigVariable, path, err)
+		}
+		return conn, nil
+	}
+	return inPod(ctx, s, serviceAccount)
+}

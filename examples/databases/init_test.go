@@ -1,0 +1,75 @@
+package databases
+
+import (
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/loam-dev/loam/app/apptest"
+)
+
+func TestInit_exits_78_naming_the_three_variables(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := apptest.Start(t, Init)
+		require.Equal(t, 78, a.Wait())
+		require.Equal(t, "init: config CONTROLLER_NAME: not found\n"+
+			"config POD_NAMESPACE: not found\n"+
+			"config POD_NAME: not found\n", a.Stderr())
+	})
+}
+
+func TestReadSettings(t *testing.T) {
+	valid := map[string]string{
+		"CONTROLLER_NAME": "databases-controller",
+		"POD_NAMESPACE":   "databases-system",
+		"POD_NAME":        "databases-controller-0",
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string // none when the settings are valid
+	}{
+		{name: "defaults", env: map[string]string{}},
+		{name: "every variable", env: map[string]string{
+			"POSTGRES_HOST": "postgres.db.svc", "POSTGRES_PORT": "6543", "POSTGRES_USER": "admin",
+			"POSTGRES_PASSWORD": "secret", "POSTGRES_DATABASE": "admin", "WATCH_NAMESPACE": "shop",
+			"EXPERIMENT_NAMESPACE": "staging",
+		}},
+		{name: "port zero", env: map[string]string{"POSTGRES_PORT": "0"}, want: []string{"config POSTGRES_PORT"}},
+		{name: "port too big", env: map[string]string{"POSTGRES_PORT": "65536"}, want: []string{"config POSTGRES_PORT"}},
+		{name: "host", env: map[string]string{"POSTGRES_HOST": "not a host"}, want: []string{"config POSTGRES_HOST"}},
+		{name: "watch namespace", env: map[string]string{"WATCH_NAMESPACE": "Shop"}, want: []string{"config WATCH_NAMESPACE"}},
+		{name: "two at once", env: map[string]string{"POSTGRES_PORT": "x", "CONTROLLER_NAME": "Bad Name"}, want: []string{"config CONTROLLER_NAME", "config POSTGRES_PORT"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := apptest.Env{}
+			for k, v := range valid {
+				env[k] = v
+			}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			s, err := ReadSettings(t.Context(), env)
+			if len(tt.want) > 0 {
+				for _, w := range tt.want {
+					require.ErrorContains(t, err, w)
+				}
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "databases-controller", s.Controller.Name)
+			require.Equal(t, "databases-system", s.Controller.LeaderElection.Namespace)
+			if tt.name == "defaults" {
+				require.Equal(t, Postgres{Host: "127.0.0.1", Port: 5432, User: "postgres", Database: "postgres"}, s.Postgres)
+				require.Empty(t, s.Controller.Namespace)
+				require.Empty(t, s.ExperimentNamespace)
+				return
+			}
+			require.Equal(t, Postgres{Host: "postgres.db.svc", Port: 6543, User: "admin", Password: "secret", Database: "admin"}, s.Postgres)
+			require.Equal(t, "shop", s.Controller.Namespace)
+			require.Equal(t, "staging", s.ExperimentNamespace)
+		})
+	}
+}
