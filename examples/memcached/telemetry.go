@@ -66,7 +66,7 @@ func (j *jsonRecords) OnEmit(_ context.Context, r *sdklog.Record) error {
 		if line.Attributes == nil {
 			line.Attributes = map[string]any{}
 		}
-		line.Attributes[string(kv.Key)] = kv.Value.Emit()
+		line.Attributes[string(kv.Key)] = kv.Value.String()
 		return true
 	})
 	b, err := json.Marshal(line)

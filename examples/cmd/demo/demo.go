@@ -575,7 +575,7 @@ func (d *demo) printSpan(s sdktrace.ReadOnlySpan, children map[string][]sdktrace
 	for _, kv := range s.Attributes() {
 		switch kv.Key {
 		case "k8s.namespace.name", "loam.kube.object.name", "http.request.method", "url.full", "http.response.status_code", "error.type":
-			attrs = append(attrs, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+			attrs = append(attrs, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 		}
 	}
 	if len(attrs) > 0 {
@@ -584,7 +584,7 @@ func (d *demo) printSpan(s sdktrace.ReadOnlySpan, children map[string][]sdktrace
 	for _, e := range s.Events() {
 		var ea []string
 		for _, kv := range e.Attributes {
-			ea = append(ea, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+			ea = append(ea, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 		}
 		d.say("%s  event %s %s", indent, e.Name, strings.Join(ea, " "))
 	}
