@@ -67,13 +67,24 @@ func start(t *testing.T, opts ...app.Option) *run {
 // startWith is start with env added to the App's environment.
 func startWith(t *testing.T, env map[string]string, opts ...app.Option) *run {
 	t.Helper()
+	return startAs(t, nil, env, opts...)
+}
+
+// startAs is startWith whose App connects with the kubeconfig that
+// kubeconfig returns for the test's namespace; nil is the cluster admin's.
+func startAs(t *testing.T, kubeconfig func(c *kubetest.Cluster, ns string) []byte, env map[string]string, opts ...app.Option) *run {
+	t.Helper()
 	c := cluster.Cluster(t)
 	crd, err := databases.Database.CRD()
 	require.NoError(t, err)
 	require.NoError(t, c.InstallCRDs(t.Context(), crd))
 	ns := c.Namespace(t)
 
-	h := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"kubeconfig": c.Kubeconfig()}))
+	config := c.Kubeconfig()
+	if kubeconfig != nil {
+		config = kubeconfig(c, ns)
+	}
+	h := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"kubeconfig": config}))
 	vars := map[string]string{
 		"CONTROLLER_NAME":      "databases-controller",
 		"POD_NAMESPACE":        ns,
@@ -121,7 +132,7 @@ func (r *run) create(t *testing.T, name string, annotations map[string]string) s
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		ctx := context.Background()
-		conn := connect(t, ctx, "postgres", "", "postgres")
+		conn := connect(ctx, t, "postgres", "", "postgres")
 		defer func() { require.NoError(t, conn.Close(ctx)) }()
 		_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{database}.Sanitize()+" WITH (FORCE)")
 		require.NoError(t, err)
@@ -162,7 +173,7 @@ func waitFor(t *testing.T, r *run, what string, ok func() bool) {
 }
 
 // connect opens a connection to database at 127.0.0.1:5432 as user.
-func connect(t *testing.T, ctx context.Context, user, password, database string) *pgx.Conn {
+func connect(ctx context.Context, t *testing.T, user, password, database string) *pgx.Conn {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(fmt.Sprintf("host=127.0.0.1 port=5432 sslmode=disable user='%s' password='%s' dbname='%s'", user, password, database))
 	require.NoError(t, err)
@@ -175,7 +186,7 @@ func connect(t *testing.T, ctx context.Context, user, password, database string)
 func exists(t *testing.T, database string) bool {
 	t.Helper()
 	ctx := t.Context()
-	conn := connect(t, ctx, "postgres", "", "postgres")
+	conn := connect(ctx, t, "postgres", "", "postgres")
 	defer func() { require.NoError(t, conn.Close(ctx)) }()
 	var ok bool
 	require.NoError(t, conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", database).Scan(&ok))
@@ -202,7 +213,7 @@ func TestDatabase_is_provisioned_with_credentials_that_log_in_and_dropped_on_del
 	require.Equal(t, database, string(s.Data[databases.SecretDatabase]))
 
 	// The Secret's credentials log in, as an application's would.
-	conn := connect(t, t.Context(), string(s.Data[databases.SecretUser]), string(s.Data[databases.SecretPassword]), string(s.Data[databases.SecretDatabase]))
+	conn := connect(t.Context(), t, string(s.Data[databases.SecretUser]), string(s.Data[databases.SecretPassword]), string(s.Data[databases.SecretDatabase]))
 	var user, db string
 	require.NoError(t, conn.QueryRow(t.Context(), "SELECT current_user, current_database()").Scan(&user, &db))
 	require.NoError(t, conn.Close(t.Context()))
