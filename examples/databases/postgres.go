@@ -60,17 +60,7 @@ func (p Postgres) connect(ctx context.Context) (*pgx.Conn, error) {
 	if p.Dial == nil {
 		return nil, errors.New("databases: Postgres has no Dial")
 	}
-	// Keyword/value form, each value quoted as libpq reads it.
-	settings := map[string]string{
-		"host": p.Host, "port": strconv.Itoa(int(p.Port)), "user": p.User,
-		"password": p.Password, "dbname": p.Database, "sslmode": "disable",
-	}
-	var b strings.Builder
-	for _, k := range []string{"host", "port", "user", "password", "dbname", "sslmode"} {
-		v := strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(settings[k])
-		fmt.Fprintf(&b, "%s='%s' ", k, v)
-	}
-	cfg, err := pgx.ParseConfig(b.String())
+	cfg, err := pgx.ParseConfig(p.connString())
 	if err != nil {
 		return nil, fmt.Errorf("databases: PostgreSQL settings: %w", err)
 	}
@@ -82,6 +72,21 @@ func (p Postgres) connect(ctx context.Context) (*pgx.Conn, error) {
 		return nil, &unavailableError{err: err}
 	}
 	return conn, nil
+}
+
+// connString returns p's settings as a keyword/value connection string,
+// each value quoted as libpq reads it, so a password with quotes, spaces
+// or backslashes arrives as it is.
+func (p Postgres) connString() string {
+	quote := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
+	var b strings.Builder
+	for _, kv := range [][2]string{
+		{"host", p.Host}, {"port", strconv.Itoa(int(p.Port))}, {"user", p.User},
+		{"password", p.Password}, {"dbname", p.Database}, {"sslmode", "disable"},
+	} {
+		fmt.Fprintf(&b, "%s='%s' ", kv[0], quote.Replace(kv[1]))
+	}
+	return b.String()
 }
 
 // ensure makes role a login role with password, and database a database
