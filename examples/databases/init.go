@@ -14,6 +14,8 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/config"
+	"github.com/loam-dev/loam/app/health"
+	"github.com/loam-dev/loam/app/httphealth"
 	"github.com/loam-dev/loam/kube"
 )
 
@@ -25,6 +27,10 @@ const kubeconfigVariable = "DATABASES_KUBECONFIG"
 // a Database's reconciles, in the namespace EXPERIMENT_NAMESPACE names,
 // when the App runs with failure injection.
 const ScenarioAnnotation = "databases.example.com/failure-scenario"
+
+// defaultProbeAddress is where the probes Service listens unless
+// PROBE_ADDRESS says otherwise.
+const defaultProbeAddress = ":8081"
 
 // Settings is everything Init sources besides the Connection.
 type Settings struct {
@@ -38,12 +44,15 @@ type Settings struct {
 	// ExperimentNamespace, EXPERIMENT_NAMESPACE, is the one namespace
 	// whose Databases are trusted with a failure scenario; "" trusts none.
 	ExperimentNamespace string
+	// Probes is the probes Service's: PROBE_ADDRESS, ":8081" by default.
+	Probes httphealth.Settings
 }
 
 // Init is the controller's Init: it sources the Settings and the
 // Connection, and returns the Database controller, which owns Secrets,
 // drops databases with its finalizer, and trusts the failure scenario on
-// the Databases of EXPERIMENT_NAMESPACE. A variable that is missing or
+// the Databases of EXPERIMENT_NAMESPACE, with a probes Service whose
+// readiness is the controller's Synced. A variable that is missing or
 // wrong fails Init, naming every one, so the App exits 78.
 func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 	settings, err := ReadSettings(ctx, s.Process.Environment)
@@ -75,7 +84,11 @@ func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []app.Service{ctrl}, nil
+	probes, err := httphealth.NewService(s, settings.Probes, health.Readiness(ctrl.Synced()))
+	if err != nil {
+		return nil, err
+	}
+	return []app.Service{ctrl, probes}, nil
 }
 
 // ReadSettings sources the Settings from env, reporting every variable
@@ -101,6 +114,7 @@ func ReadSettings(ctx context.Context, env app.Environment) (Settings, error) {
 				Database: r.Get(v("POSTGRES_DATABASE").Default("postgres")),
 			},
 			ExperimentNamespace: r.Get(v("EXPERIMENT_NAMESPACE").Default("").Validate(optionalNamespace)),
+			Probes:              httphealth.Settings{Address: r.Get(v("PROBE_ADDRESS").Default(defaultProbeAddress).Validate(httphealth.CheckAddress))},
 		}
 	}).Read(ctx)
 }

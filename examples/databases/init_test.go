@@ -39,6 +39,7 @@ func TestReadSettings(t *testing.T) {
 		{name: "port zero", env: map[string]string{"POSTGRES_PORT": "0"}, want: []string{"config POSTGRES_PORT"}},
 		{name: "port too big", env: map[string]string{"POSTGRES_PORT": "65536"}, want: []string{"config POSTGRES_PORT"}},
 		{name: "host", env: map[string]string{"POSTGRES_HOST": "not a host"}, want: []string{"config POSTGRES_HOST"}},
+		{name: "probe address", env: map[string]string{"PROBE_ADDRESS": "8081"}, want: []string{"config PROBE_ADDRESS"}},
 		{name: "watch namespace", env: map[string]string{"WATCH_NAMESPACE": "Shop"}, want: []string{"config WATCH_NAMESPACE"}},
 		{name: "two at once", env: map[string]string{"POSTGRES_PORT": "x", "CONTROLLER_NAME": "Bad Name"}, want: []string{"config CONTROLLER_NAME", "config POSTGRES_PORT"}},
 	}
@@ -65,6 +66,7 @@ func TestReadSettings(t *testing.T) {
 				require.Equal(t, Postgres{Host: "127.0.0.1", Port: 5432, User: "postgres", Database: "postgres"}, s.Postgres)
 				require.Empty(t, s.Controller.Namespace)
 				require.Empty(t, s.ExperimentNamespace)
+				require.Equal(t, ":8081", s.Probes.Address)
 				return
 			}
 			require.Equal(t, Postgres{Host: "postgres.db.svc", Port: 6543, User: "admin", Password: "secret", Database: "admin"}, s.Postgres)

@@ -92,6 +92,7 @@ func startAs(t *testing.T, kubeconfig func(c *kubetest.Cluster, ns string) []byt
 		"WATCH_NAMESPACE":      ns,
 		"EXPERIMENT_NAMESPACE": ns,
 		"DATABASES_KUBECONFIG": h.Path("kubeconfig"),
+		"PROBE_ADDRESS":        "127.0.0.1:0",
 	}
 	for k, v := range env {
 		vars[k] = v
