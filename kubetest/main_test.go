@@ -110,7 +110,7 @@ func runWithLeakChecks(m *testing.M) int {
 	}
 	addresses.Lock()
 	for _, addr := range addresses.list {
-		ln, err := net.Listen("tcp", addr) //nolint:forbidigo // is the real port free again?
+		ln, err := net.Listen("tcp", addr) // is the real port free again?
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("port of %s still taken after Stop: %v", addr, err))
 			continue
@@ -143,7 +143,7 @@ func waitForGoroutinesToEnd() error {
 // at, after making sure the runtime's network poller, which opens its own
 // descriptors once and keeps them, has started.
 func openFiles() ([]string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0") //nolint:forbidigo // starts the runtime's network poller
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // starts the runtime's network poller
 	if err != nil {
 		return nil, err
 	}
