@@ -16,6 +16,7 @@ import (
 	"github.com/loam-dev/loam/app/config"
 	"github.com/loam-dev/loam/app/health"
 	"github.com/loam-dev/loam/app/httphealth"
+	"github.com/loam-dev/loam/examples/connection"
 	"github.com/loam-dev/loam/kube"
 )
 
@@ -152,11 +153,11 @@ func parsePort(s string) (uint16, error) {
 func connect(ctx context.Context, s *app.Setup) (kube.Connection, error) {
 	path, ok := s.Process.Environment.LookupEnv(kubeconfigVariable)
 	if ok && path != "" {
-		conn, err := fromKubeconfig(s.Host.FS, path)
+		conn, err := connection.FromKubeconfig(s.Host.FS, path)
 		if err != nil {
 			return kube.Connection{}, fmt.Errorf("%s %s: %w", kubeconfigVariable, path, err)
 		}
 		return conn, nil
 	}
-	return inPod(ctx, s, serviceAccount)
+	return connection.InPod(ctx, s, connection.ServiceAccount)
 }

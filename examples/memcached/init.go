@@ -14,11 +14,12 @@ import (
 	"github.com/loam-dev/loam/app/config"
 	"github.com/loam-dev/loam/app/health"
 	"github.com/loam-dev/loam/app/httphealth"
+	"github.com/loam-dev/loam/examples/connection"
 	"github.com/loam-dev/loam/kube"
 )
 
 // The environment variables Init reads, besides the two the kubelet sets
-// for inPod. The names are the operator's own choice: loam defines none.
+// for connection.InPod. The names are the operator's own choice: loam defines none.
 const (
 	// kubeconfigVariable names a kubeconfig to connect with instead of the
 	// pod's service account, for running the operator outside a cluster.
@@ -138,11 +139,11 @@ func readProbeSettings(ctx context.Context, s *app.Setup) (httphealth.Settings, 
 func connect(ctx context.Context, s *app.Setup) (kube.Connection, error) {
 	path, ok := s.Process.Environment.LookupEnv(kubeconfigVariable)
 	if ok && path != "" {
-		conn, err := fromKubeconfig(s.Host.FS, path)
+		conn, err := connection.FromKubeconfig(s.Host.FS, path)
 		if err != nil {
 			return kube.Connection{}, fmt.Errorf("%s %s: %w", kubeconfigVariable, path, err)
 		}
 		return conn, nil
 	}
-	return inPod(ctx, s, serviceAccount)
+	return connection.InPod(ctx, s, connection.ServiceAccount)
 }

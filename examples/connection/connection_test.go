@@ -1,4 +1,4 @@
-package memcached
+package connection
 
 import (
 	"net/http"
@@ -83,9 +83,9 @@ func TestInPod_reads_the_service_account_and_picks_up_a_rotated_token(t *testing
 			Telemetry: apptest.NewTelemetry().Telemetry,
 		}
 
-		// The test's own directory stands in for serviceAccount.
-		require.Equal(t, "/var/run/secrets/kubernetes.io/serviceaccount/", serviceAccount)
-		conn, err := inPod(t.Context(), s, h.Path("serviceaccount/"))
+		// The test's own directory stands in for ServiceAccount.
+		require.Equal(t, "/var/run/secrets/kubernetes.io/serviceaccount/", ServiceAccount)
+		conn, err := InPod(t.Context(), s, h.Path("serviceaccount/"))
 		require.NoError(t, err)
 		require.Equal(t, "10.96.0.1:443", conn.Server)
 		c, err := kube.NewClient(s, conn)
@@ -109,17 +109,17 @@ func TestInPod_names_every_missing_variable(t *testing.T) {
 	ca := apptest.NewCA(t)
 	h := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"sa/ca.crt": ca.PEM()}))
 	s := &app.Setup{Host: h.Host(), Process: app.Process{Environment: apptest.Env{}}}
-	_, err := inPod(t.Context(), s, h.Path("sa/"))
+	_, err := InPod(t.Context(), s, h.Path("sa/"))
 	require.EqualError(t, err, "config KUBERNETES_SERVICE_HOST: not found\nconfig KUBERNETES_SERVICE_PORT: not found")
 }
 
 func TestInPod_rejects_a_CA_file_without_a_certificate(t *testing.T) {
 	h := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"sa/ca.crt": []byte("not a certificate")}))
 	s := &app.Setup{Host: h.Host(), Process: app.Process{Environment: apptest.Env{}}}
-	_, err := inPod(t.Context(), s, h.Path("sa/"))
+	_, err := InPod(t.Context(), s, h.Path("sa/"))
 	require.EqualError(t, err, "the service account's ca.crt holds no PEM certificate")
 
-	_, err = inPod(t.Context(), s, h.Path("missing/"))
+	_, err = InPod(t.Context(), s, h.Path("missing/"))
 	require.ErrorContains(t, err, "ca.crt")
 }
 
@@ -147,7 +147,7 @@ func TestFromKubeconfig_connects_with_the_embedded_client_certificate(t *testing
 			ClientCertificateData: cert.CertPEM, ClientKeyData: cert.KeyPEM,
 		}))
 
-		conn, err := fromKubeconfig(h.FS(), h.Path("kubeconfig"))
+		conn, err := FromKubeconfig(h.FS(), h.Path("kubeconfig"))
 		require.NoError(t, err)
 		require.Equal(t, "127.0.0.1:6443", conn.Server)
 		require.Nil(t, conn.Token, "a certificate, no token")
@@ -163,7 +163,7 @@ func TestFromKubeconfig_connects_with_an_embedded_token(t *testing.T) {
 		serveAPI(t, h, ca, "api.test:443", api, "api.test")
 		h.WriteFile("kubeconfig", kubeconfig(t, "https://api.test:443", ca, &clientcmdapi.AuthInfo{Token: "dev-token"}))
 
-		conn, err := fromKubeconfig(h.FS(), h.Path("kubeconfig"))
+		conn, err := FromKubeconfig(h.FS(), h.Path("kubeconfig"))
 		require.NoError(t, err)
 		list(t, &app.Setup{Host: h.Host(), Telemetry: apptest.NewTelemetry().Telemetry}, conn)
 		require.Equal(t, "Bearer dev-token", api.last())
@@ -202,7 +202,7 @@ func TestFromKubeconfig_reports_what_is_missing(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			h.WriteFile("kubeconfig", tc.file)
-			_, err := fromKubeconfig(h.FS(), h.Path("kubeconfig"))
+			_, err := FromKubeconfig(h.FS(), h.Path("kubeconfig"))
 			if tc.want == "" {
 				require.NoError(t, err)
 				return
@@ -210,6 +210,6 @@ func TestFromKubeconfig_reports_what_is_missing(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	_, err = fromKubeconfig(h.FS(), h.Path("absent"))
+	_, err = FromKubeconfig(h.FS(), h.Path("absent"))
 	require.ErrorContains(t, err, "absent")
 }

@@ -1,4 +1,10 @@
-package memcached
+// Package connection fills a kube.Connection the two ways the examples'
+// operators reach their API server: in a pod, from what the kubelet gives
+// every container, and from a kubeconfig, for local development. They are
+// the end user's code, not loam's: loam reads no kubeconfig, no token file
+// and no environment variable itself, so each program picks its own
+// sources and variable names.
+package connection
 
 import (
 	"bytes"
@@ -18,17 +24,17 @@ import (
 	"github.com/loam-dev/loam/kube"
 )
 
-// serviceAccount is where the kubelet mounts the pod's service account: its
+// ServiceAccount is where the kubelet mounts the pod's service account: its
 // token, and the cluster's CA.
-const serviceAccount = "/var/run/secrets/kubernetes.io/serviceaccount/"
+const ServiceAccount = "/var/run/secrets/kubernetes.io/serviceaccount/"
 
-// inPod fills the Connection of a pod from what the kubelet gives every
+// InPod fills the Connection of a pod from what the kubelet gives every
 // container: the API server's address in two variables, and the service
 // account's CA and token in dir, read through s.Host.FS.
-func inPod(ctx context.Context, s *app.Setup, dir string) (kube.Connection, error) {
+func InPod(ctx context.Context, s *app.Setup, dir string) (kube.Connection, error) {
 	env := func(name string) config.Value[string] { return config.Env(s.Process.Environment, name) }
 
-	ca, err := readFile(s.Host.FS, dir+"ca.crt")
+	ca, err := ReadFile(s.Host.FS, dir+"ca.crt")
 	if err != nil {
 		return kube.Connection{}, err
 	}
@@ -45,20 +51,20 @@ func inPod(ctx context.Context, s *app.Setup, dir string) (kube.Connection, erro
 			// The Client calls it at most once a minute, so a token the
 			// kubelet rotates is picked up within a minute.
 			Token: func(context.Context) (string, error) {
-				b, err := readFile(s.Host.FS, dir+"token")
+				b, err := ReadFile(s.Host.FS, dir+"token")
 				return string(bytes.TrimSpace(b)), err
 			},
 		}
 	}).Read(ctx)
 }
 
-// fromKubeconfig fills a Connection from the kubeconfig at path, for local
+// FromKubeconfig fills a Connection from the kubeconfig at path, for local
 // development: the API server, CA and client certificate or token of its
 // current context, embedded in the file, as kind and k3s write them. It
 // reads the file through fsys, and nothing else: clientcmd.Load reads no
 // KUBECONFIG and no home directory.
-func fromKubeconfig(fsys app.FS, path string) (kube.Connection, error) {
-	b, err := readFile(fsys, path)
+func FromKubeconfig(fsys app.FS, path string) (kube.Connection, error) {
+	b, err := ReadFile(fsys, path)
 	if err != nil {
 		return kube.Connection{}, err
 	}
@@ -99,8 +105,8 @@ func fromKubeconfig(fsys app.FS, path string) (kube.Connection, error) {
 	return conn, nil
 }
 
-// readFile reads the whole file name through fsys.
-func readFile(fsys app.FS, name string) ([]byte, error) {
+// ReadFile reads the whole file name through fsys.
+func ReadFile(fsys app.FS, name string) ([]byte, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
