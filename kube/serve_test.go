@@ -244,6 +244,12 @@ type harness struct {
 func newHarness(t *testing.T, settings Settings, rec Reconciler[cacheSpec, cacheStatus], parts []Part, objects ...runtime.Object) *harness {
 	t.Helper()
 	s := &app.Setup{Host: app.Host{Network: apptest.NewNetwork()}, Telemetry: apptest.NewTelemetry().Telemetry}
+	return newHarnessOn(t, s, settings, rec, parts, objects...)
+}
+
+// newHarnessOn builds the harness of newHarness in the App that s sets up.
+func newHarnessOn(t *testing.T, s *app.Setup, settings Settings, rec Reconciler[cacheSpec, cacheStatus], parts []Part, objects ...runtime.Object) *harness {
+	t.Helper()
 	client, err := NewClient(s, Connection{Server: "api.test:443", TLS: &tls.Config{MinVersion: tls.VersionTLS12}})
 	require.NoError(t, err)
 	ctrl, err := NewController(s, client, settings, caches, rec, append([]Part{Owns(deployments)}, parts...)...)

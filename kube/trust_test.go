@@ -23,8 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
-	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/utils/ptr"
 
 	oteladapter "github.com/loam-dev/loam/adapters/telemetry"
@@ -213,24 +211,10 @@ func newTrustHarness(t *testing.T, faults *fault.Injector, rec Reconciler[cacheS
 	t.Helper()
 	tel := apptest.NewTelemetry()
 	s := &app.Setup{Host: app.Host{Network: apptest.NewNetwork()}, Telemetry: tel.Telemetry, Faults: faults}
-	client, err := NewClient(s, Connection{Server: "api.test:443", TLS: &tls.Config{MinVersion: tls.VersionTLS12}})
-	require.NoError(t, err)
 	settings := settingsForTest()
-	ctrl, err := NewController(s, client, settings, caches, rec, append([]Part{Owns(deployments)}, parts...)...)
-	require.NoError(t, err)
-
-	h := &harness{
-		ctrl:    ctrl,
-		dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{memcacheds: "MemcachedList"}, objects...),
-		elector: newElector(),
-		served:  make(chan error, 1),
-	}
-	scheme := metadatafake.NewTestScheme()
-	require.NoError(t, metav1.AddMetaToScheme(scheme))
-	scheme.AddKnownTypeWithName(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, &metav1.PartialObjectMetadata{})
-	h.meta = metadatafake.NewSimpleMetadataClient(scheme)
-	h.writer = &trackerWriter{tracker: h.dynamic.Tracker()}
-	ctrl.dynamic, ctrl.metadata, ctrl.elector, ctrl.writer = h.dynamic, h.meta, h.elector, sightingWriter{h.writer, seen}
+	h := newHarnessOn(t, s, settings, rec, parts, objects...)
+	ctrl := h.ctrl
+	ctrl.writer = sightingWriter{h.writer, seen}
 
 	// The reconcile's span and its events, as the App's telemetry records
 	// them.
