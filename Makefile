@@ -21,7 +21,7 @@ MODULES := . kubetest examples
 TESTFLAGS ?= -race -count=1
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: demo test tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test tools bench
+.PHONY: fuzz demo test tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test tools bench
 
 # The demo: a Kubernetes API server in-process, the Memcached operator
 # against it, and a failure-injection experiment; about 20s once built, and
@@ -29,7 +29,7 @@ KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 demo:
 	cd examples && go run ./cmd/demo $(ARGS)
 
-test: tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test
+test: tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test fuzz
 
 fmt-check:
 	@out="$$($(GOFMT) -l $$(git ls-files '*.go'))"; \
@@ -69,6 +69,12 @@ kubetest-test:
 
 examples-test:
 	cd examples && go test $(KUBETEST_TESTFLAGS) ./...
+
+# Every fuzz target of every module, briefly, on top of its kept corpus:
+# `make fuzz FUZZTIME=10m` runs each for longer.
+FUZZTIME ?= 3s
+fuzz:
+	FUZZTIME=$(FUZZTIME) .ci/fuzz
 
 bench:
 	go test -run '^$$' -bench . -benchmem -benchtime 200ms ./...
