@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/loam-dev/loam/domain/points"
 )
 
 // HTTP/2 health checking: a ping after ReadIdleTimeout without a frame,
@@ -118,25 +119,11 @@ func New(o Options) (*Transport, error) {
 	return &Transport{RoundTripper: rt, base: base}, nil
 }
 
-// IsWatch reports whether r is a watch: a GET with watch=true (or 1) in
-// its query, or one to the old /watch/ paths.
+// IsWatch reports whether r is a watch, as the API server tells one: the
+// verb domain/points names it by, read from a watch parameter or one of
+// the deprecated /watch/ paths.
 func IsWatch(r *http.Request) bool {
-	if r.Method != http.MethodGet {
-		return false
-	}
-	switch r.URL.Query().Get("watch") {
-	case "true", "1":
-		return true
-	}
-	// The deprecated watch paths: /api/v1/watch/… and /apis/<group>/<version>/watch/….
-	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	switch {
-	case len(parts) > 2 && parts[0] == "api":
-		return parts[2] == "watch"
-	case len(parts) > 3 && parts[0] == "apis":
-		return parts[3] == "watch"
-	}
-	return false
+	return points.Parse(r.Method, r.URL.Path, r.URL.Query()).Verb == points.Watch
 }
 
 // spanName names a request's span by its method, as OpenTelemetry's HTTP
