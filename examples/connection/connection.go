@@ -114,3 +114,19 @@ func ReadFile(fsys app.FS, name string) ([]byte, error) {
 	defer func() { _ = f.Close() }()
 	return io.ReadAll(f)
 }
+
+// Connect fills the Connection of a program that runs both ways: from the
+// kubeconfig the variable kubeconfigVariable names, when it is set, for
+// local development; otherwise from the pod's service account in
+// ServiceAccount. The variable's name is the program's own choice.
+func Connect(ctx context.Context, s *app.Setup, kubeconfigVariable string) (kube.Connection, error) {
+	path, ok := s.Process.Environment.LookupEnv(kubeconfigVariable)
+	if ok && path != "" {
+		conn, err := FromKubeconfig(s.Host.FS, path)
+		if err != nil {
+			return kube.Connection{}, fmt.Errorf("%s %s: %w", kubeconfigVariable, path, err)
+		}
+		return conn, nil
+	}
+	return InPod(ctx, s, ServiceAccount)
+}

@@ -60,7 +60,7 @@ func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := connect(ctx, s)
+	conn, err := connection.Connect(ctx, s, kubeconfigVariable)
 	if err != nil {
 		return nil, err
 	}
@@ -146,18 +146,4 @@ func parsePort(s string) (uint16, error) {
 		return 0, errors.New("not a TCP port, 1 to 65535")
 	}
 	return uint16(n), nil
-}
-
-// connect fills the Connection: from the kubeconfig DATABASES_KUBECONFIG
-// names when it is set, and otherwise from the pod's service account.
-func connect(ctx context.Context, s *app.Setup) (kube.Connection, error) {
-	path, ok := s.Process.Environment.LookupEnv(kubeconfigVariable)
-	if ok && path != "" {
-		conn, err := connection.FromKubeconfig(s.Host.FS, path)
-		if err != nil {
-			return kube.Connection{}, fmt.Errorf("%s %s: %w", kubeconfigVariable, path, err)
-		}
-		return conn, nil
-	}
-	return connection.InPod(ctx, s, connection.ServiceAccount)
 }

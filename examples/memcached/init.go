@@ -2,7 +2,6 @@ package memcached
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -55,7 +54,7 @@ func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := connect(ctx, s)
+	conn, err := connection.Connect(ctx, s, kubeconfigVariable)
 	if err != nil {
 		return nil, err
 	}
@@ -132,18 +131,4 @@ func readProbeSettings(ctx context.Context, s *app.Setup) (httphealth.Settings, 
 	address, err := config.Env(s.Process.Environment, probeAddressVariable).
 		Default(defaultProbeAddress).Validate(httphealth.CheckAddress).Read(ctx)
 	return httphealth.Settings{Address: address}, err
-}
-
-// connect fills the Connection: from the kubeconfig MEMCACHED_KUBECONFIG
-// names when it is set, and otherwise from the pod's service account.
-func connect(ctx context.Context, s *app.Setup) (kube.Connection, error) {
-	path, ok := s.Process.Environment.LookupEnv(kubeconfigVariable)
-	if ok && path != "" {
-		conn, err := connection.FromKubeconfig(s.Host.FS, path)
-		if err != nil {
-			return kube.Connection{}, fmt.Errorf("%s %s: %w", kubeconfigVariable, path, err)
-		}
-		return conn, nil
-	}
-	return connection.InPod(ctx, s, connection.ServiceAccount)
 }
