@@ -21,7 +21,7 @@ MODULES := . kubetest examples
 TESTFLAGS ?= -race -count=1
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: fuzz demo test tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test tools bench
+.PHONY: scale chaos fuzz demo test tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test tools bench
 
 # The demo: a Kubernetes API server in-process, the Memcached operator
 # against it, and a failure-injection experiment; about 20s once built, and
@@ -78,6 +78,18 @@ fuzz:
 
 bench:
 	go test -run '^$$' -bench . -benchmem -benchtime 200ms ./...
+
+# The scale harness of docs/performance.md at full size: the API server's
+# own write rate, convergence, start-up, memory and failover, printed as a
+# table. SCALE_ARGS picks N and W; `make test` runs it small.
+SCALE_ARGS ?= -scale.n=1000,10000 -scale.w=1,4,16
+scale:
+	cd kubetest && go test -count=1 -timeout 120m -v -run Scale ./scale -args $(SCALE_ARGS)
+
+# The chaos suite of docs/reliability.md at full size; `make test` runs it
+# with bounded sizes.
+chaos:
+	cd kubetest && go test -count=1 -timeout 60m -v -run Chaos ./chaos ./e2e -args -chaos.full
 
 tools: $(GOLANGCI_LINT)
 

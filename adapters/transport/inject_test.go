@@ -425,6 +425,7 @@ func BenchmarkInjectFaults(b *testing.B) {
 		ctx    context.Context
 	}{
 		{"no layer", nil, context.Background()},
+		{"no baggage", faults, context.Background()},
 		{"no scenario", faults, withMember(context.Background(), b, "tenant", "a")},
 		{"a scenario matching nothing", faults, scenario},
 	} {
@@ -437,7 +438,9 @@ func BenchmarkInjectFaults(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			r.Header.Set("Baggage", baggage.FromContext(bc.ctx).String())
+			if b := baggage.FromContext(bc.ctx); b.Len() > 0 {
+				r.Header.Set("Baggage", b.String())
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := roundTrip(rt, r); err != nil {
