@@ -76,7 +76,42 @@ func TestDemo(t *testing.T) {
 // a cluster, as kubectl apply -k would, and checks the admission policy
 // keeps the scenario annotation to the chaos harness.
 func TestDeployFiles(t *testing.T) {
-	const dir = "../../memcached/deploy"
+	c := kubetest.Start(t)
+	ctx := t.Context()
+	dyn, err := dynamic.NewForConfig(c.RESTConfig())
+	require.NoError(t, err)
+	applyDeploy(t, c, "../../databases/deploy")
+	applyDeploy(t, c, "../../memcached/deploy")
+
+	// The cluster's admin isn't the chaos harness: the policy denies it the
+	// annotation on a Memcached in staging, and allows it elsewhere.
+	staging := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "staging"}}}
+	_, err = dyn.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Apply(ctx, "staging", staging, metav1.ApplyOptions{FieldManager: "deploy-test"})
+	require.NoError(t, err)
+	memcacheds := dyn.Resource(memcached.Memcached.GVR())
+	annotated := func(ns, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": memcached.Memcached.Group + "/" + memcached.Memcached.Version,
+			"kind":       memcached.Memcached.Kind,
+			"metadata":   map[string]any{"name": name, "namespace": ns, "annotations": map[string]any{scenarioAnnotation: "acme.fault={}"}},
+			"spec":       map[string]any{"size": int64(1)},
+		}}
+		return u
+	}
+	require.Eventually(t, func() bool {
+		_, err := memcacheds.Namespace("staging").Create(ctx, annotated("staging", "cache"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "only the chaos harness sets acme.example.com/failure-scenario")
+	}, time.Minute, 100*time.Millisecond, "the admission policy never denies the annotation in staging")
+	_, err = memcacheds.Namespace("default").Create(ctx, annotated("default", "cache"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	require.NoError(t, err, "outside staging the policy doesn't apply")
+}
+
+// applyDeploy applies every file that dir's kustomization lists, in its
+// order, to c, as kubectl apply -k would, and checks that the
+// kustomization lists every YAML file of dir: each object must be one the
+// API server accepts, and a CRD must come to be served.
+func applyDeploy(t *testing.T, c *kubetest.Cluster, dir string) {
+	t.Helper()
 	var kustomization struct {
 		APIVersion string   `json:"apiVersion"`
 		Kind       string   `json:"kind"`
@@ -89,11 +124,10 @@ func TestDeployFiles(t *testing.T) {
 	require.NoError(t, err)
 	for _, f := range files {
 		if name := filepath.Base(f); name != "kustomization.yaml" {
-			require.Contains(t, kustomization.Resources, name, "the kustomization lists every file")
+			require.Contains(t, kustomization.Resources, name, "the kustomization of %s lists every file", dir)
 		}
 	}
 
-	c := kubetest.Start(t)
 	ctx := t.Context()
 	dyn, err := dynamic.NewForConfig(c.RESTConfig())
 	require.NoError(t, err)
@@ -124,36 +158,15 @@ func TestDeployFiles(t *testing.T) {
 			_, err = r.Apply(ctx, u.GetName(), &u, metav1.ApplyOptions{FieldManager: "deploy-test", Force: true})
 			require.NoError(t, err, "%s: %s %s", name, gvk.Kind, u.GetName())
 			if gvk.Kind == "CustomResourceDefinition" {
-				mapper.Reset()
+				group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+				kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
 				require.Eventually(t, func() bool {
 					mapper.Reset()
-					_, err := mapper.RESTMapping(schema.GroupKind{Group: memcached.Memcached.Group, Kind: memcached.Memcached.Kind}, memcached.Memcached.Version)
+					_, err := mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind})
 					return err == nil
-				}, time.Minute, 50*time.Millisecond, "the CRD is never served")
+				}, time.Minute, 50*time.Millisecond, "the CRD %s is never served", u.GetName())
 			}
 		}
 		require.NoError(t, f.Close())
 	}
-
-	// The cluster's admin isn't the chaos harness: the policy denies it the
-	// annotation on a Memcached in staging, and allows it elsewhere.
-	staging := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "staging"}}}
-	_, err = dyn.Resource(corev1.SchemeGroupVersion.WithResource("namespaces")).Apply(ctx, "staging", staging, metav1.ApplyOptions{FieldManager: "deploy-test"})
-	require.NoError(t, err)
-	memcacheds := dyn.Resource(memcached.Memcached.GVR())
-	annotated := func(ns, name string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": memcached.Memcached.Group + "/" + memcached.Memcached.Version,
-			"kind":       memcached.Memcached.Kind,
-			"metadata":   map[string]any{"name": name, "namespace": ns, "annotations": map[string]any{scenarioAnnotation: "acme.fault={}"}},
-			"spec":       map[string]any{"size": int64(1)},
-		}}
-		return u
-	}
-	require.Eventually(t, func() bool {
-		_, err := memcacheds.Namespace("staging").Create(ctx, annotated("staging", "cache"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "only the chaos harness sets acme.example.com/failure-scenario")
-	}, time.Minute, 100*time.Millisecond, "the admission policy never denies the annotation in staging")
-	_, err = memcacheds.Namespace("default").Create(ctx, annotated("default", "cache"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-	require.NoError(t, err, "outside staging the policy doesn't apply")
 }
