@@ -350,6 +350,30 @@ func startWire(t *testing.T, c *kubetest.Cluster) (*wire, kube.Connection) {
 	return w, conn
 }
 
+// throughWire returns a Connection to c through a recording proxy, and,
+// when the test ends, after the Apps it started, checks that the proxy
+// passed requests on and that none of them carried the scenario's member
+// in its baggage: every failure-injection test is also a test that no
+// scenario reaches the API server.
+func throughWire(t *testing.T, c *kubetest.Cluster) kube.Connection {
+	t.Helper()
+	w, conn := startWire(t, c)
+	t.Cleanup(func() {
+		all := w.all()
+		if len(all) == 0 {
+			t.Error("the recording proxy passed no request on: the App didn't reach the API server through it")
+		}
+		for _, req := range all {
+			for _, b := range req.baggage {
+				if strings.Contains(b, scenarioMember) {
+					t.Errorf("%s %s carried the scenario to the API server: %s", req.method, req.path, b)
+				}
+			}
+		}
+	})
+	return conn
+}
+
 func (w *wire) record(r *http.Request) {
 	req := wireRequest{
 		method:      r.Method,

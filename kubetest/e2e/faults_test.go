@@ -53,7 +53,7 @@ func TestFaults_a_scenario_that_aborts_the_Deployment_s_apply_fails_reconciles_w
 	memcacheds := admin.dynamic.Resource(r.GVR()).Namespace(ns)
 	codec := scenarioCodec(t)
 	log := &reconcileLog{}
-	a := startExperiment(t, c.Connection(), codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
+	a := startExperiment(t, throughWire(t, c), codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
 		ctrl, err := memcachedUnderTest(s, client, r, ns, experimentReconciler{log: log})
 		return []app.Service{ctrl}, err
 	})
@@ -111,7 +111,7 @@ func TestFaults_a_scenario_that_aborts_the_finalizer_s_apply_keeps_the_finalizer
 	codec := scenarioCodec(t)
 	log := &reconcileLog{}
 	const finalizer = "cache.example.com/backups"
-	a := startExperiment(t, c.Connection(), codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
+	a := startExperiment(t, throughWire(t, c), codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
 		ctrl, err := memcachedUnderTest(s, client, r, ns, experimentReconciler{log: log},
 			kube.Finalize(finalizer, func(context.Context, memcachedObject) error { return nil }))
 		return []app.Service{ctrl}, err
@@ -154,7 +154,7 @@ func TestFaults_a_scenario_of_no_rules_reaches_the_Deployment_and_leaves_it_with
 	memcacheds := admin.dynamic.Resource(r.GVR()).Namespace(ns)
 	codec := scenarioCodec(t)
 	log := &reconcileLog{}
-	a := startExperiment(t, c.Connection(), codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
+	a := startExperiment(t, throughWire(t, c), codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
 		ctrl, err := memcachedUnderTest(s, client, r, ns, experimentReconciler{log: log})
 		return []app.Service{ctrl}, err
 	})
@@ -237,7 +237,7 @@ func TestFaults_an_operator_of_two_controllers_carries_the_scenario_down_and_sto
 	log := &reconcileLog{}
 	budgets := &budgetSeen{}
 	const budgetPoint = "budget:poddisruptionbudget"
-	a := startExperiment(t, c.Connection(), codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
+	a := startExperiment(t, throughWire(t, c), codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
 		memcached, err := memcachedUnderTest(s, client, r, ns, experimentReconciler{log: log})
 		if err != nil {
 			return nil, err
