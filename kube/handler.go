@@ -22,7 +22,7 @@ type handler[T any] struct {
 var _ ports.Handler = handler[struct{}]{}
 
 func (h handler[T]) Reconcile(ctx context.Context, obj ports.Object) (ports.Result, error) {
-	v, err := decode[T](obj.Content)
+	v, err := decode[T](obj.JSON)
 	if err != nil {
 		return ports.Result{}, err
 	}
@@ -33,24 +33,20 @@ func (h handler[T]) Finalize(ctx context.Context, obj ports.Object) error {
 	if h.finalize == nil {
 		return errors.New("kube: the controller has no Finalize")
 	}
-	v, err := decode[T](obj.Content)
+	v, err := decode[T](obj.JSON)
 	if err != nil {
 		return err
 	}
 	return h.finalize(ctx, v)
 }
 
-// decode returns content, a cached object shared with the cache, as a new
-// T that shares nothing with it: the end user may change it as they like.
-// It encodes content as JSON and decodes that, as the API server's own
-// clients do, so a T decodes as encoding/json decodes it.
-func decode[T any](content map[string]any) (T, error) {
+// decode returns doc, a cached object's JSON shared with the cache, as a
+// new T that shares nothing with it: the end user may change it as they
+// like. A T decodes as encoding/json decodes it, as the API server's own
+// clients do.
+func decode[T any](doc []byte) (T, error) {
 	var v T
-	b, err := json.Marshal(content)
-	if err != nil {
-		return v, fmt.Errorf("kube: encoding the cached object: %w", err)
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := json.Unmarshal(doc, &v); err != nil {
 		return v, fmt.Errorf("kube: decoding the cached object into a %T: %w", v, err)
 	}
 	return v, nil

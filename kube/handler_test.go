@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -8,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/loam-dev/loam/ports"
 )
@@ -25,30 +25,19 @@ type looseStatus struct {
 	Ready bool `json:"ready,omitempty"`
 }
 
-func cachedContent() map[string]any {
-	return map[string]any{
-		"apiVersion": "cache.example.com/v1alpha1",
-		"kind":       "Memcached",
-		"metadata": map[string]any{
-			"name": "a", "namespace": "ns", "uid": "a-uid", "generation": int64(3),
-			"labels": map[string]any{"app": "memcached"},
-		},
-		"spec": map[string]any{
-			"size":    int64(2),
-			"labels":  map[string]any{"tier": "cache"},
-			"tags":    []any{"x", "y"},
-			"extra":   map[string]any{"nested": map[string]any{"deep": "value"}},
-			"created": "2026-01-02T03:04:05Z",
-		},
-		"status": map[string]any{"ready": true},
-	}
+// cachedJSON is an object as the cache holds it.
+func cachedJSON() []byte {
+	return []byte(`{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached",
+		"metadata":{"name":"a","namespace":"ns","uid":"a-uid","generation":3,"labels":{"app":"memcached"}},
+		"spec":{"size":2,"labels":{"tier":"cache"},"tags":["x","y"],"extra":{"nested":{"deep":"value"}},"created":"2026-01-02T03:04:05Z"},
+		"status":{"ready":true}}`)
 }
 
 func TestDecode_hands_out_a_copy_that_shares_nothing_with_the_cache(t *testing.T) {
-	content := cachedContent()
-	want := runtime.DeepCopyJSON(content)
+	doc := cachedJSON()
+	want := bytes.Clone(doc)
 
-	obj, err := decode[Object[looseSpec, looseStatus]](content)
+	obj, err := decode[Object[looseSpec, looseStatus]](doc)
 	require.NoError(t, err)
 	require.Equal(t, "a", obj.Name)
 	require.Equal(t, int64(3), obj.Generation)
@@ -62,22 +51,22 @@ func TestDecode_hands_out_a_copy_that_shares_nothing_with_the_cache(t *testing.T
 	obj.Spec.Labels["tier"] = "changed"
 	obj.Spec.Tags[0] = "changed"
 	obj.Spec.Extra["nested"].(map[string]any)["deep"] = "changed"
-	require.Equal(t, want, content, "the cache is untouched")
+	require.Equal(t, want, doc, "the cache is untouched")
+
+	again, err := decode[Object[looseSpec, looseStatus]](doc)
+	require.NoError(t, err)
+	require.Equal(t, "memcached", again.Labels["app"], "the next decode sees the cache's object")
+	require.Equal(t, "cache", again.Spec.Labels["tier"])
 }
 
 func TestDecode_names_the_type_it_could_not_decode_into(t *testing.T) {
-	content := cachedContent()
-	content["spec"] = map[string]any{"size": "two"}
-	_, err := decode[Object[looseSpec, looseStatus]](content)
+	_, err := decode[Object[looseSpec, looseStatus]]([]byte(`{"kind":"Memcached","spec":{"size":"two"}}`))
 	require.ErrorContains(t, err, "kube: decoding the cached object into a kube.Object[")
 }
 
 func TestDecode_decodes_client_go_s_own_structs(t *testing.T) {
-	ns, err := decode[corev1.Namespace](map[string]any{
-		"apiVersion": "v1", "kind": "Namespace",
-		"metadata": map[string]any{"name": "team-a", "uid": "ns-uid", "labels": map[string]any{"team": "a"}},
-		"status":   map[string]any{"phase": "Active"},
-	})
+	ns, err := decode[corev1.Namespace]([]byte(`{"apiVersion":"v1","kind":"Namespace",
+		"metadata":{"name":"team-a","uid":"ns-uid","labels":{"team":"a"}},"status":{"phase":"Active"}}`))
 	require.NoError(t, err)
 	require.Equal(t, "team-a", ns.Name)
 	require.Equal(t, "a", ns.Labels["team"])
@@ -104,7 +93,7 @@ func TestHandler_encodes_the_status_Reconcile_returns(t *testing.T) {
 					handed = o
 					return tc.result, tc.err
 				}))}
-			res, err := h.Reconcile(t.Context(), ports.Object{Content: cachedContent()})
+			res, err := h.Reconcile(t.Context(), ports.Object{JSON: cachedJSON()})
 			require.Equal(t, "a", handed.Name)
 			require.ErrorIs(t, err, tc.err)
 			require.Equal(t, tc.result.After, res.After)
@@ -127,9 +116,7 @@ func TestHandler_reports_a_status_it_can_t_encode(t *testing.T) {
 		func(context.Context, Object[looseSpec, unencodable]) (Result[unencodable], error) {
 			return Result[unencodable]{Status: &unencodable{F: func() {}}}, nil
 		}))}
-	content := cachedContent()
-	delete(content, "status")
-	res, err := h.Reconcile(t.Context(), ports.Object{Content: content})
+	res, err := h.Reconcile(t.Context(), ports.Object{JSON: []byte(`{"kind":"Memcached","metadata":{"name":"a"},"spec":{"size":2}}`)})
 	require.ErrorContains(t, err, "kube: encoding the status Reconcile returned")
 	require.Nil(t, res.Status)
 }
@@ -145,11 +132,11 @@ func TestHandler_Finalize_hands_the_function_a_copy(t *testing.T) {
 			return nil
 		},
 	}
-	content := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team-a"}}
-	require.NoError(t, h.Finalize(t.Context(), ports.Object{Content: content}))
+	content := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a"}}`)
+	require.NoError(t, h.Finalize(t.Context(), ports.Object{JSON: content}))
 	require.Equal(t, "team-a", handed.Name)
 
-	res, err := h.Reconcile(t.Context(), ports.Object{Content: content})
+	res, err := h.Reconcile(t.Context(), ports.Object{JSON: content})
 	require.NoError(t, err)
 	require.Equal(t, ports.Result{After: time.Minute}, res, "a Kind applies no status")
 }

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/baggage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/loam-dev/loam/domain/reconcile"
@@ -116,8 +116,14 @@ func (c *Controller) prepare(rec ports.Recorder) reconcile.Prepare {
 		if scenario.Len() == 0 {
 			return ctx
 		}
-		// A copy of its own, so trust can't change the cache's object.
-		if !t.trust(&unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj.Content)}) {
+		// Decoded from the cache's JSON, so trust has a copy of its own
+		// and can't change the cache's object.
+		var content map[string]any
+		if err := utiljson.Unmarshal(obj.JSON, &content); err != nil {
+			rec.ScenarioStripped(ctx, fmt.Errorf("kube: decoding the cached object for TrustScenario's trust: %w", err))
+			return ctx
+		}
+		if !t.trust(&unstructured.Unstructured{Object: content}) {
 			rec.ScenarioStripped(ctx, nil)
 			return ctx
 		}

@@ -710,7 +710,9 @@ func BenchmarkTrustScenario_prepare(b *testing.B) {
 		{"no annotation", memcached("a", 1)},
 		{"a trusted scenario", annotated(memcached("a", 1), value)},
 	} {
-		obj := ports.Object{UID: bc.obj.GetUID(), Annotations: bc.obj.GetAnnotations(), Content: bc.obj.Object}
+		doc, err := bc.obj.MarshalJSON()
+		require.NoError(b, err)
+		obj := ports.Object{UID: bc.obj.GetUID(), Annotations: bc.obj.GetAnnotations(), JSON: doc}
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

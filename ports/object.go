@@ -8,9 +8,10 @@ import (
 )
 
 // Object is one object as the controller's cache holds it: the few fields
-// the domain decides on, and the whole object for the Handler to decode.
-// Its slices and maps are shared with the cache, so nothing may modify
-// them: the Handler decodes a copy.
+// the domain decides on, and the whole object's JSON for the Handler to
+// decode. Its slices and maps are shared with the cache and with every
+// other reader, so nothing may modify them: the Handler decodes a value of
+// its own.
 type Object struct {
 	// UID is metadata.uid. Every write names it, so no write recreates an
 	// object deleted since the cache saw it, and a finalizer's apply never
@@ -28,11 +29,13 @@ type Object struct {
 	// carried.
 	Annotations map[string]string
 	// Status is the JSON encoding of the object's status, or nil when it
-	// has none.
+	// has none. It is a slice of JSON, shared with the cache: nothing may
+	// modify it.
 	Status []byte
-	// Content is the whole object in unstructured form, as client-go's
-	// dynamic informer caches it.
-	Content map[string]any
+	// JSON is the whole object, JSON-encoded: what the API server sent,
+	// but for metadata.managedFields, which the cache doesn't hold. It is
+	// shared with the cache: nothing may modify it.
+	JSON []byte
 }
 
 // HasFinalizer reports whether finalizer is among o's finalizers.
@@ -49,7 +52,7 @@ type ObjectSource interface {
 }
 
 // Handler runs the end user's code on one object. The kube facade adapts
-// each Reconciler and Finalize to it: it decodes obj.Content into a new
+// each Reconciler and Finalize to it: it decodes obj.JSON into a new
 // value of the end user's type, calls their function with it, and encodes
 // the status it returns. A panic in either method is recovered by the
 // domain, which calls them.

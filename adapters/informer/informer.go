@@ -5,9 +5,13 @@
 // queues its key; every change to an owned resource queues the key of the
 // object that controls it.
 //
-// Cached objects are stripped of metadata.managedFields, which no
-// controller decision reads and which is often the larger half of an
-// object, so a cache holds what the controller uses.
+// The caches hold what the controller reads and no more. A primary
+// object is cached as its JSON, decoded on demand, with the few metadata
+// fields the informer and the domain read beside it, in place of the maps
+// of interface values the dynamic client decodes, which take several times
+// the JSON's size. An owned object is cached as the metadata its handler
+// reads. Neither holds metadata.managedFields, which no controller
+// decision reads and which is often the larger half of an object.
 package informer
 
 import (
@@ -35,17 +39,6 @@ type Config struct {
 	Enqueue func(ports.Key)
 	// Logger receives the log lines of the informer's event handler.
 	Logger logr.Logger
-}
-
-// stripManagedFields is the informers' transform: it drops
-// metadata.managedFields before an object is cached. The transform sees
-// each object before anything else does, so changing it in place is safe;
-// it is idempotent, as client-go asks.
-func stripManagedFields(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // Running is a set of informers started together, each in a goroutine of

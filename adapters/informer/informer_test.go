@@ -106,7 +106,12 @@ func TestPrimary_caches_and_queues_the_resource_s_objects(t *testing.T) {
 		require.Equal(t, []string{"cache.example.com/finalizer"}, got.Finalizers)
 		require.Equal(t, map[string]string{"note": "x"}, got.Annotations)
 		require.JSONEq(t, `{"readyReplicas":3}`, string(got.Status))
-		require.NotContains(t, got.Content["metadata"], "managedFields", "the cache holds no managedFields")
+		want := a.DeepCopy()
+		want.SetManagedFields(nil)
+		wantJSON, err := want.MarshalJSON()
+		require.NoError(t, err)
+		require.JSONEq(t, string(wantJSON), string(got.JSON), "the whole object, but for its managedFields")
+		require.NotContains(t, string(got.JSON), "managedFields", "the cache holds no managedFields")
 
 		_, found, err = p.Get(ports.Key{Namespace: "other", Name: "b"})
 		require.NoError(t, err)
@@ -191,8 +196,14 @@ func metadataScheme() *runtime.Scheme {
 
 func TestOwned_queues_the_controlling_owner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		controlled := deployment("ns", "controlled",
+			ref("other.example.com/v1", "Shop", "s", false), ref("cache.example.com/v1alpha1", "Memcached", "a", true))
+		controlled.UID = "controlled-uid"
+		controlled.Labels = map[string]string{"app": "memcached"}
+		controlled.Annotations = map[string]string{"deployment.kubernetes.io/revision": "1"}
+		controlled.Finalizers = []string{"example.com/finalizer"}
 		client := metadatafake.NewSimpleMetadataClient(metadataScheme(),
-			deployment("ns", "controlled", ref("cache.example.com/v1alpha1", "Memcached", "a", true)),
+			controlled,
 			deployment("ns", "other-version", ref("cache.example.com/v1", "Memcached", "b", true)),
 			deployment("ns", "not-controller", ref("cache.example.com/v1alpha1", "Memcached", "c", false)),
 			deployment("ns", "other-group", ref("other.example.com/v1alpha1", "Memcached", "d", true)),
@@ -206,11 +217,16 @@ func TestOwned_queues_the_controlling_owner(t *testing.T) {
 		require.ElementsMatch(t, []ports.Key{{Namespace: "ns", Name: "a"}, {Namespace: "ns", Name: "b"}}, queued.take(),
 			"the controller reference's group and kind are compared, its version isn't")
 
-		// The cache holds no managedFields.
+		// The cache holds the metadata the handler reads, and nothing
+		// else: no managedFields, no labels, no kind.
 		item, found, err := o.Informer().GetIndexer().GetByKey("ns/controlled")
 		require.NoError(t, err)
 		require.True(t, found)
-		require.Nil(t, item.(*metav1.PartialObjectMetadata).ManagedFields)
+		cached := item.(*metav1.PartialObjectMetadata)
+		require.Equal(t, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: "controlled", UID: "controlled-uid", ResourceVersion: cached.ResourceVersion,
+			OwnerReferences: []metav1.OwnerReference{ref("cache.example.com/v1alpha1", "Memcached", "a", true)},
+		}}, cached, "the controller reference alone")
 
 		// A change of owner reconciles both.
 		moved := deployment("ns", "controlled", ref("cache.example.com/v1alpha1", "Memcached", "z", true))

@@ -420,3 +420,24 @@ func BenchmarkCacheMemory(b *testing.B) {
 		}
 	}
 }
+
+// TestPrimary_caches_an_object_in_at_most_one_and_a_half_times_its_JSON
+// holds the cache to the memory goal: a cached primary object takes no
+// more heap than its JSON on the wire plus half.
+func TestPrimary_caches_an_object_in_at_most_one_and_a_half_times_its_JSON(t *testing.T) {
+	i := indexOf(t, "primary/loam")
+	f := measureCache(t, cacheVariants[i], 1_000)
+	t.Logf("%.0f B/object cached, %.0f B/object on the wire, %.0f B/object without managedFields: %.2f× the wire",
+		f.heap, f.wire, f.stripped, f.heap/f.wire)
+	require.LessOrEqual(t, f.heap, 1.5*f.wire)
+}
+
+func indexOf(t *testing.T, name string) int {
+	for i, v := range cacheVariants {
+		if v.name == name {
+			return i
+		}
+	}
+	t.Fatalf("no variant %q", name)
+	return -1
+}

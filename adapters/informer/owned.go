@@ -28,7 +28,7 @@ type Owned struct {
 // informer that has run.
 func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner owners.Owner, c Config) (*Owned, error) {
 	inf := metadatainformer.NewFilteredMetadataInformer(client, gvr, c.Namespace, c.Resync, cache.Indexers{}, nil).Informer()
-	if err := inf.SetTransform(stripManagedFields); err != nil {
+	if err := inf.SetTransform(slimMetadata); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
 	enqueue := func(obj any) {

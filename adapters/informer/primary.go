@@ -1,10 +1,8 @@
 package informer
 
 import (
-	"encoding/json"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -29,7 +27,7 @@ var _ ports.ObjectSource = (*Primary)(nil)
 // handler, which it does only for an informer that has run.
 func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Config) (*Primary, error) {
 	inf := dynamicinformer.NewFilteredDynamicInformer(client, gvr, c.Namespace, c.Resync, cache.Indexers{}, nil).Informer()
-	if err := inf.SetTransform(stripManagedFields); err != nil {
+	if err := inf.SetTransform(compact); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
 	enqueue := func(obj any) {
@@ -53,39 +51,25 @@ func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 func (p *Primary) Informer() cache.SharedIndexInformer { return p.informer }
 
 // Get returns the cached object key names, and false when the cache holds
-// none. The Object's Content is the cached map itself, shared with the
-// cache and with every other reader: nothing may modify it, which is why
-// the controller decodes a copy for the end user's code. Status is the
-// JSON encoding of the object's status, encoded anew by each call.
+// none. The Object's JSON, Status, Finalizers and Annotations are the
+// cache's own, shared with every other reader: nothing may modify them,
+// which is why the controller decodes the JSON into a value of the end
+// user's own. Get allocates nothing.
 func (p *Primary) Get(key ports.Key) (ports.Object, bool, error) {
 	item, found, err := p.informer.GetIndexer().GetByKey(key.String())
 	if err != nil || !found {
 		return ports.Object{}, false, err
 	}
-	u, ok := item.(*unstructured.Unstructured)
+	c, ok := item.(*cached)
 	if !ok {
-		return ports.Object{}, false, fmt.Errorf("the cache of %s holds a %T, not an *unstructured.Unstructured", p.gvr, item)
+		return ports.Object{}, false, fmt.Errorf("the cache of %s holds a %T, not a compact object", p.gvr, item)
 	}
-	return snapshot(u)
-}
-
-// snapshot reads the fields the domain decides on from u.
-func snapshot(u *unstructured.Unstructured) (ports.Object, bool, error) {
-	var status []byte
-	if s, ok := u.Object["status"]; ok && s != nil {
-		b, err := json.Marshal(s)
-		if err != nil {
-			return ports.Object{}, false, fmt.Errorf("encoding the status of %s: %w", u.GetName(), err)
-		}
-		status = b
-	}
-	ts, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "deletionTimestamp")
 	return ports.Object{
-		UID:         u.GetUID(),
-		Deleting:    found && ts != nil,
-		Finalizers:  u.GetFinalizers(),
-		Annotations: u.GetAnnotations(),
-		Status:      status,
-		Content:     u.Object,
+		UID:         c.UID,
+		Deleting:    c.DeletionTimestamp != nil,
+		Finalizers:  c.Finalizers,
+		Annotations: c.Annotations,
+		Status:      c.status,
+		JSON:        c.json,
 	}, true, nil
 }

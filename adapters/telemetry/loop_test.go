@@ -2,7 +2,9 @@ package telemetry_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loam-dev/loam/adapters/telemetry"
@@ -23,7 +26,7 @@ import (
 type objects struct{}
 
 func (objects) Get(key ports.Key) (ports.Object, bool, error) {
-	return ports.Object{UID: types.UID("uid-" + key.Name), Content: map[string]any{"name": key.Name}}, true, nil
+	return ports.Object{UID: types.UID("uid-" + key.Name), JSON: fmt.Appendf(nil, `{"metadata":{"name":%q}}`, key.Name)}, true, nil
 }
 
 // noWrites is a Writer that applies nothing.
@@ -64,8 +67,11 @@ type scripted struct {
 func (h scripted) Reconcile(ctx context.Context, obj ports.Object) (ports.Result, error) {
 	_, request := h.tracer.Start(ctx, "PATCH", trace.WithSpanKind(trace.SpanKindClient))
 	request.End()
-	name := obj.Content["name"].(string)
-	switch name {
+	var o metav1.PartialObjectMetadata
+	if err := json.Unmarshal(obj.JSON, &o); err != nil {
+		return ports.Result{}, err
+	}
+	switch o.Name {
 	case "ok":
 		h.clock.step(10 * time.Millisecond)
 		return ports.Result{}, nil
@@ -80,7 +86,7 @@ func (h scripted) Reconcile(ctx context.Context, obj ports.Object) (ports.Result
 		h.clock.step(40 * time.Millisecond)
 		return ports.Result{After: time.Minute}, nil
 	}
-	return ports.Result{}, errors.New("no script for " + name)
+	return ports.Result{}, errors.New("no script for " + o.Name)
 }
 
 func (scripted) Finalize(context.Context, ports.Object) error { return nil }

@@ -91,7 +91,7 @@ func object(finalizers ...string) ports.Object {
 		Finalizers:  finalizers,
 		Annotations: map[string]string{"a": "b"},
 		Status:      []byte(`{"ready":1}`),
-		Content:     map[string]any{"kind": "Memcached"},
+		JSON:        []byte(`{"kind":"Memcached"}`),
 	}
 }
 
