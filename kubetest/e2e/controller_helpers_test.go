@@ -374,7 +374,7 @@ func grant(t *testing.T, c *kubetest.Cluster, ns, name string, rules []rbacv1.Po
 // with its Finalize: the Controller's own, and its Reconciler's.
 func memcachedRules(group string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		{APIGroups: []string{group}, Resources: []string{"memcacheds"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{group}, Resources: []string{"memcacheds"}, Verbs: []string{"list", "watch", "patch"}},
 		{APIGroups: []string{group}, Resources: []string{"memcacheds/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list", "watch", "patch", "create"}},
 	}

@@ -572,7 +572,7 @@ func TestKindController_DefaultDeny_gives_each_Namespace_its_policy_under_the_sp
 	// The spec's RBAC for DefaultDeny: get, list and watch on namespaces;
 	// list, watch, patch and create on networkpolicies; the Lease's Role.
 	conn := grant(t, c, ns, "default-deny", []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "watch"}},
 		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"list", "watch", "patch", "create"}},
 	}, ns, namespaces, policies)
 

@@ -414,9 +414,6 @@ func TestRBAC_the_docs_print_deploy_rbac_yaml_s_rules_but_for_Finalize_s_and_Bud
 		// The docs' controller has a Finalize, which patches the
 		// Memcached; the operator has none.
 		{group, "memcacheds", "patch"},
-		// The docs ask get of a Resource, which no request of the
-		// operator's, loam's included, is: the operator works without it.
-		{group, "memcacheds", "get"},
 	}, onlyDocs, "what the docs grant and rbac.yaml doesn't")
 	require.ElementsMatch(t, []permission{
 		// Budget's: its Owns, and its applies.
