@@ -48,6 +48,10 @@ func (c *Cluster) apiServerFlags() []string {
 		// test never tunes; without it a request is served at once.
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
+		// A watch ends as soon as the server begins to stop, as a client of
+		// a real API server sees it end: without it, StopAPIServer waits
+		// out the 60s request timeout while any watch is open.
+		"--shutdown-watch-termination-grace-period=2s",
 	}
 }
 
