@@ -1,0 +1,182 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/loam-dev/loam/kube"
+)
+
+// The leader tests' Lease: short, so a standby takes it over in about
+// three seconds, with RetryPeriod + RenewDeadline shorter than
+// LeaseDuration, so a leader cut off from the API server gives the Lease
+// up before a standby may take it. client-go asks only for RenewDeadline <
+// LeaseDuration; with RetryPeriod + RenewDeadline >= LeaseDuration a cut-off
+// leader's last try to renew may end after a standby took over.
+const (
+	killLeaseDuration = 3 * time.Second
+	killRenewDeadline = 2 * time.Second
+	killRetryPeriod   = 500 * time.Millisecond
+)
+
+// takeoverSlack is what a loaded two-core machine may add to a takeover
+// on top of LeaseDuration + RetryPeriod: the standby saw the last renewal
+// up to 1.2 RetryPeriods after it was made, polls 1.2 RetryPeriods apart,
+// and shares the cores with other test binaries.
+const takeoverSlack = 3 * time.Second
+
+// TestChaos_leader_killed kills the leader of three replicas again and
+// again without releasing its Lease, while a loader changes Widgets: in
+// turn as a crash (its network cut, then stopped) and as a partition (its
+// network cut, left to notice by itself). After each kill a new replica
+// joins, so two standbys always wait. Every time, a standby takes the
+// Lease over within LeaseDuration + RetryPeriod (and slack); no two
+// replicas ever reconcile at the same time; the partitioned leader exits
+// with ErrLostLeadership; and in the end every Widget reflects its latest
+// spec.
+func TestChaos_leader_killed(t *testing.T) {
+	kills := sized(2, 4, 20)
+	const objects = 10
+	c := startCluster(t)
+	ns := c.Namespace(t)
+	admin := adminClients(t, c)
+
+	var replicas []*replica
+	start := func(i int) *replica {
+		s := settingsFor(ns, fmt.Sprintf("pod-%d", i))
+		s.Workers = 2
+		s.LeaderElection.LeaseDuration = killLeaseDuration
+		s.LeaderElection.RenewDeadline = killRenewDeadline
+		s.LeaderElection.RetryPeriod = killRetryPeriod
+		r := startReplica(t, c.Connection(), s, func(k kubernetes.Interface) kube.Reconciler[widgetSpec, widgetStatus] {
+			return kube.ReconcilerFunc[widgetSpec, widgetStatus](func(ctx context.Context, w widget) (kube.Result[widgetStatus], error) {
+				// Long enough for reconciles of two replicas to overlap, if
+				// the Lease let them.
+				pause(ctx, 20*time.Millisecond)
+				return reconcileWidget(ctx, k, w)
+			})
+		})
+		replicas = append(replicas, r)
+		return r
+	}
+	alive := func() []*replica {
+		return slices.DeleteFunc(slices.Clone(replicas), (*replica).exited)
+	}
+	byIdentity := func(id string) *replica {
+		for _, r := range replicas {
+			if r.identity == id {
+				return r
+			}
+		}
+		return nil
+	}
+
+	load := startLoader(admin.dynamic, ns, objects, 1)
+	t.Cleanup(load.stop)
+	start(0)
+	eventually(t, time.Minute, func() bool { return holder(t, admin.kube, ns) == "pod-0" }, "pod-0 never leads", replicas...)
+	start(1)
+	start(2)
+	eventually(t, time.Minute, func() bool {
+		return !slices.ContainsFunc(replicas, func(r *replica) bool { return !r.synced(t) })
+	}, "a replica never synced", replicas...)
+
+	var takeovers, firstReconciles []time.Duration
+	bound := killLeaseDuration + killRetryPeriod + takeoverSlack
+	for round := range kills {
+		leader := byIdentity(holder(t, admin.kube, ns))
+		require.NotNil(t, leader, "round %d: no replica holds the Lease", round+1)
+		require.False(t, leader.exited(), "round %d: the leader %s holds the Lease but has exited", round+1, leader.identity)
+		standbys := slices.DeleteFunc(alive(), func(r *replica) bool { return r == leader })
+		// Let the leader work a little, so it is killed mid-stream.
+		time.Sleep(300 * time.Millisecond)
+
+		partition := round%2 == 1
+		killed := time.Now()
+		leader.network.Cut()
+		if !partition {
+			leader.Stop()
+		}
+
+		// A standby takes the Lease over, by itself: nobody released it.
+		var acquired time.Time
+		var next *replica
+		eventually(t, bound+5*time.Second, func() bool {
+			l := lease(t, admin.kube, ns)
+			id := holder(t, admin.kube, ns)
+			if id == "" || id == leader.identity {
+				return false
+			}
+			next = byIdentity(id)
+			acquired = l.Spec.AcquireTime.Time
+			return true
+		}, fmt.Sprintf("round %d: no standby takes the Lease over", round+1), standbys...)
+		require.NotNil(t, next, "round %d: the Lease went to a stranger", round+1)
+		require.Contains(t, standbys, next, "round %d: the Lease went to %s, not a standby", round+1, next.identity)
+		takeover := acquired.Sub(killed)
+		require.LessOrEqual(t, takeover, bound, "round %d: the standby took over after %v, not within LeaseDuration + RetryPeriod + slack", round+1, takeover)
+		takeovers = append(takeovers, takeover)
+
+		if partition {
+			// The cut-off leader notices by itself: its renewals fail for
+			// RenewDeadline, so Serve ends with ErrLostLeadership.
+			require.Equal(t, 1, leader.Wait(), "round %d: a leader that lost its Lease exits 1", round+1)
+			require.Equal(t, kube.ErrLostLeadership.Error(), leader.failure())
+		} else {
+			leader.Wait()
+		}
+
+		// The new leader, its caches warm, reconciles at once.
+		eventually(t, time.Minute, func() bool {
+			for _, iv := range next.reconciles() {
+				if iv.start.After(acquired) {
+					firstReconciles = append(firstReconciles, iv.start.Sub(killed))
+					return true
+				}
+			}
+			return false
+		}, fmt.Sprintf("round %d: the new leader %s doesn't reconcile", round+1, next.identity), next)
+
+		// A new replica joins, so two standbys wait again.
+		joined := start(3 + round)
+		eventually(t, time.Minute, func() bool { return joined.synced(t) }, "the new replica never synced", alive()...)
+	}
+
+	load.stop()
+	leader := byIdentity(holder(t, admin.kube, ns))
+	require.NotNil(t, leader)
+	eventually(t, time.Minute, func() bool {
+		ws, children := listWidgets(t, admin, ns)
+		return len(ws) == objects && converged(ws, children) == objects
+	}, "not every Widget reflects its latest spec", alive()...)
+
+	for _, r := range alive() {
+		require.Equal(t, 0, r.Stop(), "replica %s: SIGTERM: a clean exit", r.identity)
+	}
+	var all []interval
+	perReplica := map[string]int{}
+	for _, r := range replicas {
+		ivs := r.reconciles()
+		all = append(all, ivs...)
+		perReplica[r.identity] = len(ivs)
+	}
+	for _, o := range overlaps(all) {
+		t.Errorf("%s reconciled %s from %s to %s, while %s reconciled %s from %s to %s",
+			o[0].replica, o[0].object, o[0].start.Format(time.StampMicro), o[0].end.Format(time.StampMicro),
+			o[1].replica, o[1].object, o[1].start.Format(time.StampMicro), o[1].end.Format(time.StampMicro))
+	}
+
+	lowest, median, highest := percentiles(takeovers)
+	figure(t, "leaders killed (crash, partition)", "%d (%d, %d)", kills, (kills+1)/2, kills/2)
+	figure(t, "Lease: LeaseDuration, RenewDeadline, RetryPeriod", "%v, %v, %v", killLeaseDuration, killRenewDeadline, killRetryPeriod)
+	figure(t, "kill to Lease acquired by a standby (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
+	lowest, median, highest = percentiles(firstReconciles)
+	figure(t, "kill to the new leader's first reconcile (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
+	figure(t, "reconciles, replicas, overlapping reconciles of two replicas", "%d, %d, %d", len(all), len(replicas), len(overlaps(all)))
+}
