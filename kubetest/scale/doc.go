@@ -1,0 +1,62 @@
+// Package scale is loam's scale harness: it measures a controller against
+// one kubetest cluster and prints what it found as Markdown tables. It
+// holds tests only; run it from the kubetest module:
+//
+//	cd kubetest && go test -count=1 -timeout 120m -v -run Scale ./scale \
+//		-args -scale.n=1000,10000 -scale.w=1,4,16
+//
+// (`make scale` runs that.) Without -args it runs small (N=200, W=4) and
+// fast, as part of `make test`, and still checks that every object
+// converges and every figure was taken; the figures themselves are never
+// asserted. Its flags:
+//
+//	-scale.n=200          object counts N, comma-separated
+//	-scale.w=4            worker counts W, comma-separated
+//	-scale.only=...       phases: limit,convergence,startup,memory,failover
+//	-scale.load=before    convergence's objects are created before the
+//	                      controller starts (before), or while it runs (while)
+//	-scale.lease=short    failover's Lease: short (2s, 1.5s, 0.5s) or
+//	                      default (kube.DefaultSettings: 15s, 10s, 2s)
+//	-scale.loaders=16     parallel clients that create and delete objects
+//	-scale.out=FILE       also write the tables to FILE
+//
+// # What each phase measures
+//
+// The limit: the time for N server-side applies of a ConfigMap and N
+// applies of a custom object's status, issued by plain client-go with W
+// parallel workers and no client-side rate limit, on objects created
+// beforehand. It is the API server's own pace for the writes a reconcile
+// makes: no controller can settle N objects faster.
+//
+// Convergence: the same N objects (created beforehand, or while the
+// controller runs with -scale.load=while) reconciled by a whole App running
+// a kube.Controller with Settings.Workers = W, whose Reconciler applies a
+// ConfigMap the object owns (kube.Owns) and returns a status whose
+// condition observes the object's generation. It is timed from the App's
+// start until the harness's own watch has seen every status settled, and
+// reported as a ratio of the limit for the same N and W, with what the
+// controller did: reconciles per object, the API server's requests per
+// object by verb (from its own apiserver_request_total), the time keys
+// waited in the queue, and the process's CPU time.
+//
+// Start-up and memory: with N objects and N owned ConfigMaps in the
+// cluster, the controller runs in a child process (this test binary run
+// again with -test.run=TestScaleChild), so that its memory is told apart
+// from the API server's. The child reports the time from Serve to caches
+// synced and to the first reconcile, its resident memory before Serve and
+// its peak (VmHWM, reset before Serve) once synced, and the heap after
+// garbage collection before Serve and once synced: the difference per
+// object, with and without the owned ConfigMaps, is the heap each cached
+// object costs.
+//
+// Failover: two replicas of the controller in one process, each its own
+// App and identity, over N objects. The leader is cut off from the API
+// server without releasing its Lease, and then a new leader is sent
+// SIGTERM and releases it; each time the harness reports the time until
+// the standby's first reconcile, and from the standby acquiring the Lease
+// (the App's own "successfully acquired lease" record) to that reconcile.
+//
+// Everything runs on one machine: the API server, etcd, the controller and
+// the harness share its cores, so the figures are for comparing, not
+// absolute.
+package scale
