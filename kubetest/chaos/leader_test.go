@@ -87,7 +87,7 @@ func TestChaos_leader_killed(t *testing.T) {
 		return !slices.ContainsFunc(replicas, func(r *replica) bool { return !r.synced(t) })
 	}, "a replica never synced", replicas...)
 
-	var takeovers, firstReconciles []time.Duration
+	var takeovers, firstReconciles, margins []time.Duration
 	bound := killLeaseDuration + killRetryPeriod + takeoverSlack
 	for round := range kills {
 		leader := byIdentity(holder(t, admin.kube, ns))
@@ -128,6 +128,12 @@ func TestChaos_leader_killed(t *testing.T) {
 			// RenewDeadline, so Serve ends with ErrLostLeadership.
 			require.Equal(t, 1, leader.Wait(), "round %d: a leader that lost its Lease exits 1", round+1)
 			require.Equal(t, kube.ErrLostLeadership.Error(), leader.failure())
+			// How long before the standby took the Lease the cut-off
+			// leader's last reconcile ended: the fence's margin.
+			if ivs := leader.reconciles(); len(ivs) > 0 {
+				last := slices.MaxFunc(ivs, func(a, b interval) int { return a.end.Compare(b.end) })
+				margins = append(margins, acquired.Sub(last.end))
+			}
 		} else {
 			leader.Wait()
 		}
@@ -178,5 +184,7 @@ func TestChaos_leader_killed(t *testing.T) {
 	figure(t, "kill to Lease acquired by a standby (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
 	lowest, median, highest = percentiles(firstReconciles)
 	figure(t, "kill to the new leader's first reconcile (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
+	lowest, median, highest = percentiles(margins)
+	figure(t, "partition: the cut-off leader's last reconcile ended, before the standby acquired (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
 	figure(t, "reconciles, replicas, overlapping reconciles of two replicas", "%d, %d, %d", len(all), len(replicas), len(overlaps(all)))
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -41,6 +43,11 @@ func TestChaos_API_server_restarts(t *testing.T) {
 	})
 	eventually(t, time.Minute, func() bool { return rep.synced(t) }, "the replica never synced", rep)
 
+	// The probe is a Widget the loader leaves alone: changed once right
+	// after the last restart, it times how soon the controller sees a
+	// change again.
+	_, err := createWidget(t.Context(), admin.dynamic, ns, "probe", 1)
+	require.NoError(t, err)
 	load := startLoader(admin.dynamic, ns, objects, 4)
 	t.Cleanup(load.stop)
 	var outages []time.Duration
@@ -51,6 +58,17 @@ func TestChaos_API_server_restarts(t *testing.T) {
 		outages = append(outages, time.Since(began))
 		require.False(t, rep.exited(), "the controller exited at restart %d: %q", i+1, rep.failure())
 	}
+	_, err = setValue(t.Context(), admin.dynamic, ns, "probe", 2)
+	require.NoError(t, err)
+	probed := time.Now()
+	var probeSeen time.Duration
+	eventually(t, 3*time.Minute, func() bool {
+		w, err := admin.dynamic.Resource(widgets.GVR()).Namespace(ns).Get(t.Context(), "probe", metav1.GetOptions{})
+		require.NoError(t, err)
+		observed, _, _ := unstructured.NestedInt64(w.Object, "status", "value")
+		probeSeen = time.Since(probed)
+		return observed == 2
+	}, "the controller never saw the probe's change", rep)
 	time.Sleep(time.Second)
 	load.stop()
 	require.Equal(t, int64(objects), load.created.Load(), "the loader didn't create every Widget")
@@ -62,7 +80,7 @@ func TestChaos_API_server_restarts(t *testing.T) {
 	stopped := time.Now()
 	eventually(t, 3*time.Minute, func() bool {
 		ws, children := listWidgets(t, admin, ns)
-		return len(ws) == objects && converged(ws, children) == objects
+		return len(ws) == objects+1 && converged(ws, children) == objects+1
 	}, "not every Widget reflects its latest spec", rep)
 	convergedIn := time.Since(stopped)
 
@@ -77,6 +95,7 @@ func TestChaos_API_server_restarts(t *testing.T) {
 	figure(t, "Widgets created, spec changes", "%d, %d (%d writes failed while the API server was away)", objects, load.changed.Load(), load.failed.Load())
 	figure(t, "API server away per restart (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
 	figure(t, "reconciles: succeeded, failed, panicked", "%d, %d, %d", outcomes["success"], outcomes["error"], outcomes["panic"])
+	figure(t, "a change right after the last restart reconciled in", "%v", probeSeen.Round(time.Millisecond))
 	figure(t, "every Widget converged, after the loader stopped, in", "%v", convergedIn.Round(time.Millisecond))
 	figure(t, "controller exits", "0")
 	require.Equal(t, 0, rep.Stop(), "SIGTERM: a clean exit")
