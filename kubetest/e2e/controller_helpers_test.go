@@ -187,11 +187,13 @@ func settingsFor(name, leaseNamespace, identity string) kube.Settings {
 }
 
 // shortLease makes a Lease short, so a standby takes it over in about two
-// seconds, and a leader gives it up in one and a half.
+// seconds. A cut-off leader stops within RetryPeriod + RenewDeadline of
+// its last renewal, 1.6s, before a standby may take the Lease: the fence
+// docs/reliability.md describes.
 func shortLease(s *kube.Settings) {
 	s.LeaderElection.LeaseDuration = 2 * time.Second
-	s.LeaderElection.RenewDeadline = 1500 * time.Millisecond
-	s.LeaderElection.RetryPeriod = 500 * time.Millisecond
+	s.LeaderElection.RenewDeadline = 1200 * time.Millisecond
+	s.LeaderElection.RetryPeriod = 400 * time.Millisecond
 }
 
 // controllerApp is an App that serves one Controller.

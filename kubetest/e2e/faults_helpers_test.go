@@ -114,8 +114,8 @@ func experimentSettings(name, ns string) kube.Settings {
 	s.LeaderElection.Namespace = ns
 	s.LeaderElection.Identity = name + "-0"
 	s.LeaderElection.LeaseDuration = 2 * time.Second
-	s.LeaderElection.RenewDeadline = 1500 * time.Millisecond
-	s.LeaderElection.RetryPeriod = 500 * time.Millisecond
+	s.LeaderElection.RenewDeadline = 1200 * time.Millisecond
+	s.LeaderElection.RetryPeriod = 400 * time.Millisecond
 	return s
 }
 
