@@ -64,7 +64,7 @@ func uid(kind string, i int) types.UID {
 	return types.UID(fmt.Sprintf("%08x-8a52-4a1e-9a4c-%012x", i, len(kind)))
 }
 
-func fields(raw string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(raw)} }
+func fields(raw string) *metav1.FieldsV1 { return metav1.NewFieldsV1(raw) }
 
 // memcachedJSON is the i-th Memcached as the API server sends it: the
 // metadata it fills in, labels and annotations, a controller's owner

@@ -417,9 +417,9 @@ func textsOf(t *testing.T, tel *apptest.Telemetry) telemetryTexts {
 		}
 	}
 	for _, r := range tel.Records() {
-		out.records = append(out.records, r.Body().Emit(), r.SeverityText(), r.EventName(), r.InstrumentationScope().Name)
+		out.records = append(out.records, r.Body().String(), r.SeverityText(), r.EventName(), r.InstrumentationScope().Name)
 		r.WalkAttributes(func(kv attribute.KeyValue) bool {
-			out.records = append(out.records, string(kv.Key), kv.Value.Emit())
+			out.records = append(out.records, string(kv.Key), kv.Value.String())
 			return true
 		})
 	}
@@ -486,7 +486,7 @@ func histogramSets[N int64 | float64](dps []metricdata.HistogramDataPoint[N]) []
 func kvTexts(kvs []attribute.KeyValue) []string {
 	texts := make([]string, 0, 2*len(kvs))
 	for _, kv := range kvs {
-		texts = append(texts, string(kv.Key), kv.Value.Emit())
+		texts = append(texts, string(kv.Key), kv.Value.String())
 	}
 	return texts
 }

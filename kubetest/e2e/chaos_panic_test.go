@@ -124,7 +124,7 @@ func TestChaos_panics_in_a_Reconciler_a_Finalize_and_a_trust_func_are_not_retrie
 				reconciles.add(m.Name)
 				if m.Labels[panicLabel] == "reconcile" {
 					var replicas map[string]int32
-					replicas[m.Name] = m.Spec.Size // a nil map: the mistake the spec means
+					replicas[m.Name] = m.Spec.Size //nolint:staticcheck // SA5000 is the point: a write to a nil map, the mistake the spec means
 				}
 				st := m.Status
 				st.ReadyReplicas = m.Spec.Size
