@@ -239,24 +239,19 @@ func (a *controllerApp) gauge(t testing.TB, name string) float64 {
 }
 
 // quantile returns the upper bound of the bucket where the q-quantile of
-// h falls: an upper estimate.
-func quantile(h metricdata.HistogramDataPoint[float64], q float64) float64 {
-	if h.Count == 0 {
-		return 0
+// h falls, an upper estimate, and whether it falls in the last bucket,
+// which has no upper bound: then it returns that bucket's lower bound.
+func quantile(h metricdata.HistogramDataPoint[float64], q float64) (bound float64, overflow bool) {
+	if h.Count == 0 || len(h.Bounds) == 0 {
+		return 0, false
 	}
 	want := uint64(q*float64(h.Count) + 0.5)
 	var seen uint64
 	for i, c := range h.BucketCounts {
 		seen += c
-		if seen >= want {
-			if i < len(h.Bounds) {
-				return h.Bounds[i]
-			}
-			break
+		if seen >= want && i < len(h.Bounds) {
+			return h.Bounds[i], false
 		}
 	}
-	if len(h.Bounds) == 0 {
-		return 0
-	}
-	return h.Bounds[len(h.Bounds)-1] // in the overflow bucket: at least this
+	return h.Bounds[len(h.Bounds)-1], true
 }

@@ -17,16 +17,27 @@
 //	                      controller starts (before), or while it runs (while)
 //	-scale.lease=short    failover's Lease: short (2s, 1.5s, 0.5s) or
 //	                      default (kube.DefaultSettings: 15s, 10s, 2s)
+//	-scale.limits=client-go,loam,watched
+//	                      the limit's variants: client-go is the limit;
+//	                      loam sends the same writes through loam's Client;
+//	                      watched runs informers like the Controller's meanwhile
+//	-scale.repeat=1       measure each limit and convergence this many times
 //	-scale.loaders=16     parallel clients that create and delete objects
 //	-scale.out=FILE       also write the tables to FILE
+//	-scale.profile=DIR    write a CPU profile of each limit and convergence
 //
 // # What each phase measures
 //
 // The limit: the time for N server-side applies of a ConfigMap and N
 // applies of a custom object's status, issued by plain client-go with W
 // parallel workers and no client-side rate limit, on objects created
-// beforehand. It is the API server's own pace for the writes a reconcile
-// makes: no controller can settle N objects faster.
+// beforehand, until the harness's own watch has seen every status. It is
+// the API server's own pace for the writes a reconcile makes: no
+// controller can settle N objects faster. Two variants tell costs apart:
+// the same writes through a kube.Client (loam's transport), and the same
+// writes while informers like the Controller's watch the objects and the
+// ConfigMaps (the cost of watching, which the limit leaves out and every
+// controller pays).
 //
 // Convergence: the same N objects (created beforehand, or while the
 // controller runs with -scale.load=while) reconciled by a whole App running

@@ -17,6 +17,7 @@ var (
 	flagLoad    = flag.String("scale.load", loadBefore, "when convergence's objects are created: before the controller starts, or while it runs")
 	flagLease   = flag.String("scale.lease", leaseShort, "failover's Lease durations: short (2s, 1.5s, 0.5s) or default (15s, 10s, 2s)")
 	flagLoaders = flag.Int("scale.loaders", 16, "parallel clients that create and delete the objects")
+	flagLimits  = flag.String("scale.limits", strings.Join(allLimits, ","), "the limit's variants: client-go (the limit), loam (through loam's Client), watched (while informers watch as the Controller's do)")
 	flagRepeat  = flag.Int("scale.repeat", 1, "how many times to measure each limit and convergence, one after the other")
 	flagOut     = flag.String("scale.out", "", "also write the report's tables to this file")
 	flagProfile = flag.String("scale.profile", "", "write a CPU profile of each limit's and convergence's timed part into this directory")
@@ -36,6 +37,9 @@ const (
 
 var allPhases = []string{phaseLimit, phaseConvergence, phaseStartup, phaseMemory, phaseFailover}
 
+// allLimits are the limit's variants: see measureLimit.
+var allLimits = []string{viaClientGo, viaLoam, viaWatched}
+
 // When convergence's objects are created.
 const (
 	loadBefore = "before"
@@ -52,6 +56,7 @@ const (
 type config struct {
 	ns, ws  []int
 	phases  map[string]bool
+	limits  []string
 	load    string
 	lease   leaseDurations
 	loaders int
@@ -71,7 +76,7 @@ func (l leaseDurations) String() string {
 }
 
 // parseConfig reads the flags' values, reporting every bad one at once.
-func parseConfig(n, w, only, load, lease string, loaders, repeat int, out string) (config, error) {
+func parseConfig(n, w, only, limits, load, lease string, loaders, repeat int, out string) (config, error) {
 	var errs []error
 	c := config{phases: map[string]bool{}, load: load, loaders: loaders, repeat: repeat, out: out}
 	var err error
@@ -88,6 +93,17 @@ func parseConfig(n, w, only, load, lease string, loaders, repeat int, out string
 			continue
 		}
 		c.phases[p] = true
+	}
+	for v := range strings.SplitSeq(limits, ",") {
+		v = strings.TrimSpace(v)
+		if !slices.Contains(allLimits, v) {
+			errs = append(errs, fmt.Errorf("-scale.limits: %q is not a variant: want some of %s", v, strings.Join(allLimits, ",")))
+			continue
+		}
+		c.limits = append(c.limits, v)
+	}
+	if !slices.Contains(c.limits, viaClientGo) {
+		errs = append(errs, fmt.Errorf("-scale.limits: %q lacks %s, the limit itself", limits, viaClientGo))
 	}
 	if load != loadBefore && load != loadWhile {
 		errs = append(errs, fmt.Errorf("-scale.load: %q: want %q or %q", load, loadBefore, loadWhile))

@@ -13,19 +13,22 @@ import (
 // The harness's own helpers, which decide what its figures say.
 
 func TestParseConfig(t *testing.T) {
-	c, err := parseConfig("1000, 10000", "1,4,16", "limit,failover", "while", "default", 8, 3, "out.md")
+	c, err := parseConfig("1000, 10000", "1,4,16", "limit,failover", "client-go,watched", "while", "default", 8, 3, "out.md")
 	require.NoError(t, err)
 	require.Equal(t, []int{1000, 10000}, c.ns)
 	require.Equal(t, []int{1, 4, 16}, c.ws)
 	require.Equal(t, map[string]bool{phaseLimit: true, phaseFailover: true}, c.phases)
+	require.Equal(t, []string{viaClientGo, viaWatched}, c.limits)
 	require.Equal(t, loadWhile, c.load)
 	require.Equal(t, 15*time.Second, c.lease.duration)
 	require.Equal(t, 3, c.repeat)
 
-	_, err = parseConfig("0,x", "", "limit,speed", "later", "long", 0, 0, "")
+	_, err = parseConfig("0,x", "", "limit,speed", "loam,fast", "later", "long", 0, 0, "")
 	require.EqualError(t, err, `-scale.n: "0" is not a positive integer
 -scale.w: "" is not a positive integer
 -scale.only: "speed" is not a phase: want some of limit,convergence,startup,memory,failover
+-scale.limits: "fast" is not a variant: want some of client-go,loam,watched
+-scale.limits: "loam,fast" lacks client-go, the limit itself
 -scale.load: "later": want "before" or "while"
 -scale.lease: "long": want "short" or "default"
 -scale.loaders: 0: want at least 1
@@ -94,10 +97,18 @@ func TestQuantile_and_median(t *testing.T) {
 	h := metricdata.HistogramDataPoint[float64]{
 		Count: 100, Bounds: []float64{0.01, 0.1, 1}, BucketCounts: []uint64{50, 45, 4, 1},
 	}
-	require.Equal(t, 0.01, quantile(h, 0.5))
-	require.Equal(t, 1.0, quantile(h, 0.99))
-	require.Equal(t, 1.0, quantile(h, 1), "the overflow bucket: at least its lower bound")
-	require.Zero(t, quantile(metricdata.HistogramDataPoint[float64]{}, 0.5))
+	b, overflow := quantile(h, 0.5)
+	require.Equal(t, 0.01, b)
+	require.False(t, overflow)
+	b, overflow = quantile(h, 0.99)
+	require.Equal(t, 1.0, b)
+	require.False(t, overflow)
+	b, overflow = quantile(h, 1)
+	require.Equal(t, 1.0, b, "the overflow bucket: at least its lower bound")
+	require.True(t, overflow)
+	require.Equal(t, "≥1000 ms", p99(metricdata.HistogramDataPoint[float64]{Count: 1, Bounds: []float64{1}, BucketCounts: []uint64{0, 1}}))
+	b, _ = quantile(metricdata.HistogramDataPoint[float64]{}, 0.5)
+	require.Zero(t, b)
 
 	require.Equal(t, 2*time.Second, median([]time.Duration{3 * time.Second, time.Second, 2 * time.Second}))
 	require.Equal(t, time.Second, median([]time.Duration{2 * time.Second, time.Second}))

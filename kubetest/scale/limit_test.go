@@ -4,12 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/loam-dev/loam/kubetest"
 )
@@ -43,10 +50,11 @@ type statusApplyMeta struct {
 	UID       types.UID `json:"uid"`
 }
 
-// The clients the limit's workers use.
+// The clients the limit's workers use, and whether informers watch.
 const (
 	viaClientGo = "client-go"
 	viaLoam     = "loam"
+	viaWatched  = "watched"
 )
 
 // applyBoth applies o's ConfigMap and then its status, as a reconcile
@@ -80,7 +88,9 @@ func applyBoth(ctx context.Context, cl clients, o owner) error {
 //
 // via says which clients the workers use: plain client-go's (viaClientGo),
 // or client-go's through a kube.Client's transport (viaLoam), which tells
-// the cost of loam's transport apart.
+// the cost of loam's transport apart; or plain client-go's while informers
+// watch the objects and the ConfigMaps' metadata, as the Controller's do
+// (viaWatched), which tells the cost of watching apart.
 func measureLimit(t *testing.T, c *kubetest.Cluster, cfg config, n, w int, via string) limitResult {
 	t.Helper()
 	ctx := t.Context()
@@ -93,8 +103,11 @@ func measureLimit(t *testing.T, c *kubetest.Cluster, cfg config, n, w int, via s
 
 	// Clients of the writers' own, on one connection, as a controller has.
 	writer := newClients(t, ownConnection(c.RESTConfig()))
-	if via == viaLoam {
+	switch via {
+	case viaLoam:
 		writer = loamClients(t, c.Connection())
+	case viaWatched:
+		watchLikeController(t, c, ns)
 	}
 	before, err := scrapeRequests(ctx, cl)
 	require.NoError(t, err)
@@ -111,4 +124,43 @@ func measureLimit(t *testing.T, c *kubetest.Cluster, cfg config, n, w int, via s
 	after, err := scrapeRequests(ctx, cl)
 	require.NoError(t, err)
 	return limitResult{n: n, w: w, via: via, applied: applied, seen: seenAt.Sub(start), cpu: cpu, others: others, requests: after.since(before)}
+}
+
+// watchLikeController runs, until the test ends, the informers a
+// Controller of the objects of ns that owns ConfigMaps runs: a dynamic
+// informer of the objects and a metadata informer of the ConfigMaps, on a
+// connection of their own, both dropping managedFields, and waits for
+// their first lists. Their handlers do nothing: what they cost is the
+// watch.
+func watchLikeController(t *testing.T, c *kubetest.Cluster, ns string) {
+	t.Helper()
+	cfg := ownConnection(c.RESTConfig())
+	d, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	m, err := metadata.NewForConfig(cfg)
+	require.NoError(t, err)
+	informers := []cache.SharedIndexInformer{
+		dynamicinformer.NewFilteredDynamicInformer(d, resource.GVR(), ns, 0, cache.Indexers{}, nil).Informer(),
+		metadatainformer.NewFilteredMetadataInformer(m, configMaps, ns, 0, cache.Indexers{}, nil).Informer(),
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	var wg sync.WaitGroup
+	for _, inf := range informers {
+		require.NoError(t, inf.SetTransform(func(obj any) (any, error) {
+			if o, err := meta.Accessor(obj); err == nil {
+				o.SetManagedFields(nil)
+			}
+			return obj, nil
+		}))
+		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{})
+		require.NoError(t, err)
+		wg.Go(func() { inf.RunWithContext(ctx) })
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	for _, inf := range informers {
+		require.True(t, cache.WaitForCacheSync(t.Context().Done(), inf.HasSynced))
+	}
 }

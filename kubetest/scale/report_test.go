@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // report gathers every phase's results and prints them as Markdown.
@@ -30,8 +32,9 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "Machine: %s, %d CPUs (GOMAXPROCS %d), %s, %s/%s. Load average at the start: %s; at the end: %s. Wall time: %v.\n\n",
 		cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		r.loadStart, loadAverage(), time.Since(r.started).Round(time.Second))
-	fmt.Fprintf(&b, "Flags: -scale.n=%s -scale.w=%s -scale.load=%s -scale.lease=%s -scale.loaders=%d -scale.repeat=%d\n\n",
+	fmt.Fprintf(&b, "Flags: -scale.n=%s -scale.w=%s -scale.load=%s -scale.lease=%s -scale.loaders=%d -scale.repeat=%d ",
 		ints(r.cfg.ns), ints(r.cfg.ws), r.cfg.load, r.cfg.lease.name, r.cfg.loaders, r.cfg.repeat)
+	fmt.Fprintf(&b, "-scale.limits=%s\n\n", strings.Join(r.cfg.limits, ","))
 
 	if len(r.limits) > 0 || len(r.convergences) > 0 {
 		b.WriteString("### The limit and convergence\n\n")
@@ -43,12 +46,13 @@ func (r *report) markdown() string {
 		for _, row := range r.limitRows() {
 			b.WriteString(row)
 		}
-		b.WriteString("\nWhat the controller did, against what the limit did: requests per object by the API server's own count (apiserver_request_total); ")
+		b.WriteString("\nWhat the controller did, against what the limit did. The limit again through loam's Client (its transport: otelhttp, the token), and again while two informers watch the objects and the ConfigMaps' metadata as the Controller's do (the cost of watching, which the limit leaves out); ")
+		b.WriteString("requests per object by the API server's own count (apiserver_request_total); ")
 		b.WriteString("CPU time of this whole process (API server, etcd, controller and harness) per object, and the CPU the machine's other processes took meanwhile; ")
 		b.WriteString("the queue's and the reconciles' times from the controller's own histograms, p99 as a bucket's upper bound; ")
 		b.WriteString("workers busy is the reconciles' time over W × (last reconcile − sync).\n\n")
-		b.WriteString("| N | W | run | limit via loam's Client | requests/object, limit | requests/object, convergence | CPU/object limit | CPU/object convergence | other processes' CPU, limit / convergence (cores) | queue adds/object | queue wait mean (p99) | reconcile mean (p99) | of which the ConfigMap apply | workers busy |\n")
-		b.WriteString("| ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+		b.WriteString("| N | W | run | limit via loam's Client | limit watched as the Controller watches | requests/object, limit | requests/object, convergence | CPU/object: limit / watched limit / convergence | other processes' CPU, limit / convergence (cores) | queue adds/object | queue wait mean (p99) | reconcile mean (p99) | of which the ConfigMap apply | workers busy |\n")
+		b.WriteString("| ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, row := range r.diagnosisRows() {
 			b.WriteString(row)
 		}
@@ -92,6 +96,7 @@ type pair struct {
 	n, w        int
 	limits      []limitResult
 	loamLimits  []limitResult
+	watched     []limitResult
 	convergence []convergenceResult
 }
 
@@ -111,9 +116,12 @@ func (r *report) pairs() []*pair {
 	}
 	for _, l := range r.limits {
 		p := find(l.n, l.w)
-		if l.via == viaLoam {
+		switch l.via {
+		case viaLoam:
 			p.loamLimits = append(p.loamLimits, l)
-		} else {
+		case viaWatched:
+			p.watched = append(p.watched, l)
+		default:
 			p.limits = append(p.limits, l)
 		}
 	}
@@ -176,8 +184,8 @@ func (r *report) diagnosisRows() []string {
 	var rows []string
 	for _, p := range r.pairs() {
 		for i, c := range p.convergence {
-			limitRequests, limitCPU, loam := "–", "–", "–"
-			limitOthers := "–"
+			limitRequests, loam, watched := "–", "–", "–"
+			limitCPU, watchedCPU, limitOthers := "–", "–", "–"
 			if i < len(p.limits) {
 				l := p.limits[i]
 				limitRequests = requestsPerObject(l.requests, l.n)
@@ -187,13 +195,18 @@ func (r *report) diagnosisRows() []string {
 			if i < len(p.loamLimits) {
 				loam = secs(p.loamLimits[i].seen)
 			}
+			if i < len(p.watched) {
+				watched = secs(p.watched[i].seen)
+				watchedCPU = ms(p.watched[i].cpu / time.Duration(c.n))
+			}
 			busy := c.reconcile.Sum / (float64(c.w) * c.busy.Seconds())
-			rows = append(rows, fmt.Sprintf("| %d | %d | %d | %s | %s | %s | %s | %s | %s / %.2f | %.2f | %s (%s) | %s (%s) | %s | %.0f%% |\n",
-				c.n, c.w, i+1, loam, limitRequests, requestsPerObject(c.requests, c.n), limitCPU, ms(c.cpu/time.Duration(c.n)),
+			rows = append(rows, fmt.Sprintf("| %d | %d | %d | %s | %s | %s | %s | %s / %s / %s | %s / %.2f | %.2f | %s (%s) | %s (%s) | %s | %.0f%% |\n",
+				c.n, c.w, i+1, loam, watched, limitRequests, requestsPerObject(c.requests, c.n),
+				limitCPU, watchedCPU, ms(c.cpu/time.Duration(c.n)),
 				limitOthers, c.others,
 				c.adds/float64(c.n),
-				ms(meanOf(c.queueWait.Sum, c.queueWait.Count)), ms(seconds(quantile(c.queueWait, 0.99))),
-				ms(meanOf(c.reconcile.Sum, c.reconcile.Count)), ms(seconds(quantile(c.reconcile, 0.99))),
+				ms(meanOf(c.queueWait.Sum, c.queueWait.Count)), p99(c.queueWait),
+				ms(meanOf(c.reconcile.Sum, c.reconcile.Count)), p99(c.reconcile),
 				ms(c.applying/time.Duration(max(c.reconciles, 1))),
 				100*busy))
 		}
@@ -264,6 +277,15 @@ func perObjectHistogram(runs []convergenceResult) string {
 		parts = append(parts, fmt.Sprintf("%d×%d", all[k], k))
 	}
 	return fmt.Sprintf("%.2f (%s)", float64(reconciles)/float64(objects), strings.Join(parts, ", "))
+}
+
+// p99 is the 99th percentile of h, as quantile estimates it.
+func p99(h metricdata.HistogramDataPoint[float64]) string {
+	b, overflow := quantile(h, 0.99)
+	if overflow {
+		return "≥" + ms(seconds(b))
+	}
+	return ms(seconds(b))
 }
 
 func perObject(after, before uint64, n int) float64 {

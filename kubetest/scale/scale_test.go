@@ -14,7 +14,7 @@ import (
 // it must (every object converged, every reconcile counted, the standby
 // took over), never how fast.
 func TestScale(t *testing.T) {
-	cfg, err := parseConfig(*flagN, *flagW, *flagOnly, *flagLoad, *flagLease, *flagLoaders, *flagRepeat, *flagOut)
+	cfg, err := parseConfig(*flagN, *flagW, *flagOnly, *flagLimits, *flagLoad, *flagLease, *flagLoaders, *flagRepeat, *flagOut)
 	require.NoError(t, err)
 	rep := &report{cfg: cfg, started: time.Now(), loadStart: loadAverage()}
 	c := startCluster(t)
@@ -34,7 +34,7 @@ func TestScale(t *testing.T) {
 		for r := range cfg.repeat {
 			for _, w := range cfg.ws {
 				if cfg.phases[phaseLimit] {
-					for _, via := range []string{viaClientGo, viaLoam} {
+					for _, via := range cfg.limits {
 						t.Run(fmt.Sprintf("limit/n=%d/w=%d/%s/run=%d", n, w, via, r), func(t *testing.T) {
 							rep.limits = append(rep.limits, measureLimit(t, c, cfg, n, w, via))
 						})
