@@ -79,7 +79,8 @@ func (r *report) markdown() string {
 	}
 	if len(r.failovers) > 0 {
 		b.WriteString("### Failover (two replicas, Workers = 4, warm caches)\n\n")
-		b.WriteString("| N | how the leader went | Lease (duration, renew, retry) | → standby's first reconcile | Lease acquired (record) → first reconcile | Lease seen by watch → first reconcile | acquired → every object reconciled |\n")
+		b.WriteString("From the leader's end (its network cut, or SIGTERM sent) to the standby's first reconcile; from the standby's own record of taking the Lease (client-go's \"Successfully acquired lease\", in the App's telemetry) to that reconcile; the same from the moment the harness's watch of the Lease saw the standby hold it, which lags the API server's write, so it may be negative; and from taking the Lease until the standby had reconciled every object.\n\n")
+		b.WriteString("| N | how the leader went | Lease (duration, renew, retry) | → standby's first reconcile | Lease acquired (record) → first reconcile | Lease seen by the harness's watch → first reconcile | acquired → every object reconciled |\n")
 		b.WriteString("| ---: | --- | --- | ---: | ---: | ---: | ---: |\n")
 		for _, f := range r.failovers {
 			fmt.Fprintf(&b, "| %d | %s | %v, %v, %v | %s | %s | %s | %s |\n", f.n, f.how, f.lease.duration, f.lease.renew, f.lease.period,
