@@ -187,7 +187,7 @@ func (a *controllerApp) servedAt() time.Time {
 // waitSynced polls the Controller's Synced every millisecond and returns
 // when it first said healthy. It fails the test when ctx ends or the App
 // exits first.
-func (a *controllerApp) waitSynced(t testing.TB, ctx context.Context) time.Time {
+func (a *controllerApp) waitSynced(ctx context.Context, t testing.TB) time.Time {
 	t.Helper()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()

@@ -67,11 +67,11 @@ func measureConvergence(t *testing.T, c *kubetest.Cluster, cfg config, n, w int)
 	a := startController(t, c.Connection(), controllerConfig{
 		name: "scale-controller", namespace: ns, identity: "pod-0", workers: w, owns: true, tally: tally,
 	})
-	syncedAt := a.waitSynced(t, ctx)
+	syncedAt := a.waitSynced(ctx, t)
 	res.synced = syncedAt.Sub(start)
 	if cfg.load == loadWhile {
 		// The Controller leads and waits for objects: now they come.
-		waitFor(t, ctx, func() bool { return len(a.recordTimes(acquiredLease)) > 0 }, "the Controller never took its Lease", a)
+		waitFor(ctx, t, func() bool { return len(a.recordTimes(acquiredLease)) > 0 }, "the Controller never took its Lease", a)
 		cpu0, start = readCPU(), time.Now()
 		res.synced = 0
 		_, err := createObjects(ctx, cl, ns, n, cfg.loaders)
@@ -80,14 +80,14 @@ func measureConvergence(t *testing.T, c *kubetest.Cluster, cfg config, n, w int)
 	}
 	waitCtx, cancel := context.WithTimeoutCause(ctx, time.Duration(n)*20*time.Millisecond+time.Minute, fmt.Errorf("the deadline of %d objects", n))
 	defer cancel()
-	settledAt := watch.wait(t, waitCtx, "convergence")
+	settledAt := watch.wait(waitCtx, t, "convergence")
 	res.settled = settledAt.Sub(start)
 	res.cpu, res.others = cpu0.window()
 	stopProfile()
 
 	// The second reconciles, which find nothing to apply, come after the
 	// last status: wait until no reconcile has begun for a second.
-	waitFor(t, ctx, func() bool {
+	waitFor(ctx, t, func() bool {
 		_, _, _, last := tally.snapshot()
 		return time.Since(last) > time.Second && a.gauge(t, telemetry.QueueDepthName) == 0
 	}, "the Controller never went quiet", a)
@@ -114,7 +114,7 @@ const acquiredLease = "Successfully acquired lease"
 
 // waitFor polls cond every 10ms until it holds, failing the test when
 // ctx ends, ten minutes pass, or one of apps exits first.
-func waitFor(t testing.TB, ctx context.Context, cond func() bool, msg string, apps ...*controllerApp) {
+func waitFor(ctx context.Context, t testing.TB, cond func() bool, msg string, apps ...*controllerApp) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Minute)
 	for !cond() {

@@ -15,7 +15,7 @@
 //	-scale.only=...       phases: limit,convergence,startup,memory,failover
 //	-scale.load=before    convergence's objects are created before the
 //	                      controller starts (before), or while it runs (while)
-//	-scale.lease=short    failover's Lease: short (2s, 1.5s, 0.5s) or
+//	-scale.lease=short    failover's Lease: short (2s, 1.2s, 0.4s) or
 //	                      default (kube.DefaultSettings: 15s, 10s, 2s)
 //	-scale.limits=client-go,loam,watched
 //	                      the limit's variants: client-go is the limit;

@@ -106,13 +106,13 @@ func measureFailover(t *testing.T, c *kubetest.Cluster, cfg config, n int, ns st
 		r.controllerApp = startController(t, c.Connection(), controllerConfig{
 			name: name, namespace: ns, identity: identity, workers: 4, owns: true, lease: cfg.lease, tally: r.tally,
 		})
-		r.waitSynced(t, ctx)
+		r.waitSynced(ctx, t)
 		return r
 	}
 	// quiet waits until r has reconciled every object and then nothing
 	// for half a second.
 	quiet := func(r *replica, apps ...*controllerApp) {
-		waitFor(t, ctx, func() bool {
+		waitFor(ctx, t, func() bool {
 			_, objects, _, last := r.tally.snapshot()
 			return objects == n && time.Since(last) > 500*time.Millisecond
 		}, r.identity+" never reconciled every object", apps...)
@@ -120,7 +120,7 @@ func measureFailover(t *testing.T, c *kubetest.Cluster, cfg config, n int, ns st
 	// takeover waits for the standby's reconciles after the leader went
 	// at gone.
 	takeover := func(how string, gone time.Time, standby *replica) failoverResult {
-		waitFor(t, ctx, func() bool { _, objects, _, _ := standby.tally.snapshot(); return objects == n },
+		waitFor(ctx, t, func() bool { _, objects, _, _ := standby.tally.snapshot(); return objects == n },
 			standby.identity+" never reconciled every object", standby.controllerApp)
 		_, _, first, last := standby.tally.snapshot()
 		acquired := standby.recordTimes(acquiredLease)
@@ -137,7 +137,7 @@ func measureFailover(t *testing.T, c *kubetest.Cluster, cfg config, n int, ns st
 	}
 
 	leader := start("pod-0")
-	waitFor(t, ctx, func() bool { return len(leader.recordTimes(acquiredLease)) > 0 }, "pod-0 never leads", leader.controllerApp)
+	waitFor(ctx, t, func() bool { return len(leader.recordTimes(acquiredLease)) > 0 }, "pod-0 never leads", leader.controllerApp)
 	standby := start("pod-1")
 	quiet(leader, leader.controllerApp, standby.controllerApp)
 	require.Zero(t, func() int { total, _, _, _ := standby.tally.snapshot(); return total }(), "the standby reconciled")

@@ -192,7 +192,7 @@ func (w *settledWatch) count() int {
 
 // wait waits until every object has settled, and returns when the last
 // one did. It fails the test when ctx ends first.
-func (w *settledWatch) wait(t testing.TB, ctx context.Context, what string) time.Time {
+func (w *settledWatch) wait(ctx context.Context, t testing.TB, what string) time.Time {
 	t.Helper()
 	select {
 	case <-w.done:

@@ -118,7 +118,7 @@ func measureLimit(t *testing.T, c *kubetest.Cluster, cfg config, n, w int, via s
 	require.NoError(t, err)
 	waitCtx, cancel := context.WithTimeoutCause(ctx, time.Minute, fmt.Errorf("a minute after the last apply"))
 	defer cancel()
-	seenAt := watch.wait(t, waitCtx, "limit")
+	seenAt := watch.wait(waitCtx, t, "limit")
 	cpu, others := cpu0.window()
 	stopProfile()
 	after, err := scrapeRequests(ctx, cl)

@@ -96,10 +96,10 @@ func TestScaleChild(t *testing.T) {
 		name: job.Name, namespace: job.Namespace, identity: "child", workers: job.Workers, owns: job.Owns,
 		tally: tally, gate: gate,
 	})
-	synced := a.waitSynced(t, t.Context())
+	synced := a.waitSynced(t.Context(), t)
 	res.PeakSynced, err = procStatus("VmHWM")
 	require.NoError(t, err)
-	waitFor(t, t.Context(), func() bool { total, _, _, _ := tally.snapshot(); return total > 0 }, "no reconcile", a)
+	waitFor(t.Context(), t, func() bool { total, _, _, _ := tally.snapshot(); return total > 0 }, "no reconcile", a)
 	_, _, first, _ := tally.snapshot()
 	served := a.servedAt()
 	res.Synced, res.FirstReconcile = synced.Sub(served), first.Sub(served)
