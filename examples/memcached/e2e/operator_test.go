@@ -248,7 +248,7 @@ func (o *operator) dump() string {
 		}
 		b.WriteString("\n  " + r.Severity().String() + " " + r.Body().AsString())
 		r.WalkAttributes(func(kv attribute.KeyValue) bool {
-			b.WriteString(" " + string(kv.Key) + "=" + kv.Value.Emit())
+			b.WriteString(" " + string(kv.Key) + "=" + kv.Value.String())
 			return true
 		})
 	}
