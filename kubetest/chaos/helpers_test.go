@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"sort"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -426,40 +423,7 @@ func percentiles(ds []time.Duration) (lowest, median, highest time.Duration) {
 	return s[0], s[len(s)/2], s[len(s)-1]
 }
 
-// network is a replica's network: the real one, until the test cuts it,
+// network is an App's network: the real one, until the test cuts it,
 // which closes every connection and refuses every dial, as a replica cut
-// off from the API server, or killed, sees it.
-type network struct {
-	mu    sync.Mutex
-	cut   bool
-	conns []net.Conn
-}
-
-func (n *network) Dial(ctx context.Context, network, address string) (net.Conn, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cut {
-		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
-	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, address)
-	if err != nil {
-		return nil, err
-	}
-	n.conns = append(n.conns, c)
-	return c, nil
-}
-
-func (n *network) Listen(context.Context, string, string) (net.Listener, error) {
-	return nil, errors.New("a controller's App listens on nothing")
-}
-
-// Cut closes every connection and refuses every dial from now on.
-func (n *network) Cut() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.cut = true
-	for _, c := range n.conns {
-		_ = c.Close()
-	}
-}
+// off from the API server sees it.
+type network = apptest.Switch

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -94,57 +93,21 @@ func waitUntil(t *testing.T, patience time.Duration, msg string, cond func() boo
 	return time.Now()
 }
 
-// chaosNetwork is an App's network that dials via, when set, whatever
-// address the App asks for, and that the test can make unreachable and
-// reachable again: Refuse closes every connection and refuses every dial,
-// as an API server that is down or a partitioned network does, until
-// Restore.
-type chaosNetwork struct {
-	via string
+// chaosNetwork is an App's network that the test can Cut, as an API
+// server that is down or a partitioned network does, until Restore.
+// &chaosNetwork{} dials the real network; with Network: via(addr), every
+// dial goes to addr instead, such as a proxy the test controls.
+type chaosNetwork = apptest.Switch
 
-	mu       sync.Mutex
-	refusing bool
-	conns    []net.Conn
+// via is a network that dials addr, whatever address it is asked for.
+type via string
+
+func (v via) Dial(ctx context.Context, network, _ string) (net.Conn, error) {
+	return app.OSHost().Dial(ctx, network, string(v))
 }
 
-func (n *chaosNetwork) Dial(ctx context.Context, network, address string) (net.Conn, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.refusing {
-		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
-	}
-	if n.via != "" {
-		address = n.via
-	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, address)
-	if err != nil {
-		return nil, err
-	}
-	n.conns = append(n.conns, c)
-	return c, nil
-}
-
-func (n *chaosNetwork) Listen(context.Context, string, string) (net.Listener, error) {
+func (v via) Listen(context.Context, string, string) (net.Listener, error) {
 	return nil, errors.New("a controller's App listens on nothing")
-}
-
-// Refuse closes every connection and refuses every dial until Restore.
-func (n *chaosNetwork) Refuse() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.refusing = true
-	for _, c := range n.conns {
-		_ = c.Close()
-	}
-	n.conns = nil
-}
-
-// Restore lets dials through again.
-func (n *chaosNetwork) Restore() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.refusing = false
 }
 
 // tcpProxy passes TCP connections on to an upstream address byte for

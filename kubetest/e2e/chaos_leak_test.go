@@ -118,7 +118,7 @@ func TestChaos_the_token_appears_in_no_record_span_metric_error_or_output(t *tes
 
 	// The API server is unreachable for a while: the watches, the Lease's
 	// renewals and the reconciles' requests fail.
-	netw.Refuse()
+	netw.Cut()
 	time.Sleep(chaosSize(3*time.Second, 5*time.Second))
 	_, err = direct.Resource(r.GVR()).Namespace(ns).List(t.Context(), metav1.ListOptions{})
 	require.Error(t, err)

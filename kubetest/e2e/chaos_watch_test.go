@@ -56,7 +56,7 @@ func TestChaos_a_dead_connection_is_noticed_by_the_HTTP2_ping_and_a_change_made_
 	proxy := startTCPProxy(t, conn.Server)
 
 	var sizes sizeLog
-	a := startChaosController(t, conn, app.Host{Network: &chaosNetwork{via: proxy.addr()}}, func(s *app.Setup, client *kube.Client) (*kube.Controller, error) {
+	a := startChaosController(t, conn, app.Host{Network: &chaosNetwork{Network: via(proxy.addr())}}, func(s *app.Setup, client *kube.Client) (*kube.Controller, error) {
 		settings := settingsFor("watch-controller", ns, "pod-0")
 		settings.Namespace = ns
 		// A Lease that outlives the black hole: the renewal stuck on the

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kubetest"
 )
 
@@ -387,40 +388,7 @@ func machineBusy() time.Duration {
 // network is an App's network: the real one, until the test cuts it,
 // which closes every connection and refuses every dial, as a replica cut
 // off from the API server sees it.
-type network struct {
-	mu    sync.Mutex
-	cut   bool
-	conns []net.Conn
-}
-
-func (n *network) Dial(ctx context.Context, network, address string) (net.Conn, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cut {
-		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
-	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, network, address)
-	if err != nil {
-		return nil, err
-	}
-	n.conns = append(n.conns, c)
-	return c, nil
-}
-
-func (n *network) Listen(context.Context, string, string) (net.Listener, error) {
-	return nil, errors.New("a controller's App listens on nothing")
-}
-
-// Cut closes every connection and refuses every dial from now on.
-func (n *network) Cut() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.cut = true
-	for _, c := range n.conns {
-		_ = c.Close()
-	}
-}
+type network = apptest.Switch
 
 // profile starts a CPU profile of the process, when dir is not empty,
 // and returns the func that stops it and writes it to dir/name.pprof.

@@ -1,0 +1,93 @@
+package apptest
+
+import (
+	"context"
+	"net"
+	"sync"
+	"syscall"
+
+	"github.com/loam-dev/loam/app"
+)
+
+// Switch is an app.Network in front of another, whose connections a test
+// can cut, as a pod cut off from the network sees it: Cut closes every
+// connection the Switch has made and refuses every dial and listen until
+// Restore. It is how a test takes a replica away from the API server
+// without stopping it, or stops one without letting it release anything.
+//
+// The zero Switch is ready to use and dials through the real network
+// (app.OSHost's), for tests of an App against a real server such as
+// kubetest's.
+type Switch struct {
+	// Network is the network the Switch passes dials and listens on to;
+	// nil is the real network.
+	Network app.Network
+
+	mu  sync.Mutex
+	cut bool
+	// open holds what the Switch made since the last Cut, for the next
+	// Cut to close.
+	open []interface{ Close() error }
+}
+
+var _ app.Network = (*Switch)(nil)
+
+func (s *Switch) next() app.Network {
+	if s.Network != nil {
+		return s.Network
+	}
+	return app.OSHost().Network
+}
+
+// Dial dials address through the Switch's Network, and fails with
+// ECONNREFUSED, as a dial to a port nothing listens on does, while the
+// Switch is cut.
+func (s *Switch) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cut {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+	}
+	c, err := s.next().Dial(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	s.open = append(s.open, c)
+	return c, nil
+}
+
+// Listen listens on address through the Switch's Network, and fails with
+// ENETDOWN while the Switch is cut.
+func (s *Switch) Listen(ctx context.Context, network, address string) (net.Listener, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cut {
+		return nil, &net.OpError{Op: "listen", Net: network, Err: syscall.ENETDOWN}
+	}
+	ln, err := s.next().Listen(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+	s.open = append(s.open, ln)
+	return ln, nil
+}
+
+// Cut closes every connection and listener the Switch has made, and
+// refuses every dial and listen until Restore.
+func (s *Switch) Cut() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cut = true
+	for _, c := range s.open {
+		_ = c.Close()
+	}
+	s.open = nil
+}
+
+// Restore lets dials and listens through again. What Cut closed stays
+// closed: an App dials anew, as it would after a partition heals.
+func (s *Switch) Restore() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cut = false
+}
