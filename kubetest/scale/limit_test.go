@@ -28,7 +28,11 @@ type limitResult struct {
 	// applied is the time until the last of the 2N applies returned;
 	// seen is until the harness's watch had seen every status.
 	applied, seen time.Duration
-	cpu           time.Duration
+	// creating is how long the loader took to create the n objects
+	// beforehand, untimed in the limit: with -scale.load=while the
+	// Controller's convergence includes those creates.
+	creating time.Duration
+	cpu      time.Duration
 	// others is the CPU other processes of the machine took meanwhile,
 	// in cores.
 	others   float64
@@ -96,8 +100,10 @@ func measureLimit(t *testing.T, c *kubetest.Cluster, cfg config, n, w int, via s
 	ctx := t.Context()
 	cl := newClients(t, c.RESTConfig())
 	ns := c.Namespace(t)
+	creating := time.Now()
 	owners, err := createObjects(ctx, cl, ns, n, cfg.loaders)
 	require.NoError(t, err)
+	res := limitResult{n: n, w: w, via: via, creating: time.Since(creating)}
 	t.Cleanup(func() { require.NoError(t, deleteAll(context.WithoutCancel(ctx), cl, ns)) })
 	watch := watchSettled(t, cl, ns, n)
 
@@ -123,7 +129,8 @@ func measureLimit(t *testing.T, c *kubetest.Cluster, cfg config, n, w int, via s
 	stopProfile()
 	after, err := scrapeRequests(ctx, cl)
 	require.NoError(t, err)
-	return limitResult{n: n, w: w, via: via, applied: applied, seen: seenAt.Sub(start), cpu: cpu, others: others, requests: after.since(before)}
+	res.applied, res.seen, res.cpu, res.others, res.requests = applied, seenAt.Sub(start), cpu, others, after.since(before)
+	return res
 }
 
 // watchLikeController runs, until the test ends, the informers a
