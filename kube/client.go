@@ -60,8 +60,12 @@ func CheckTLS(cfg *tls.Config) error {
 // NewClient returns a Client that reaches conn's API server through s's
 // Host, traced and measured on s's Telemetry, with s's failure injector at
 // every request. It checks s and every field of conn and reports every
-// mistake in one error; it opens no connection. The Client closes its idle
-// connections when the App stops.
+// mistake in one error; it opens no connection. When the App stops, after
+// every Service has returned, the Client closes its connections: the idle
+// ones and any a request still holds, such as a watch whose stream is
+// still being torn down, which would otherwise keep its connection and its
+// read loop for 90 seconds. A request made later, from an OnStop hook,
+// dials anew.
 func NewClient(s *app.Setup, conn Connection) (*Client, error) {
 	var errs []error
 	if s == nil {
@@ -97,7 +101,7 @@ func NewClient(s *app.Setup, conn Connection) (*Client, error) {
 		return nil, fmt.Errorf("kube: NewClient: %w", err)
 	}
 	s.OnStop(func(context.Context) error {
-		t.CloseIdleConnections()
+		t.CloseConnections()
 		return nil
 	})
 	return &Client{server: conn.Server, transport: t}, nil

@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
@@ -53,5 +55,70 @@ func TestClient_closes_its_idle_connections_when_the_App_stops(t *testing.T) {
 		require.Equal(t, 0, a.Wait())
 		synctest.Wait()
 		require.Equal(t, int32(1), api.closed.Load(), "OnStop closed the idle connection")
+	})
+}
+
+// watchLeftOpen starts a watch that outlives its Serve, as a watch being
+// torn down while the App stops does, and reports its events' end.
+type watchLeftOpen struct {
+	client  *kube.Client
+	started chan error
+	ended   chan struct{}
+}
+
+func (w watchLeftOpen) Serve(ctx context.Context) error {
+	kc, err := kubernetes.NewForConfig(w.client.Config())
+	if err != nil {
+		w.started <- err
+		return err
+	}
+	// Not ctx: nothing cancels this watch; only its connection closing
+	// ends it.
+	wi, err := kc.CoreV1().Namespaces().Watch(context.WithoutCancel(ctx), metav1.ListOptions{})
+	w.started <- err
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer close(w.ended)
+		for range wi.ResultChan() {
+		}
+	}()
+	<-ctx.Done()
+	return nil
+}
+
+func (watchLeftOpen) Shutdown(context.Context) error { return nil }
+
+func TestClient_closes_a_connection_still_in_use_when_the_App_stops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, ca, api := apptest.NewHost(t), apptest.NewCA(t), &apiServer{}
+		serve(t, h, ca, "api.test:443", api, "api.test")
+		w := watchLeftOpen{started: make(chan error, 1), ended: make(chan struct{})}
+		a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
+			c, err := kube.NewClient(s, kube.Connection{
+				Server: "api.test:443",
+				TLS:    &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
+			})
+			if err != nil {
+				return nil, err
+			}
+			w.client = c
+			return []app.Service{w}, nil
+		}, apptest.WithHost(h))
+
+		require.NoError(t, <-w.started)
+		synctest.Wait()
+		require.Equal(t, int32(1), api.conns.Load())
+
+		a.Signal(syscall.SIGTERM)
+		require.Equal(t, 0, a.Wait())
+		synctest.Wait()
+		require.Equal(t, int32(1), api.closed.Load(), "OnStop closed the connection the watch held")
+		select {
+		case <-w.ended:
+		default:
+			t.Fatal("the watch's result channel is still open after the App stopped")
+		}
 	})
 }

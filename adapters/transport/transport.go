@@ -46,15 +46,25 @@ type Options struct {
 	Inject func(next http.RoundTripper) http.RoundTripper
 }
 
-// Transport is the composed RoundTripper, with the base transport kept so
-// its idle connections can be closed at shutdown.
+// Transport is the composed RoundTripper, with the base transport and the
+// connections it dialed kept so that they can be closed at shutdown.
 type Transport struct {
 	http.RoundTripper
-	base *http.Transport
+	base  *http.Transport
+	conns *conns
 }
 
 // CloseIdleConnections closes the connections no request is using.
 func (t *Transport) CloseIdleConnections() { t.base.CloseIdleConnections() }
+
+// CloseConnections closes every connection the transport has open, idle
+// or in use. A request still in flight fails with a closed connection; a
+// later request dials a new one. It is for shutdown, once nothing should
+// be using the transport any more.
+func (t *Transport) CloseConnections() {
+	t.base.CloseIdleConnections()
+	t.conns.closeAll()
+}
 
 // New builds the layers the package doc lists. It fails when Server isn't
 // host:port, or Dial or TLS is nil, naming every mistake.
@@ -78,11 +88,12 @@ func New(o Options) (*Transport, error) {
 	if cfg.ServerName == "" {
 		cfg.ServerName = host
 	}
+	open := &conns{}
 	base := &http.Transport{
 		// Never http.ProxyFromEnvironment: nothing reads the real
 		// environment behind the end user's back.
 		Proxy:               nil,
-		DialContext:         o.Dial,
+		DialContext:         open.dial(o.Dial),
 		TLSClientConfig:     cfg,
 		ForceAttemptHTTP2:   true,
 		MaxIdleConnsPerHost: 25,
@@ -116,7 +127,7 @@ func New(o Options) (*Transport, error) {
 		otelhttp.WithSpanNameFormatter(spanName),
 	)
 	rt = otelhttp.NewTransport(rt, otelOpts...)
-	return &Transport{RoundTripper: rt, base: base}, nil
+	return &Transport{RoundTripper: rt, base: base, conns: open}, nil
 }
 
 // IsWatch reports whether r is a watch, as the API server tells one: the

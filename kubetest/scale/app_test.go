@@ -3,7 +3,6 @@ package scale
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,27 +37,6 @@ type controllerApp struct {
 	served atomic.Int64
 }
 
-// closeIdleAfterExit stops a, when the test ends, and then closes the idle
-// connections of its Client's transport once more. The Client closes them
-// as the App stops, but a watch whose stream is still being torn down then
-// keeps its connection busy, and the connection would stay open, its read
-// loop running, for the transport's 90s idle timeout: goleak would report
-// it. It is registered after apptest.Start's own cleanup, so it runs
-// first, and stops the App itself.
-func closeIdleAfterExit(t testing.TB, a *apptest.App, rt func() http.RoundTripper) {
-	t.Cleanup(func() {
-		a.Stop()
-		closer, ok := rt().(interface{ CloseIdleConnections() })
-		if !ok {
-			return
-		}
-		for range 3 {
-			closer.CloseIdleConnections()
-			time.Sleep(50 * time.Millisecond)
-		}
-	})
-}
-
 // startController runs an App whose Init builds a Client of conn and the
 // Controller cfg describes, on a Host whose network the test can cut. Its
 // Telemetry keeps metrics and log records in memory, and traces nothing:
@@ -67,13 +45,11 @@ func closeIdleAfterExit(t testing.TB, a *apptest.App, rt func() http.RoundTrippe
 func startController(t testing.TB, conn kube.Connection, cfg controllerConfig) *controllerApp {
 	t.Helper()
 	ca := &controllerApp{network: &network{}, telemetry: apptest.NewTelemetry()}
-	var rt http.RoundTripper
 	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
 		client, err := kube.NewClient(s, conn)
 		if err != nil {
 			return nil, err
 		}
-		rt = client.RoundTripper()
 		kc, err := kubernetes.NewForConfig(client.Config())
 		if err != nil {
 			return nil, err
@@ -108,7 +84,6 @@ func startController(t testing.TB, conn kube.Connection, cfg controllerConfig) *
 	ca.App = a
 	a.Setup() // Init has returned, so ctrl is set
 	require.NotNil(t, ca.ctrl, "Init failed; stderr: %s", a.Stderr())
-	closeIdleAfterExit(t, a, func() http.RoundTripper { return rt })
 	return ca
 }
 
@@ -129,16 +104,12 @@ func untraced(t *apptest.Telemetry) app.TelemetryBuilder {
 // nothing else until the test ends.
 func loamClients(t testing.TB, conn kube.Connection) clients {
 	t.Helper()
-	var (
-		cl clients
-		rt http.RoundTripper
-	)
+	var cl clients
 	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
 		client, err := kube.NewClient(s, conn)
 		if err != nil {
 			return nil, err
 		}
-		rt = client.RoundTripper()
 		if cl.kube, err = kubernetes.NewForConfig(client.Config()); err != nil {
 			return nil, err
 		}
@@ -152,7 +123,6 @@ func loamClients(t testing.TB, conn kube.Connection) clients {
 	))
 	a.Setup()
 	require.NotNil(t, cl.dynamic, "Init failed; stderr: %s", a.Stderr())
-	closeIdleAfterExit(t, a, func() http.RoundTripper { return rt })
 	return cl
 }
 
