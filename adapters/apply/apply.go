@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -117,6 +118,11 @@ func (w *Writer) ApplyStatus(ctx context.Context, key ports.Key, uid types.UID, 
 // otherwise, which removes it unless another field manager set it too.
 // Then the finalizer stays, and ApplyFinalizer returns a
 // *ports.FinalizerHeldError naming the field managers that hold it.
+//
+// Removing the finalizer from an object that is gone succeeds: the
+// finalizer went with it. That happens when a reconcile works from a
+// cache that hasn't yet seen the deletion its previous removal let
+// happen.
 func (w *Writer) ApplyFinalizer(ctx context.Context, key ports.Key, uid types.UID, finalizer string, present bool) error {
 	b := w.body(key, uid)
 	if present {
@@ -125,6 +131,9 @@ func (w *Writer) ApplyFinalizer(ctx context.Context, key ports.Key, uid types.UI
 	// Not forced: finalizers are a set, whose items two managers can share
 	// without conflict, so a conflict is news worth failing on.
 	u, err := w.send(ctx, key, b, false)
+	if err != nil && !present && gone(err) {
+		return nil
+	}
 	if err != nil || present {
 		return err
 	}
@@ -132,6 +141,28 @@ func (w *Writer) ApplyFinalizer(ctx context.Context, key ports.Key, uid types.UI
 		return nil
 	}
 	return &ports.FinalizerHeldError{Finalizer: finalizer, Managers: holders(u.GetManagedFields(), finalizer, w.c.FieldManager)}
+}
+
+// gone reports whether err says the object an apply named is no longer
+// there: not found, or a Conflict without field-manager conflicts, which
+// is how the API server refuses an apply whose uid matches no object
+// rather than create one.
+func gone(err error) bool {
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if !apierrors.IsConflict(err) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Details != nil {
+		for _, c := range status.Status().Details.Causes {
+			if c.Type == metav1.CauseTypeFieldManagerConflict {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (w *Writer) apply(ctx context.Context, key ports.Key, b body, force bool, subresources ...string) error {

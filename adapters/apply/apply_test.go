@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -165,6 +166,40 @@ func TestWriter_returns_the_API_server_s_error(t *testing.T) {
 	require.ErrorIs(t, w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{}`)), gone)
 	require.ErrorIs(t, w.ApplyFinalizer(t.Context(), key, "uid-1", fin, false), gone)
 	require.ErrorIs(t, w.ApplyFinalizer(t.Context(), key, "uid-1", fin, true), gone)
+}
+
+func TestWriter_ApplyFinalizer_removing_from_an_object_that_is_gone_succeeds(t *testing.T) {
+	gr := schema.GroupResource{Group: "cache.example.com", Resource: "memcacheds"}
+	noObject := apierrors.NewConflict(gr, "a", errors.New("uid mismatch: the provided object specified uid uid-1, and no existing object was found"))
+	fieldConflict := apierrors.NewApplyConflict([]metav1.StatusCause{{
+		Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "kubectl"`, Field: ".metadata.finalizers",
+	}}, "Apply failed with 1 conflict")
+	tests := []struct {
+		name    string
+		err     error
+		present bool
+		wantErr bool
+	}{
+		{"removing, no object with the uid", noObject, false, false},
+		{"removing, not found", apierrors.NewNotFound(gr, "a"), false, false},
+		{"removing, a field-manager conflict", fieldConflict, false, true},
+		{"removing, forbidden", apierrors.NewForbidden(gr, "a", errors.New("no")), false, true},
+		{"adding, no object with the uid", noObject, true, true},
+		{"adding, not found", apierrors.NewNotFound(gr, "a"), true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newServer(t)
+			w := newWriter(t, s)
+			s.answer = func(k8stesting.PatchActionImpl) (*unstructured.Unstructured, error) { return nil, tt.err }
+			err := w.ApplyFinalizer(t.Context(), key, "uid-1", fin, tt.present)
+			if tt.wantErr {
+				require.ErrorIs(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+		})
+	}
 }
 
 func TestNew_reports_every_mistake(t *testing.T) {

@@ -49,6 +49,9 @@ func TestApplyWriter_against_the_API_server(t *testing.T) {
 		require.True(t, apierrors.IsConflict(err), "%v", err)
 		require.ErrorContains(t, err, "uid mismatch")
 		require.Error(t, w.ApplyStatus(t.Context(), key("gone"), u.GetUID(), []byte(`{"readyReplicas":1}`)))
+		// Removing the finalizer, as a reconcile from a cache that hasn't
+		// seen the deletion does, succeeds: it went with the object.
+		require.NoError(t, w.ApplyFinalizer(t.Context(), key("gone"), u.GetUID(), finalizer, false))
 		_, found := getMemcached(t, admin.dynamic, r, ns, "gone")
 		require.False(t, found)
 	})
