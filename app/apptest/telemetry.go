@@ -132,6 +132,29 @@ func (t *Telemetry) Records() []sdklog.Record {
 	return records
 }
 
+// ExceptionMessages returns the exception.message attribute of each log
+// record whose body is body, in the order they were emitted, with "" for
+// a record that has none. loam's records of a failure carry the error
+// there, so a test reads what went wrong as the operator's logs say it.
+func (t *Telemetry) ExceptionMessages(body string) []string {
+	var msgs []string
+	for _, r := range t.Records() {
+		if r.Body().AsString() != body {
+			continue
+		}
+		msg := ""
+		r.WalkAttributes(func(kv attribute.KeyValue) bool {
+			if kv.Key == "exception.message" {
+				msg = kv.Value.AsString()
+				return false
+			}
+			return true
+		})
+		msgs = append(msgs, msg)
+	}
+	return msgs
+}
+
 // Metrics collects every metric recorded so far, cumulatively. After
 // Shutdown it returns the collection Shutdown took. It fails only when
 // ctx is done or collecting fails.

@@ -157,3 +157,21 @@ func TestTelemetry_Records_are_copies(t *testing.T) {
 	first[0].SetBody(attribute.StringValue("changed"))
 	require.Equal(t, "kept", tel.Records()[0].Body().AsString())
 }
+
+func TestTelemetry_ExceptionMessages_reads_the_records_with_a_body(t *testing.T) {
+	tel := apptest.NewTelemetry()
+	logger := tel.LoggerProvider.Logger("test")
+	emit := func(body string, attrs ...attribute.KeyValue) {
+		var r log.Record
+		r.SetBody(attribute.StringValue(body))
+		r.AddAttributes(attrs...)
+		logger.Emit(t.Context(), r)
+	}
+	emit("reconcile failed", attribute.String("loam.kube.object.name", "a"), attribute.String("exception.message", "first"))
+	emit("something else", attribute.String("exception.message", "not this one"))
+	emit("reconcile failed")
+	emit("reconcile failed", attribute.String("exception.message", "third"))
+
+	require.Equal(t, []string{"first", "", "third"}, tel.ExceptionMessages("reconcile failed"))
+	require.Empty(t, tel.ExceptionMessages("nothing logged"))
+}

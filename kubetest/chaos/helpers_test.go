@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -268,30 +267,10 @@ func (r *replica) exited() bool {
 // failure returns the message of the App's record that its Controller's
 // Serve failed, or "" when there is none.
 func (r *replica) failure() string {
-	if msgs := r.records("service failed"); len(msgs) > 0 {
+	if msgs := r.Telemetry().ExceptionMessages("service failed"); len(msgs) > 0 {
 		return msgs[0]
 	}
 	return ""
-}
-
-// records returns the exception.message of each of the App's records
-// whose body is body, "" for a record without one.
-func (r *replica) records(body string) []string {
-	var msgs []string
-	for _, rec := range r.Telemetry().Records() {
-		if rec.Body().AsString() != body {
-			continue
-		}
-		msg := ""
-		rec.WalkAttributes(func(kv attribute.KeyValue) bool {
-			if kv.Key == "exception.message" {
-				msg = kv.Value.AsString()
-			}
-			return true
-		})
-		msgs = append(msgs, msg)
-	}
-	return msgs
 }
 
 // interval is one reconcile of one object by one replica: its span, from

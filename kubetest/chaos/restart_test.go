@@ -87,7 +87,7 @@ func TestChaos_API_server_restarts(t *testing.T) {
 	require.False(t, rep.exited(), "the controller exited: %q", rep.failure())
 	require.True(t, rep.synced(t))
 	outcomes := rep.outcomes(t)
-	require.Empty(t, rep.records("reconcile panicked"), "a reconcile panicked")
+	require.Empty(t, rep.Telemetry().ExceptionMessages("reconcile panicked"), "a reconcile panicked")
 	require.Zero(t, outcomes["panic"], "a reconcile panicked")
 
 	lowest, median, highest := percentiles(outages)

@@ -531,11 +531,11 @@ func TestChaos_deletions_race_slow_reconciles_and_another_manager_s_finalizer_an
 	}
 	require.GreaterOrEqual(t, int(deletedInFlight.Load()), objects/2, "the deletions didn't land while reconciles ran")
 	t.Logf("figure: deletion races: %d objects, %d deleted while reconciled, %d hold cycles of another manager's finalizer; every object gone %v after the first was created; %d failed reconciles (retried), %d children left for the garbage collector, 0 objects re-created; %d deleted by the API server with the other's finalizer just added and %d with ours (kubernetes#77988)",
-		objects, deletedInFlight.Load(), cycles, gone.Round(time.Millisecond), len(a.records("reconcile failed")), len(deployments.Items), upstreamRaces, bypassed)
-	for _, msg := range a.records("reconcile failed") {
+		objects, deletedInFlight.Load(), cycles, gone.Round(time.Millisecond), len(a.Telemetry().ExceptionMessages("reconcile failed")), len(deployments.Items), upstreamRaces, bypassed)
+	for _, msg := range a.Telemetry().ExceptionMessages("reconcile failed") {
 		t.Logf("a failed reconcile, retried: %s", msg)
 	}
-	require.Empty(t, a.records("reconcile panicked"))
+	require.Empty(t, a.Telemetry().ExceptionMessages("reconcile panicked"))
 	require.Equal(t, 0, a.Stop())
 }
 

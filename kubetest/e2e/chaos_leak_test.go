@@ -110,7 +110,7 @@ func TestChaos_the_token_appears_in_no_record_span_metric_error_or_output(t *tes
 	})
 	createWith(t, memcacheds, r, ns, "ticking", nil, nil)
 	failedWith := func(needle string) func() bool {
-		return func() bool { return len(containing(a.records("reconcile failed"), needle)) > 0 }
+		return func() bool { return len(containing(a.Telemetry().ExceptionMessages("reconcile failed"), needle)) > 0 }
 	}
 	eventually(t, failedWith("is forbidden"), "the forbidden apply never failed", a)
 	eventually(t, failedWith("injected abort"), "the scenario never aborted the apply", a)

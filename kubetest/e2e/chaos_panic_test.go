@@ -231,7 +231,7 @@ func TestChaos_panics_in_a_Reconciler_a_Finalize_and_a_trust_func_are_not_retrie
 	require.Equal(t, 2, finalizes.of("finalize-panics"))
 
 	// Each panic is one reconcile of outcome panic.
-	panics := len(a.records("reconcile panicked"))
+	panics := len(a.Telemetry().ExceptionMessages("reconcile panicked"))
 	require.Equal(t, 4, panics, "one Reconciler's, one trust's, one Finalize's, and the Reconciler's again after the change")
 	h, err := a.Telemetry().Metric(t.Context(), loamtelemetry.ReconcileDurationName)
 	require.NoError(t, err)
@@ -244,7 +244,7 @@ func TestChaos_panics_in_a_Reconciler_a_Finalize_and_a_trust_func_are_not_retrie
 	require.Equal(t, uint64(panics), outcomePanic)
 	require.Equal(t, 0, a.Stop(), "the panics never end the Service")
 	require.Empty(t, a.failure())
-	require.True(t, slices.ContainsFunc(a.records("reconcile panicked"), func(msg string) bool {
+	require.True(t, slices.ContainsFunc(a.Telemetry().ExceptionMessages("reconcile panicked"), func(msg string) bool {
 		return msg == "assignment to entry in nil map"
 	}), "the Reconciler's panic is recorded with its message")
 }

@@ -243,6 +243,6 @@ func TestChaos_a_rotated_token_is_used_within_a_minute_and_a_failing_Token_keeps
 		require.Zero(t, run.wire.unauthorized.Load(), "the API server refused a request of the App")
 		require.Equal(t, 0, run.app.Stop())
 		require.Empty(t, run.app.failure())
-		require.Empty(t, run.app.records("reconcile failed"))
+		require.Empty(t, run.app.Telemetry().ExceptionMessages("reconcile failed"))
 	}
 }

@@ -2,13 +2,11 @@ package e2e
 
 import (
 	"context"
-	"regexp"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -25,6 +23,7 @@ import (
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/memcached"
 	"github.com/loam-dev/loam/kubetest"
 )
 
@@ -34,39 +33,17 @@ import (
 // named after its namespace, and its controller is limited to that
 // namespace, so tests never see each other's objects.
 
-// memcachedSpec and memcachedStatus are the spec's Memcached.
-type memcachedSpec struct {
-	Size  int32  `json:"size"`
-	Image string `json:"image"`
-}
-
-type memcachedStatus struct {
-	ReadyReplicas int32              `json:"readyReplicas,omitempty"`
-	Conditions    []metav1.Condition `json:"conditions,omitempty"`
-}
-
-type memcachedObject = kube.Object[memcachedSpec, memcachedStatus]
+// memcachedSpec, memcachedStatus and memcachedResource are the spec's
+// Memcached, shared with the scale harness.
+type (
+	memcachedSpec   = memcached.Spec
+	memcachedStatus = memcached.Status
+	memcachedObject = memcached.Object
+)
 
 // memcachedResource is the spec's Memcached resource, in group.
 func memcachedResource(group string) kube.Resource[memcachedSpec, memcachedStatus] {
-	var (
-		spec   memcachedSpec
-		status memcachedStatus
-	)
-	return kube.Resource[memcachedSpec, memcachedStatus]{
-		Group:   group,
-		Version: "v1alpha1",
-		Kind:    "Memcached",
-		Plural:  "memcacheds",
-		Scope:   kube.Namespaced,
-		Rules: []kube.TypeRules{
-			kube.Rules(&spec,
-				kube.Field(&spec.Size).Minimum(1).Maximum(3).Description("How many memcached pods run."),
-				kube.Field(&spec.Image).Pattern(regexp.MustCompile(`^memcached:`)).Default("memcached:1.6.26-alpine3.19"),
-			),
-			kube.Rules(&status, kube.Field(&status.Conditions).ListMap("type")),
-		},
-	}
+	return memcached.Resource(group)
 }
 
 // controllerGroup is the API group of a test's Memcached.
@@ -234,30 +211,10 @@ func (a *controllerApp) synced(t *testing.T) bool {
 // failure returns the message of the App's record that its Controller's
 // Serve failed, or "" when there is none.
 func (a *controllerApp) failure() string {
-	if msgs := a.records("service failed"); len(msgs) > 0 {
+	if msgs := a.Telemetry().ExceptionMessages("service failed"); len(msgs) > 0 {
 		return msgs[0]
 	}
 	return ""
-}
-
-// records returns the exception.message of each of the App's records
-// whose body is body, "" for a record without one.
-func (a *controllerApp) records(body string) []string {
-	var msgs []string
-	for _, r := range a.Telemetry().Records() {
-		if r.Body().AsString() != body {
-			continue
-		}
-		msg := ""
-		r.WalkAttributes(func(kv attribute.KeyValue) bool {
-			if kv.Key == "exception.message" {
-				msg = kv.Value.AsString()
-			}
-			return true
-		})
-		msgs = append(msgs, msg)
-	}
-	return msgs
 }
 
 // network is an App's network: the real one, until the test cuts it,
@@ -362,21 +319,7 @@ func lease(t *testing.T, k kubernetes.Interface, ns, name string) *coordinationv
 // the tests share two cores with other test binaries.
 func eventually(t *testing.T, cond func() bool, msg string, apps ...*controllerApp) {
 	t.Helper()
-	const patience = time.Minute
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		for _, a := range apps {
-			select {
-			case <-a.Done():
-				t.Fatalf("%s: the App exited with %d: %q", msg, a.Wait(), a.failure())
-			default:
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", msg, patience)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, time.Minute, msg, cond, apps...)
 }
 
 // deploymentsGVR is what the Memcached controller owns.

@@ -151,10 +151,10 @@ func TestController_reconciles_at_start_on_a_change_and_on_a_change_or_deletion_
 	require.Equal(t, 0, a.Stop(), "SIGTERM: a clean exit")
 	require.False(t, a.synced(t))
 	require.Empty(t, a.failure())
-	require.Empty(t, a.records("reconcile failed"))
+	require.Empty(t, a.Telemetry().ExceptionMessages("reconcile failed"))
 	// client-go's own records, here its leader election's, reach the
 	// App's LoggerProvider, not the process's stderr.
-	require.NotEmpty(t, a.records("Successfully acquired lease"))
+	require.NotEmpty(t, a.Telemetry().ExceptionMessages("Successfully acquired lease"))
 }
 
 func TestController_applies_status_conditions_with_no_conflict_under_5_workers_and_500_objects(t *testing.T) {
@@ -352,7 +352,7 @@ func TestController_Finalize_fails_while_another_field_manager_holds_the_finaliz
 		}
 	}
 	require.Equal(t, []string{"someone-else"}, holders, "the controller gave its share up")
-	require.Contains(t, a.records("reconcile failed"),
+	require.Contains(t, a.Telemetry().ExceptionMessages("reconcile failed"),
 		`removing finalizer "cache.example.com/finalizer": finalizer "cache.example.com/finalizer" is also set by field manager "someone-else", and stays until it is removed there`)
 
 	// Once the other manager lets go too, the object is gone.

@@ -3,7 +3,6 @@ package scale
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/memcached"
 )
 
 // The harness's custom resource is the spec's Memcached in a group of its
@@ -29,40 +29,12 @@ const (
 	readyType    = "Ready"
 )
 
-type memcachedSpec struct {
-	Size  int32  `json:"size"`
-	Image string `json:"image"`
-}
+type (
+	memcachedSpec   = memcached.Spec
+	memcachedStatus = memcached.Status
+)
 
-type memcachedStatus struct {
-	ReadyReplicas int32              `json:"readyReplicas,omitempty"`
-	Conditions    []metav1.Condition `json:"conditions,omitempty"`
-}
-
-type memcached = kube.Object[memcachedSpec, memcachedStatus]
-
-func memcachedResource() kube.Resource[memcachedSpec, memcachedStatus] {
-	var (
-		spec   memcachedSpec
-		status memcachedStatus
-	)
-	return kube.Resource[memcachedSpec, memcachedStatus]{
-		Group:   group,
-		Version: "v1alpha1",
-		Kind:    "Memcached",
-		Plural:  "memcacheds",
-		Scope:   kube.Namespaced,
-		Rules: []kube.TypeRules{
-			kube.Rules(&spec,
-				kube.Field(&spec.Size).Minimum(1).Maximum(3).Description("How many memcached pods run."),
-				kube.Field(&spec.Image).Pattern(regexp.MustCompile(`^memcached:`)).Default("memcached:1.6.26-alpine3.19"),
-			),
-			kube.Rules(&status, kube.Field(&status.Conditions).ListMap("type")),
-		},
-	}
-}
-
-var resource = memcachedResource()
+var resource = memcached.Resource(group)
 
 // objectName names the i-th object of a run, and its ConfigMap.
 func objectName(i int) string { return fmt.Sprintf("m%05d", i) }
@@ -208,7 +180,7 @@ type reconciler struct {
 	gate  <-chan struct{}
 }
 
-func (r reconciler) Reconcile(ctx context.Context, m memcached) (kube.Result[memcachedStatus], error) {
+func (r reconciler) Reconcile(ctx context.Context, m memcached.Object) (kube.Result[memcachedStatus], error) {
 	r.tally.add(m.Name)
 	if r.gate != nil {
 		select {
