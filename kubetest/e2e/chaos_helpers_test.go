@@ -2,14 +2,10 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -284,17 +280,8 @@ type authRequest struct {
 // starts later.
 func startAuthWire(t *testing.T, c *kubetest.Cluster) (*authWire, kube.Connection) {
 	t.Helper()
-	upstream := c.Connection()
-	target := &url.URL{Scheme: "https", Host: upstream.Server}
-	transport := &http.Transport{TLSClientConfig: upstream.TLS, ForceAttemptHTTP2: true}
 	w := &authWire{}
-	proxy := &httputil.ReverseProxy{
-		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
-		Transport:     transport,
-		FlushInterval: -1, // a watch streams
-	}
-	ca := apptest.NewCA(t)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+	conn := startProxy(t, c, func(rw http.ResponseWriter, r *http.Request, next http.Handler) {
 		w.mu.Lock()
 		w.requests = append(w.requests, authRequest{
 			at:     time.Now(),
@@ -303,19 +290,9 @@ func startAuthWire(t *testing.T, c *kubetest.Cluster) (*authWire, kube.Connectio
 			path:   r.URL.Path,
 		})
 		w.mu.Unlock()
-		proxy.ServeHTTP(&codeWriter{ResponseWriter: rw, w: w}, r)
-	}))
-	srv.EnableHTTP2 = true
-	srv.TLS = ca.ServerConfig("127.0.0.1")
-	srv.StartTLS()
-	t.Cleanup(func() {
-		srv.Close()
-		transport.CloseIdleConnections()
+		next.ServeHTTP(&codeWriter{ResponseWriter: rw, w: w}, r)
 	})
-	return w, kube.Connection{
-		Server: srv.Listener.Addr().String(),
-		TLS:    &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
-	}
+	return w, conn
 }
 
 // codeWriter counts the 401s the API server answers.

@@ -321,10 +321,26 @@ type wireRequest struct {
 // It stops when the test ends, after the Apps the test started later.
 func startWire(t *testing.T, c *kubetest.Cluster) (*wire, kube.Connection) {
 	t.Helper()
+	w := &wire{}
+	conn := startProxy(t, c, func(rw http.ResponseWriter, r *http.Request, next http.Handler) {
+		w.record(r)
+		next.ServeHTTP(rw, r)
+	})
+	conn.Token = c.Connection().Token
+	return w, conn
+}
+
+// startProxy starts a TLS server of its own CA in front of c's API
+// server, and returns the Connection that reaches the cluster through it,
+// with no Token. Each request goes to inspect, which passes it on, as it
+// came, with next. The Client's TLS ends at the proxy, so what inspect
+// sees is what the API server receives. The proxy stops when the test
+// ends, after the Apps the test started later.
+func startProxy(t *testing.T, c *kubetest.Cluster, inspect func(rw http.ResponseWriter, r *http.Request, next http.Handler)) kube.Connection {
+	t.Helper()
 	upstream := c.Connection()
 	target := &url.URL{Scheme: "https", Host: upstream.Server}
 	transport := &http.Transport{TLSClientConfig: upstream.TLS, ForceAttemptHTTP2: true}
-	w := &wire{}
 	proxy := &httputil.ReverseProxy{
 		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
 		Transport:     transport,
@@ -332,8 +348,7 @@ func startWire(t *testing.T, c *kubetest.Cluster) (*wire, kube.Connection) {
 	}
 	ca := apptest.NewCA(t)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		w.record(r)
-		proxy.ServeHTTP(rw, r)
+		inspect(rw, r, proxy)
 	}))
 	srv.EnableHTTP2 = true
 	srv.TLS = ca.ServerConfig("127.0.0.1")
@@ -342,12 +357,10 @@ func startWire(t *testing.T, c *kubetest.Cluster) (*wire, kube.Connection) {
 		srv.Close()
 		transport.CloseIdleConnections()
 	})
-	conn := kube.Connection{
+	return kube.Connection{
 		Server: srv.Listener.Addr().String(),
 		TLS:    &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
-		Token:  upstream.Token,
 	}
-	return w, conn
 }
 
 // throughWire returns a Connection to c through a recording proxy, and,
