@@ -30,21 +30,29 @@ func (l lister) Serve(ctx context.Context) error {
 
 func (lister) Shutdown(context.Context) error { return nil }
 
+// startWithClient starts an App on h whose Init makes a Client of the API
+// server at api.test:443, trusting ca, and serves the Service svc makes
+// of it.
+func startWithClient(t *testing.T, h *apptest.Host, ca *apptest.CA, svc func(*kube.Client) app.Service) *apptest.App {
+	t.Helper()
+	return apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
+		c, err := kube.NewClient(s, kube.Connection{
+			Server: "api.test:443",
+			TLS:    &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return []app.Service{svc(c)}, nil
+	}, apptest.WithHost(h))
+}
+
 func TestClient_closes_its_idle_connections_when_the_App_stops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, ca, api := apptest.NewHost(t), apptest.NewCA(t), &apiServer{}
 		serve(t, h, ca, "api.test:443", api, "api.test")
 		listed := make(chan error, 1)
-		a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
-			c, err := kube.NewClient(s, kube.Connection{
-				Server: "api.test:443",
-				TLS:    &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
-			})
-			if err != nil {
-				return nil, err
-			}
-			return []app.Service{lister{client: c, listed: listed}}, nil
-		}, apptest.WithHost(h))
+		a := startWithClient(t, h, ca, func(c *kube.Client) app.Service { return lister{client: c, listed: listed} })
 
 		require.NoError(t, <-listed)
 		synctest.Wait()
@@ -95,17 +103,10 @@ func TestClient_closes_a_connection_still_in_use_when_the_App_stops(t *testing.T
 		h, ca, api := apptest.NewHost(t), apptest.NewCA(t), &apiServer{}
 		serve(t, h, ca, "api.test:443", api, "api.test")
 		w := watchLeftOpen{started: make(chan error, 1), ended: make(chan struct{})}
-		a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
-			c, err := kube.NewClient(s, kube.Connection{
-				Server: "api.test:443",
-				TLS:    &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
-			})
-			if err != nil {
-				return nil, err
-			}
+		a := startWithClient(t, h, ca, func(c *kube.Client) app.Service {
 			w.client = c
-			return []app.Service{w}, nil
-		}, apptest.WithHost(h))
+			return w
+		})
 
 		require.NoError(t, <-w.started)
 		synctest.Wait()
