@@ -29,6 +29,7 @@ import (
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/internal/controllerapp"
 )
 
 // sized picks a test's size: short under -short, full under -chaos.full,
@@ -223,27 +224,15 @@ type replica struct {
 // ConfigMaps.
 func startReplica(t *testing.T, conn kube.Connection, settings kube.Settings, newReconciler func(k kubernetes.Interface) kube.Reconciler[widgetSpec, widgetStatus]) *replica {
 	t.Helper()
-	r := &replica{identity: settings.LeaderElection.Identity, network: &network{}}
-	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
-		client, err := kube.NewClient(s, conn)
-		if err != nil {
-			return nil, err
-		}
+	n := &network{}
+	a, ctrl := controllerapp.Start(t, conn, func(s *app.Setup, client *kube.Client) (*kube.Controller, error) {
 		k, err := kubernetes.NewForConfig(client.Config())
 		if err != nil {
 			return nil, err
 		}
-		ctrl, err := kube.NewController(s, client, settings, widgets, newReconciler(k), kube.Owns(configMapsGVR))
-		if err != nil {
-			return nil, err
-		}
-		r.ctrl = ctrl
-		return []app.Service{ctrl}, nil
-	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: r.network})))
-	r.App = a
-	a.Setup() // Init has returned, so ctrl is set
-	require.NotNil(t, r.ctrl, "Init failed; stderr: %s", a.Stderr())
-	return r
+		return kube.NewController(s, client, settings, widgets, newReconciler(k), kube.Owns(configMapsGVR))
+	}, app.WithHost(app.Host{Network: n}))
+	return &replica{App: a, identity: settings.LeaderElection.Identity, network: n, ctrl: ctrl}
 }
 
 // synced reports whether the replica's Controller says its caches synced.

@@ -20,6 +20,7 @@ import (
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/controllerapp"
 	"github.com/loam-dev/loam/kubetest"
 )
 
@@ -47,25 +48,10 @@ func chaosSize[T any](bounded, full T) T {
 // the Controller build returns, on host, with opts after Start's own.
 // Its controllerApp has no network of the controller tests: the test holds
 // its own.
-func startChaosController(t *testing.T, conn kube.Connection, host app.Host, build func(s *app.Setup, client *kube.Client) (*kube.Controller, error), opts ...app.Option) *controllerApp {
+func startChaosController(t *testing.T, conn kube.Connection, host app.Host, build controllerapp.Build, opts ...app.Option) *controllerApp {
 	t.Helper()
-	ca := &controllerApp{}
-	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
-		client, err := kube.NewClient(s, conn)
-		if err != nil {
-			return nil, err
-		}
-		ctrl, err := build(s, client)
-		if err != nil {
-			return nil, err
-		}
-		ca.ctrl = ctrl
-		return []app.Service{ctrl}, nil
-	}, apptest.WithAppOptions(append([]app.Option{app.WithHost(host)}, opts...)...))
-	ca.App = a
-	a.Setup() // Init has returned, so ctrl is set
-	require.NotNil(t, ca.ctrl, "Init failed; stderr: %s", a.Stderr())
-	return ca
+	a, ctrl := controllerapp.Start(t, conn, build, append([]app.Option{app.WithHost(host)}, opts...)...)
+	return &controllerApp{App: a, ctrl: ctrl}
 }
 
 // waitUntil waits for cond, failing the test after patience, or as soon

@@ -23,6 +23,7 @@ import (
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/controllerapp"
 	"github.com/loam-dev/loam/kubetest/internal/memcached"
 	"github.com/loam-dev/loam/kubetest"
 )
@@ -179,25 +180,11 @@ type controllerApp struct {
 
 // startController runs an App whose Init builds a Client of conn and the
 // Controller build returns, on a Host whose network the test can cut.
-func startController(t *testing.T, conn kube.Connection, build func(s *app.Setup, client *kube.Client) (*kube.Controller, error)) *controllerApp {
+func startController(t *testing.T, conn kube.Connection, build controllerapp.Build) *controllerApp {
 	t.Helper()
-	ca := &controllerApp{network: &network{}}
-	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
-		client, err := kube.NewClient(s, conn)
-		if err != nil {
-			return nil, err
-		}
-		ctrl, err := build(s, client)
-		if err != nil {
-			return nil, err
-		}
-		ca.ctrl = ctrl
-		return []app.Service{ctrl}, nil
-	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: ca.network})))
-	ca.App = a
-	a.Setup() // Init has returned, so ctrl is set
-	require.NotNil(t, ca.ctrl, "Init failed; stderr: %s", a.Stderr())
-	return ca
+	n := &network{}
+	a, ctrl := controllerapp.Start(t, conn, build, app.WithHost(app.Host{Network: n}))
+	return &controllerApp{App: a, network: n, ctrl: ctrl}
 }
 
 // synced reports whether the App's Controller says its caches synced.
