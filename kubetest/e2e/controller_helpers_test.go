@@ -23,9 +23,9 @@ import (
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/internal/controllerapp"
 	"github.com/loam-dev/loam/kubetest/internal/memcached"
-	"github.com/loam-dev/loam/kubetest"
 )
 
 // The controller tests run the spec's Memcached operator, and its
