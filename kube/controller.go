@@ -286,6 +286,11 @@ func (c *Controller) Serve(ctx context.Context) error {
 	if stop.Err() != nil {
 		return nil
 	}
+	// The spec's bounds on the Lease timings leave this one out, so it is
+	// a warning rather than a mistake: docs/reliability.md has the fence.
+	if le := c.settings.LeaderElection; le.LeaseDuration <= le.RenewDeadline+le.RetryPeriod {
+		c.telemetry.unfenced(ctx, le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
+	}
 
 	if err := c.list(stop); err != nil {
 		if stop.Err() != nil {

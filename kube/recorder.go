@@ -1,6 +1,9 @@
 package kube
 
 import (
+	"context"
+	"time"
+
 	"github.com/go-logr/logr"
 	lognoop "go.opentelemetry.io/otel/log/noop"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -19,6 +22,8 @@ type telemetry struct {
 	recorder ports.Recorder
 	metrics  workqueue.MetricsProvider
 	logger   logr.Logger
+	// unfenced records Lease timings that don't fence leadership.
+	unfenced func(ctx context.Context, leaseDuration, renewDeadline, retryPeriod time.Duration)
 }
 
 // telemetryOf returns the telemetry of the Controller named name, of
@@ -46,5 +51,5 @@ func telemetryOf(s *app.Setup, name, kind string) (telemetry, error) {
 	if err != nil {
 		return telemetry{}, err
 	}
-	return telemetry{recorder: r, metrics: r.QueueMetrics(), logger: r.Logger()}, nil
+	return telemetry{recorder: r, metrics: r.QueueMetrics(), logger: r.Logger(), unfenced: r.LeaderElectionUnfenced}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -705,4 +706,60 @@ func TestServe_holds_objects_with_a_Finalize(t *testing.T) {
 		stop()
 		require.NoError(t, <-h.served)
 	})
+}
+
+func TestServe_warns_when_the_Lease_timings_don_t_fence_leadership(t *testing.T) {
+	tests := []struct {
+		name                string
+		lease, renew, retry time.Duration
+		wantWarning         string
+	}{
+		{"Kubernetes' defaults", 15 * time.Second, 10 * time.Second, 2 * time.Second, ""},
+		{"a margin of a millisecond", 12*time.Second + time.Millisecond, 10 * time.Second, 2 * time.Second, ""},
+		{"exactly RenewDeadline + RetryPeriod", 12 * time.Second, 10 * time.Second, 2 * time.Second,
+			"LeaderElection.LeaseDuration 12s is not longer than RenewDeadline 10s + RetryPeriod 2s"},
+		{"within the spec's bounds, but unfenced", 11 * time.Second, 10 * time.Second, 2 * time.Second,
+			"LeaderElection.LeaseDuration 11s is not longer than RenewDeadline 10s + RetryPeriod 2s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tel := apptest.NewTelemetry()
+				s := &app.Setup{Host: app.Host{Network: apptest.NewNetwork()}, Telemetry: tel.Telemetry}
+				settings := settingsForTest()
+				settings.LeaderElection.LeaseDuration = tt.lease
+				settings.LeaderElection.RenewDeadline = tt.renew
+				settings.LeaderElection.RetryPeriod = tt.retry
+				h := newHarnessOn(t, s, settings, statusReconciler{&reconciles{}}, nil)
+				ctx, stop := context.WithCancel(t.Context())
+				h.serve(ctx)
+				synctest.Wait()
+				stop()
+				require.NoError(t, <-h.served)
+
+				got := tel.ExceptionMessages("leadership is not fenced")
+				if tt.wantWarning == "" {
+					require.Empty(t, got)
+					return
+				}
+				require.Len(t, got, 1)
+				require.Contains(t, got[0], tt.wantWarning)
+				for _, r := range tel.Records() {
+					if r.Body().AsString() != "leadership is not fenced" {
+						continue
+					}
+					require.Equal(t, "WARN", r.SeverityText())
+					attrs := map[string]string{}
+					r.WalkAttributes(func(kv attribute.KeyValue) bool {
+						attrs[string(kv.Key)] = kv.Value.AsString()
+						return true
+					})
+					require.Equal(t, "memcached-controller", attrs["loam.kube.controller.name"])
+					require.Equal(t, tt.lease.String(), attrs["loam.kube.leader_election.lease_duration"])
+					require.Equal(t, tt.renew.String(), attrs["loam.kube.leader_election.renew_deadline"])
+					require.Equal(t, tt.retry.String(), attrs["loam.kube.leader_election.retry_period"])
+				}
+			})
+		})
+	}
 }

@@ -38,6 +38,7 @@ const (
 	reconcileSpanPrefix   = "reconcile "
 	reconcileFailedBody   = "reconcile failed"
 	reconcilePanickedBody = "reconcile panicked"
+	unfencedBody          = "leadership is not fenced"
 	exceptionEventName    = "exception"
 )
 
@@ -59,6 +60,9 @@ const (
 	exceptionStackKey   = attribute.Key("exception.stacktrace")
 	errorTypeKey        = attribute.Key("error.type")
 	errorMessageKey     = attribute.Key("error.message")
+	leaseDurationKey    = attribute.Key("loam.kube.leader_election.lease_duration")
+	renewDeadlineKey    = attribute.Key("loam.kube.leader_election.renew_deadline")
+	retryPeriodKey      = attribute.Key("loam.kube.leader_election.retry_period")
 )
 
 // DurationBoundaries returns both histograms' bucket boundaries, in
@@ -255,6 +259,30 @@ func (r *Recorder) panicked(ctx context.Context, span trace.Span, key ports.Key,
 
 	rec := r.record(log.SeverityError, reconcilePanickedBody, key)
 	rec.AddAttributes(exception...)
+	r.logger.Emit(ctx, rec)
+}
+
+// LeaderElectionUnfenced records, as a WARN record "leadership is not
+// fenced", Lease timings that let two replicas reconcile at once: a
+// leader cut off from the API server stops at most RetryPeriod +
+// RenewDeadline after its last renewal, and a standby may take the Lease
+// LeaseDuration after it, so LeaseDuration must be the longer. The record
+// names the three durations and says why in exception.message.
+func (r *Recorder) LeaderElectionUnfenced(ctx context.Context, leaseDuration, renewDeadline, retryPeriod time.Duration) {
+	var rec log.Record
+	rec.SetTimestamp(time.Now())
+	rec.SetSeverity(log.SeverityWarn)
+	rec.SetSeverityText(log.SeverityWarn.String())
+	rec.SetBody(attribute.StringValue(unfencedBody))
+	rec.AddAttributes(r.name,
+		leaseDurationKey.String(leaseDuration.String()),
+		renewDeadlineKey.String(renewDeadline.String()),
+		retryPeriodKey.String(retryPeriod.String()),
+		exceptionMessageKey.String(fmt.Sprintf(
+			"LeaderElection.LeaseDuration %v is not longer than RenewDeadline %v + RetryPeriod %v: "+
+				"a leader cut off from the API server may still be reconciling when a standby takes the Lease",
+			leaseDuration, renewDeadline, retryPeriod)),
+	)
 	r.logger.Emit(ctx, rec)
 }
 
