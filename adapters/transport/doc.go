@@ -15,4 +15,7 @@
 //  4. the base transport: dialled through the Host, TLS from a clone of the
 //     Connection's config, no proxy whatever the environment says, HTTP/2
 //     with a ping after 30 seconds of silence.
+//
+// The transport keeps every connection it dials, so that CloseConnections
+// can close them all at shutdown, busy or idle.
 package transport
