@@ -269,12 +269,8 @@ func (r *Recorder) panicked(ctx context.Context, span trace.Span, key ports.Key,
 // LeaseDuration after it, so LeaseDuration must be the longer. The record
 // names the three durations and says why in exception.message.
 func (r *Recorder) LeaderElectionUnfenced(ctx context.Context, leaseDuration, renewDeadline, retryPeriod time.Duration) {
-	var rec log.Record
-	rec.SetTimestamp(time.Now())
-	rec.SetSeverity(log.SeverityWarn)
-	rec.SetSeverityText(log.SeverityWarn.String())
-	rec.SetBody(attribute.StringValue(unfencedBody))
-	rec.AddAttributes(r.name,
+	rec := r.newRecord(log.SeverityWarn, unfencedBody)
+	rec.AddAttributes(
 		leaseDurationKey.String(leaseDuration.String()),
 		renewDeadlineKey.String(renewDeadline.String()),
 		retryPeriodKey.String(retryPeriod.String()),
@@ -288,12 +284,18 @@ func (r *Recorder) LeaderElectionUnfenced(ctx context.Context, leaseDuration, re
 
 // record returns a record of sev about key's reconcile.
 func (r *Recorder) record(sev log.Severity, body string, key ports.Key) log.Record {
+	rec := r.newRecord(sev, body)
+	rec.AddAttributes(objectAttributes(key)...)
+	return rec
+}
+
+// newRecord returns a record of sev with body, naming the controller.
+func (r *Recorder) newRecord(sev log.Severity, body string) log.Record {
 	var rec log.Record
 	rec.SetTimestamp(time.Now())
 	rec.SetSeverity(sev)
 	rec.SetSeverityText(sev.String())
 	rec.SetBody(attribute.StringValue(body))
 	rec.AddAttributes(r.name)
-	rec.AddAttributes(objectAttributes(key)...)
 	return rec
 }

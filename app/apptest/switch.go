@@ -43,33 +43,55 @@ func (s *Switch) next() app.Network {
 // ECONNREFUSED, as a dial to a port nothing listens on does, while the
 // Switch is cut.
 func (s *Switch) Dial(ctx context.Context, network, address string) (net.Conn, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cut {
-		return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+	refused := &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+	if s.isCut() {
+		return nil, refused
 	}
 	c, err := s.next().Dial(ctx, network, address)
 	if err != nil {
 		return nil, err
 	}
-	s.open = append(s.open, c)
+	if !s.keep(c) {
+		return nil, refused
+	}
 	return c, nil
 }
 
 // Listen listens on address through the Switch's Network, and fails with
 // ENETDOWN while the Switch is cut.
 func (s *Switch) Listen(ctx context.Context, network, address string) (net.Listener, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cut {
-		return nil, &net.OpError{Op: "listen", Net: network, Err: syscall.ENETDOWN}
+	down := &net.OpError{Op: "listen", Net: network, Err: syscall.ENETDOWN}
+	if s.isCut() {
+		return nil, down
 	}
 	ln, err := s.next().Listen(ctx, network, address)
 	if err != nil {
 		return nil, err
 	}
-	s.open = append(s.open, ln)
+	if !s.keep(ln) {
+		return nil, down
+	}
 	return ln, nil
+}
+
+func (s *Switch) isCut() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cut
+}
+
+// keep adds c to what the next Cut closes, and reports true; or, when a
+// Cut came while c was being made, closes it and reports false. The dial
+// or listen itself runs unlocked, so a slow one doesn't hold up Cut.
+func (s *Switch) keep(c interface{ Close() error }) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cut {
+		_ = c.Close()
+		return false
+	}
+	s.open = append(s.open, c)
+	return true
 }
 
 // Cut closes every connection and listener the Switch has made, and
