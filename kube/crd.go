@@ -6,13 +6,13 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	crdschema "github.com/loam-dev/loam/domain/schema"
+	"github.com/loam-dev/loam/domain/crd"
 )
 
 // PrinterColumn is a column kubectl get prints for a Resource's objects.
 // Column makes one.
 type PrinterColumn struct {
-	column crdschema.Column
+	column crd.Column
 }
 
 // Column is a column named name that kubectl get prints, of the field
@@ -21,7 +21,7 @@ type PrinterColumn struct {
 // &status.ReadyReplicas. The column's type, format and JSONPath follow
 // from the field.
 func Column[T any](name string, field *T) PrinterColumn {
-	return PrinterColumn{column: crdschema.Column{Name: name, Pointer: field}}
+	return PrinterColumn{column: crd.Column{Name: name, Pointer: field}}
 }
 
 // Description describes the column, as kubectl explains it.
@@ -53,7 +53,7 @@ func (c PrinterColumn) Priority(p int32) PrinterColumn {
 // It doesn't compile CEL rules: the API server does, when the CRD is
 // applied.
 func (r Resource[Spec, Status]) CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
-	d := crdschema.Definition{
+	d := crd.Definition{
 		Group:      r.Group,
 		Version:    r.Version,
 		Kind:       r.Kind,
@@ -63,8 +63,8 @@ func (r Resource[Spec, Status]) CRD() (*apiextensionsv1.CustomResourceDefinition
 		Categories: r.Categories,
 		Spec:       reflect.TypeFor[Spec](),
 		Status:     reflect.TypeFor[Status](),
-		Rules:      make([]crdschema.Rules, len(r.Rules)),
-		Columns:    make([]crdschema.Column, len(r.Columns)),
+		Rules:      make([]crd.Rules, len(r.Rules)),
+		Columns:    make([]crd.Column, len(r.Columns)),
 	}
 	for i, tr := range r.Rules {
 		d.Rules[i] = tr.rules
@@ -72,11 +72,11 @@ func (r Resource[Spec, Status]) CRD() (*apiextensionsv1.CustomResourceDefinition
 	for i, c := range r.Columns {
 		d.Columns[i] = c.column
 	}
-	crd, err := d.CRD()
+	def, err := d.CRD()
 	if err != nil {
 		return nil, fmt.Errorf("kube: the CRD of %s: %w", r.name(), err)
 	}
-	return crd, nil
+	return def, nil
 }
 
 // name names the resource in errors: by its Kind, or by its Go type when

@@ -5,7 +5,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	crdschema "github.com/loam-dev/loam/domain/schema"
+	"github.com/loam-dev/loam/domain/crd"
 )
 
 // TypeRules constrain one Go type's schema, and those of its fields,
@@ -13,13 +13,13 @@ import (
 // held in several places is constrained once, and alike everywhere. Rules
 // and Schema make them; a Resource takes at most one of either for a type.
 type TypeRules struct {
-	rules crdschema.Rules
+	rules crd.Rules
 }
 
 // FieldRules are the constraints on one field. Every FieldOf is one, and
 // nothing else is.
 type FieldRules interface {
-	fieldRules() crdschema.Field
+	fieldRules() crd.Field
 }
 
 // Rules constrains the fields of the type T, each named by a Field of a
@@ -33,10 +33,10 @@ type FieldRules interface {
 // embeds or nests: it only finds which field each pointer names. value is
 // usually the address of a package-level variable.
 func Rules[T any](value *T, fields ...FieldRules) TypeRules {
-	r := crdschema.Rules{Value: value, Fields: make([]crdschema.Field, 0, len(fields))}
+	r := crd.Rules{Value: value, Fields: make([]crd.Field, 0, len(fields))}
 	for _, f := range fields {
 		if f == nil {
-			r.Fields = append(r.Fields, crdschema.Field{})
+			r.Fields = append(r.Fields, crd.Field{})
 			continue
 		}
 		r.Fields = append(r.Fields, f.fieldRules())
@@ -50,7 +50,7 @@ func Rules[T any](value *T, fields ...FieldRules) TypeRules {
 // it may be nil. The schema must be structural, as a CRD's is, with no
 // $ref; the API server checks the rest when the CRD is applied.
 func Schema[T any](value *T, schema apiextensionsv1.JSONSchemaProps) TypeRules {
-	return TypeRules{rules: crdschema.Rules{Value: value, Schema: schema.DeepCopy()}}
+	return TypeRules{rules: crd.Rules{Value: value, Schema: schema.DeepCopy()}}
 }
 
 // Description describes the type's schema, which kubectl explain shows
@@ -58,7 +58,7 @@ func Schema[T any](value *T, schema apiextensionsv1.JSONSchemaProps) TypeRules {
 // of its own. A description is a value, not a doc comment: a schema
 // reflected at run time has no comments to read.
 func (r TypeRules) Description(text string) TypeRules {
-	return r.own(crdschema.Description(text))
+	return r.own(crd.Description(text))
 }
 
 // Validation adds a CEL rule on the type's schema, in which self is a
@@ -66,10 +66,10 @@ func (r TypeRules) Description(text string) TypeRules {
 // that breaks it with. The API server compiles the rule when the CRD is
 // applied.
 func (r TypeRules) Validation(rule, message string) TypeRules {
-	return r.own(crdschema.Validation(rule, message))
+	return r.own(crd.Validation(rule, message))
 }
 
-func (r TypeRules) own(c crdschema.Constraint) TypeRules {
+func (r TypeRules) own(c crd.Constraint) TypeRules {
 	r.rules.Own = append(slices.Clip(r.rules.Own), c)
 	return r
 }

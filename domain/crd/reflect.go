@@ -1,11 +1,14 @@
-// Package schema reflects the OpenAPI v3.0 schema of a custom resource's
-// CRD from Go types, as encoding/json encodes them, with the constraints
-// of Rules attached to types and their fields by pointer.
+// Package crd generates a custom resource's CustomResourceDefinition from
+// Go types: its names and scope, its printer columns, and the OpenAPI v3.0
+// schema of its spec and status, reflected as encoding/json encodes them,
+// with the constraints of Rules attached to types and their fields by
+// pointer.
 //
 // It is pure: it reads types with package reflect, reads no value but the
 // pointers that locate fields, and does no I/O. kube.Resource is its typed
-// facade.
-package schema
+// facade. It is named crd, not schema, so that importing it alongside
+// apimachinery's runtime/schema needs no alias.
+package crd
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package schema
+package crd
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package schema
+package crd
 
 import (
 	"encoding/json"
@@ -31,8 +31,8 @@ func TestReflect_reports_a_type_that_contains_itself_through_a_slice_or_a_map(t 
 		Graph graph `json:"graph"`
 	}](), "spec")
 	errorContains(t, err,
-		"spec.tree[*]: schema.tree contains itself",
-		"spec.graph[*]: schema.graph contains itself")
+		"spec.tree[*]: crd.tree contains itself",
+		"spec.graph[*]: crd.graph contains itself")
 }
 
 func TestReflect_reports_an_interface_as_one_whatever_its_methods(t *testing.T) {
@@ -84,8 +84,8 @@ func TestReflect_reports_rules_for_a_pointer_type_and_for_no_type_in_the_schema(
 	)
 	_, err := Reflect(reflect.TypeFor[meta](), "spec", Rules{Value: &p}, Rules{Value: &n})
 	errorContains(t, err,
-		"Rules[0] (*schema.meta): *schema.meta is a pointer type",
-		"Rules[1] (schema.port): schema.port appears nowhere in the schema")
+		"Rules[0] (*crd.meta): *crd.meta is a pointer type",
+		"Rules[1] (crd.port): crd.port appears nowhere in the schema")
 }
 
 func TestDefinition_CRD_reports_missing_types(t *testing.T) {

@@ -1,6 +1,6 @@
 //go:build !goexperiment.jsonv2
 
-package schema
+package crd
 
 import (
 	"strings"
