@@ -128,3 +128,9 @@ func condition() apiextensionsv1.JSONSchemaProps {
 		Required: []string{"lastTransitionTime", "message", "reason", "status", "type"},
 	}
 }
+
+// isBuiltin reports whether t has a schema built in, as builtin says.
+func isBuiltin(t reflect.Type) bool {
+	_, ok := builtin(t)
+	return ok
+}
