@@ -325,7 +325,7 @@ func (c *Controller) Serve(ctx context.Context) error {
 		Recorder:  c.telemetry.recorder,
 		Clock:     clock.RealClock{},
 		Finalizer: c.finalizer,
-		Prepare:   c.prepare(c.telemetry.recorder),
+		Prepare:   scenarioPrepare(c.trust, c.faults, c.telemetry.recorder),
 	})
 	if err != nil {
 		return fmt.Errorf("kube: controller %s: %w", c.name, err)

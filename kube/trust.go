@@ -12,7 +12,9 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/loam-dev/loam/app/fault"
 	"github.com/loam-dev/loam/domain/reconcile"
+	"github.com/loam-dev/loam/domain/scenario"
 	"github.com/loam-dev/loam/internal/reconciled"
 	"github.com/loam-dev/loam/ports"
 )
@@ -94,55 +96,37 @@ func checkAnnotation(key string) error {
 	return nil
 }
 
-// prepare returns the step that reads each reconciled object's scenario
-// before anything else of the reconcile runs, reporting what it strips to
-// rec. It returns nil, so that nothing is read at all, when the Controller
-// has no TrustScenario or its App has no failure injection.
-func (c *Controller) prepare(rec ports.Recorder) reconcile.Prepare {
-	t, faults := c.trust, c.faults
+// scenarioPrepare returns the step that reads each reconciled object's
+// scenario before anything else of the reconcile runs, as t says and
+// scenario.Decide rules, reporting what it strips to rec. It returns nil,
+// so that nothing is read at all, when t is nil (the Controller has no
+// TrustScenario) or faults is inert (its App has no failure injection).
+func scenarioPrepare(t *scenarioTrust, faults *fault.Injector, rec ports.Recorder) reconcile.Prepare {
 	if t == nil || !faults.Enabled() {
 		return nil
 	}
 	return func(ctx context.Context, obj ports.Object) context.Context {
-		value, ok := obj.Annotations[t.annotation]
-		if !ok {
-			return ctx
-		}
-		scenario, err := faults.ScenarioFromBaggage(value)
-		if err != nil {
-			rec.ScenarioStripped(ctx, err)
-			return ctx
-		}
-		if scenario.Len() == 0 {
-			return ctx
-		}
-		// Decoded from the cache's JSON, so trust has a copy of its own
-		// and can't change the cache's object.
-		var content map[string]any
-		if err := utiljson.Unmarshal(obj.JSON, &content); err != nil {
-			rec.ScenarioStripped(ctx, fmt.Errorf("kube: decoding the cached object for TrustScenario's trust: %w", err))
-			return ctx
-		}
-		if !t.trust(&unstructured.Unstructured{Object: content}) {
+		outcome := scenario.Decide(obj.Annotations[t.annotation], faults.ScenarioFromBaggage, func() (bool, error) {
+			// Decoded from the cache's JSON, so trust has a copy of its
+			// own and can't change the cache's object.
+			var content map[string]any
+			if err := utiljson.Unmarshal(obj.JSON, &content); err != nil {
+				return false, fmt.Errorf("kube: decoding the cached object (uid %s) for TrustScenario's trust: %w", obj.UID, err)
+			}
+			return t.trust(&unstructured.Unstructured{Object: content}), nil
+		})
+		switch outcome.Verdict {
+		case scenario.Unreadable:
+			rec.ScenarioStripped(ctx, outcome.Err)
+		case scenario.Untrusted:
 			rec.ScenarioStripped(ctx, nil)
-			return ctx
+		case scenario.Trusted:
+			// Marked as the reconcile of obj, so the Client carries the
+			// scenario on to obj's children in t's annotation.
+			ctx = baggage.ContextWithBaggage(ctx, scenario.Join(baggage.FromContext(ctx), outcome.Scenario))
+			ctx = reconciled.WithObject(ctx, obj.UID, t.annotation, outcome.Scenario)
+		case scenario.Absent:
 		}
-		return withScenario(ctx, obj, t.annotation, scenario)
+		return ctx
 	}
-}
-
-// withScenario returns ctx with scenario's members in its baggage, every
-// other member of ctx's kept, marked as the reconcile of obj, so the
-// Client carries the scenario on to obj's children in annotation.
-func withScenario(ctx context.Context, obj ports.Object, annotation string, scenario baggage.Baggage) context.Context {
-	b := baggage.FromContext(ctx)
-	for _, m := range scenario.Members() {
-		// The members were parsed from baggage, so they are valid, and
-		// SetMember fails only on an invalid one.
-		if set, err := b.SetMember(m); err == nil {
-			b = set
-		}
-	}
-	ctx = baggage.ContextWithBaggage(ctx, b)
-	return reconciled.WithObject(ctx, obj.UID, annotation, scenario)
 }

@@ -562,7 +562,7 @@ func TestTrustScenario_takes_any_valid_annotation_key(t *testing.T) {
 	} {
 		ctrl, err := NewController(s, c, settingsForTest(), caches, sightingReconciler{}, TrustScenario(key, func(metav1.Object) bool { return true }))
 		require.NoError(t, err, key)
-		require.NotNil(t, ctrl.prepare(noRecorder{}), "%s: an App with faults reads the annotation", key)
+		require.NotNil(t, scenarioPrepare(ctrl.trust, ctrl.faults, noRecorder{}), "%s: an App with faults reads the annotation", key)
 	}
 }
 
@@ -585,7 +585,7 @@ func TestTrustScenario_reads_nothing_when_the_App_has_no_failure_injection(t *te
 				h := newTrustHarness(t, tc.faults, sightingReconciler{seen}, []Part{TrustScenario(scenarioAnnotation, trust.returning(true))}, seen,
 					annotated(memcached("a", 1), scenarioValue(t, codec, abortApplies)),
 					annotated(memcached("b", 1), "not baggage at all"))
-				require.Nil(t, h.ctrl.prepare(noRecorder{}), "no step reads the annotation")
+				require.Nil(t, scenarioPrepare(h.ctrl.trust, h.ctrl.faults, noRecorder{}), "no step reads the annotation")
 				ctx, stop := context.WithCancel(t.Context())
 				h.serve(ctx)
 				close(h.elector.grant)
@@ -613,7 +613,7 @@ func TestTrustScenario_without_the_Part_reads_nothing(t *testing.T) {
 		seen := &sightings{faults: faults}
 		h := newTrustHarness(t, faults, sightingReconciler{seen}, nil, seen,
 			annotated(memcached("a", 1), scenarioValue(t, codec, abortApplies)))
-		require.Nil(t, h.ctrl.prepare(noRecorder{}))
+		require.Nil(t, scenarioPrepare(h.ctrl.trust, h.ctrl.faults, noRecorder{}))
 		ctx, stop := context.WithCancel(t.Context())
 		h.serve(ctx)
 		close(h.elector.grant)
@@ -698,11 +698,8 @@ func BenchmarkTrustScenario_prepare(b *testing.B) {
 	ctx, err := fit.ContextWithScenario(context.Background(), codec, fit.Scenario{Rules: []fit.Rule{abortApplies}})
 	require.NoError(b, err)
 	value := baggage.FromContext(ctx).String()
-	ctrl := &Controller{
-		trust:  &scenarioTrust{annotation: scenarioAnnotation, trust: func(obj metav1.Object) bool { return obj.GetNamespace() == "ns" }},
-		faults: faults,
-	}
-	prepare := ctrl.prepare(noRecorder{})
+	trust := &scenarioTrust{annotation: scenarioAnnotation, trust: func(obj metav1.Object) bool { return obj.GetNamespace() == "ns" }}
+	prepare := scenarioPrepare(trust, faults, noRecorder{})
 	for _, bc := range []struct {
 		name string
 		obj  *unstructured.Unstructured

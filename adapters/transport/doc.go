@@ -11,7 +11,9 @@
 //     fetched; the scenario is stripped from the baggage header, since the
 //     API server takes no part; and a reconcile's apply of one of its
 //     children carries the scenario on in the child's annotation;
-//  3. the bearer token, cached for a minute;
+//  3. the bearer token, cached for a minute: one call of Token at a time,
+//     on a goroutine of its own, which every request needing a token
+//     waits for until its own context ends;
 //  4. the base transport: dialled through the Host, TLS from a clone of the
 //     Connection's config, no proxy whatever the environment says, HTTP/2
 //     with a ping after 30 seconds of silence.

@@ -3,8 +3,6 @@ package transport
 import (
 	"bytes"
 	"context"
-	"encoding/json/jsontext"
-	json "encoding/json/v2"
 	"fmt"
 	"io"
 	"mime"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/loam-dev/loam/app/fault"
 	"github.com/loam-dev/loam/domain/points"
+	"github.com/loam-dev/loam/domain/scenario"
 	"github.com/loam-dev/loam/internal/reconciled"
 )
 
@@ -41,7 +40,9 @@ const ApplyPatchYAML = "application/apply-patch+yaml"
 //     (package internal/reconciled), whose body names that object in its
 //     controller owner reference, has the mark's annotation set in its
 //     body to the scenario's members as W3C baggage, replacing any value,
-//     and is sent on as JSON. Any other request's body is sent as it is.
+//     and is sent on as JSON. Package domain/scenario decides the rewrite;
+//     this layer reads the body and turns YAML into JSON for it. Any other
+//     request's body is sent as it is.
 //
 // A request whose context carries no scenario, and every request when
 // faults is inert, goes to the next layer untouched, with no allocation.
@@ -155,8 +156,8 @@ func (i *injector) carryOn(ctx context.Context, r *http.Request) error {
 	if !ok || mark.UID == "" || mark.Annotation == "" {
 		return nil
 	}
-	scenario := i.faults.Restrict(mark.Scenario)
-	if scenario.Len() == 0 || r.Body == nil || r.Body == http.NoBody {
+	members := i.faults.Restrict(mark.Scenario)
+	if members.Len() == 0 || r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
 	body, err := io.ReadAll(r.Body)
@@ -164,7 +165,7 @@ func (i *injector) carryOn(ctx context.Context, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("reading the apply's body: %w", err)
 	}
-	if annotated, ok := annotateChild(body, mark.UID, mark.Annotation, scenario.String()); ok {
+	if annotated, ok := annotateChild(body, mark.UID, mark.Annotation, members.String()); ok {
 		body = annotated
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -173,71 +174,20 @@ func (i *injector) carryOn(ctx context.Context, r *http.Request) error {
 	return nil
 }
 
-// annotateChild returns body, an apply's JSON or YAML object, as JSON with
-// metadata.annotations[annotation] set to value, when its first owner
-// reference with controller: true has uid. It returns false, and body is
-// to be sent as it is, for an object that isn't uid's child, and for a body
-// it can't read: one that isn't a JSON or YAML object, has a name twice or
-// invalid UTF-8, or whose metadata, owner references or annotations (an
-// object of strings) have the wrong shape.
-// The API server then judges the body itself.
+// annotateChild returns body, an apply's JSON or YAML object, as JSON
+// with the annotation set to value when it is uid's child, as
+// scenario.AnnotateChild decides; it returns false, and body is to be sent
+// as it is, otherwise. The domain reads JSON only, so a body that isn't a
+// JSON object is read as YAML — kubectl and apply configurations write
+// YAML's block style — and converted first; one that isn't YAML either is
+// left for the API server to judge.
 func annotateChild(body []byte, uid types.UID, annotation, value string) ([]byte, bool) {
 	doc := body
 	if trimmed := bytes.TrimSpace(body); len(trimmed) == 0 || trimmed[0] != '{' {
-		// JSON is YAML; a body that isn't a JSON object may be YAML's
-		// block style, as kubectl and apply configurations write it.
 		var err error
 		if doc, err = yaml.YAMLToJSON(body); err != nil {
 			return nil, false
 		}
 	}
-	var obj map[string]jsontext.Value
-	if err := json.Unmarshal(doc, &obj); err != nil || obj == nil {
-		return nil, false
-	}
-	var meta map[string]jsontext.Value
-	if err := json.Unmarshal(obj["metadata"], &meta); err != nil || meta == nil {
-		return nil, false
-	}
-	var refs []struct {
-		UID        types.UID `json:"uid"`
-		Controller *bool     `json:"controller"`
-	}
-	if raw, ok := meta["ownerReferences"]; !ok || json.Unmarshal(raw, &refs) != nil {
-		return nil, false
-	}
-	child := false
-	for _, ref := range refs {
-		if ref.Controller != nil && *ref.Controller {
-			// The API server allows one controller reference per object.
-			child = ref.UID == uid
-			break
-		}
-	}
-	if !child {
-		return nil, false
-	}
-
-	var annotations map[string]string
-	if raw, ok := meta["annotations"]; ok {
-		if err := json.Unmarshal(raw, &annotations); err != nil {
-			return nil, false
-		}
-	}
-	if annotations == nil {
-		annotations = make(map[string]string, 1)
-	}
-	annotations[annotation] = value
-	var err error
-	if meta["annotations"], err = json.Marshal(annotations, json.Deterministic(true)); err != nil {
-		return nil, false
-	}
-	if obj["metadata"], err = json.Marshal(meta, json.Deterministic(true)); err != nil {
-		return nil, false
-	}
-	out, err := json.Marshal(obj, json.Deterministic(true))
-	if err != nil {
-		return nil, false
-	}
-	return out, true
+	return scenario.AnnotateChild(doc, uid, annotation, value)
 }
