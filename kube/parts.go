@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,9 +86,14 @@ func (p Part) String() string {
 
 // parts is what a Controller's Parts add up to, for objects of type T.
 type parts[T any] struct {
+	commonParts
+	finalize func(context.Context, T) error
+}
+
+// commonParts is what Parts add up to whatever the objects' type.
+type commonParts struct {
 	owns      []schema.GroupVersionResource
 	finalizer string
-	finalize  func(context.Context, T) error
 	// trust is the TrustScenario's, nil without one.
 	trust *scenarioTrust
 }
@@ -103,61 +109,77 @@ func partsOf[T any](ps []Part) (parts[T], error) {
 		finalizes, trusts int
 	)
 	for i, p := range ps {
-		fail := func(format string, args ...any) {
-			errs = append(errs, fmt.Errorf("kube: Part %d, %v: %s", i, p, fmt.Sprintf(format, args...)))
-		}
+		var mistakes []string
 		switch p.kind {
 		case partOwns:
-			if p.gvr.Version == "" {
-				fail("the GVR has no Version")
-			}
-			if p.gvr.Resource == "" {
-				fail("the GVR has no Resource")
-			}
-			for _, seen := range out.owns {
-				if seen == p.gvr {
-					fail("%s is owned twice", p.gvr)
-				}
-			}
-			out.owns = append(out.owns, p.gvr)
-
+			mistakes = out.addOwns(p.gvr)
 		case partFinalize:
 			finalizes++
-			if finalizes > 1 {
-				fail("a Controller takes one Finalize, and this is a second")
-			}
-			if err := checkFinalizer(p.finalizer); err != nil {
-				fail("the finalizer %s", err)
-			}
-			switch f := p.fn.(type) {
-			case nil:
-				fail("the function is nil")
-			case func(context.Context, T) error:
-				if finalizes == 1 {
-					out.finalizer, out.finalize = p.finalizer, f
-				}
-			default:
-				fail("the function takes a %v, and the Controller's objects are %v", p.fnType, reflect.TypeFor[T]())
-			}
-
+			mistakes = addFinalize(&out, p, finalizes)
 		case partTrustScenario:
 			trusts++
-			if trusts > 1 {
-				fail("a Controller takes one TrustScenario, and this is a second")
-			}
-			mistakes := p.trustMistakes()
-			for _, m := range mistakes {
-				fail("%s", m)
-			}
-			if trusts == 1 && len(mistakes) == 0 {
-				out.trust = &scenarioTrust{annotation: p.annotation, trust: p.trust}
-			}
-
+			mistakes = out.addTrust(p, trusts)
 		default:
-			fail("the zero Part: make Parts with Owns, Finalize or TrustScenario")
+			mistakes = []string{"the zero Part: make Parts with Owns, Finalize or TrustScenario"}
+		}
+		for _, m := range mistakes {
+			errs = append(errs, fmt.Errorf("kube: Part %d, %v: %s", i, p, m))
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// addOwns adds an Owns of gvr, and returns what is wrong with it.
+func (c *commonParts) addOwns(gvr schema.GroupVersionResource) []string {
+	var mistakes []string
+	if gvr.Version == "" {
+		mistakes = append(mistakes, "the GVR has no Version")
+	}
+	if gvr.Resource == "" {
+		mistakes = append(mistakes, "the GVR has no Resource")
+	}
+	if slices.Contains(c.owns, gvr) {
+		mistakes = append(mistakes, fmt.Sprintf("%s is owned twice", gvr))
+	}
+	c.owns = append(c.owns, gvr)
+	return mistakes
+}
+
+// addFinalize adds p, the nth Finalize, to out when it is the first, and
+// returns what is wrong with it.
+func addFinalize[T any](out *parts[T], p Part, n int) []string {
+	var mistakes []string
+	if n > 1 {
+		mistakes = append(mistakes, "a Controller takes one Finalize, and this is a second")
+	}
+	if err := checkFinalizer(p.finalizer); err != nil {
+		mistakes = append(mistakes, "the finalizer "+err.Error())
+	}
+	switch f := p.fn.(type) {
+	case nil:
+		mistakes = append(mistakes, "the function is nil")
+	case func(context.Context, T) error:
+		if n == 1 {
+			out.finalizer, out.finalize = p.finalizer, f
+		}
+	default:
+		mistakes = append(mistakes, fmt.Sprintf("the function takes a %v, and the Controller's objects are %v", p.fnType, reflect.TypeFor[T]()))
+	}
+	return mistakes
+}
+
+// addTrust adds p, the nth TrustScenario, when it is the first and has no
+// mistake, and returns what is wrong with it.
+func (c *commonParts) addTrust(p Part, n int) []string {
+	var mistakes []string
+	if n > 1 {
+		mistakes = append(mistakes, "a Controller takes one TrustScenario, and this is a second")
+	}
+	own := p.trustMistakes()
+	if n == 1 && len(own) == 0 {
+		c.trust = &scenarioTrust{annotation: p.annotation, trust: p.trust}
+	}
+	return append(mistakes, own...)
 }
 
 // checkFinalizer reports whether name can name a finalizer: a qualified

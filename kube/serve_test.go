@@ -27,8 +27,11 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/loam-dev/loam/adapters/apply"
+	"github.com/loam-dev/loam/adapters/lease"
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/app/fault"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -238,26 +241,40 @@ type harness struct {
 	meta    *metadatafake.FakeMetadataClient
 	elector *fakeElector
 	writer  *trackerWriter
+	// trust and faults are what the Controller reads scenarios with.
+	trust  *scenarioTrust
+	faults *fault.Injector
 
 	served chan error
+}
+
+// harnessOptions wrap the ports a harness's Controller is built on, so a
+// test can watch what passes through them.
+type harnessOptions struct {
+	dynamic  func(dynamic.Interface) dynamic.Interface
+	writer   func(ports.Writer) ports.Writer
+	recorder func(ports.Recorder) ports.Recorder
 }
 
 func newHarness(t *testing.T, settings Settings, rec Reconciler[cacheSpec, cacheStatus], parts []Part, objects ...runtime.Object) *harness {
 	t.Helper()
 	s := &app.Setup{Host: app.Host{Network: apptest.NewNetwork()}, Telemetry: apptest.NewTelemetry().Telemetry}
-	return newHarnessOn(t, s, settings, rec, parts, objects...)
+	return newHarnessWith(t, s, settings, rec, parts, harnessOptions{}, objects...)
 }
 
-// newHarnessOn builds the harness of newHarness in the App that s sets up.
-func newHarnessOn(t *testing.T, s *app.Setup, settings Settings, rec Reconciler[cacheSpec, cacheStatus], parts []Part, objects ...runtime.Object) *harness {
+// newHarnessWith builds the harness of newHarness in the App that s sets
+// up, on the ports as opts wraps them. It checks what it is given as
+// NewController does, then builds the Controller as NewController does,
+// on client-go's fakes in place of a Client's clients.
+func newHarnessWith(t *testing.T, s *app.Setup, settings Settings, rec Reconciler[cacheSpec, cacheStatus], parts []Part, opts harnessOptions, objects ...runtime.Object) *harness {
 	t.Helper()
+	parts = append([]Part{Owns(deployments)}, parts...)
 	client, err := NewClient(s, Connection{Server: "api.test:443", TLS: &tls.Config{MinVersion: tls.VersionTLS12}})
 	require.NoError(t, err)
-	ctrl, err := NewController(s, client, settings, caches, rec, append([]Part{Owns(deployments)}, parts...)...)
+	_, err = NewController(s, client, settings, caches, rec, parts...)
 	require.NoError(t, err)
 
 	h := &harness{
-		ctrl:    ctrl,
 		dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{memcacheds: "MemcachedList"}, objects...),
 		elector: newElector(),
 		served:  make(chan error, 1),
@@ -267,7 +284,32 @@ func newHarnessOn(t *testing.T, s *app.Setup, settings Settings, rec Reconciler[
 	scheme.AddKnownTypeWithName(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, &metav1.PartialObjectMetadata{})
 	h.meta = metadatafake.NewSimpleMetadataClient(scheme)
 	h.writer = &trackerWriter{tracker: h.dynamic.Tracker()}
-	ctrl.dynamic, ctrl.metadata, ctrl.elector, ctrl.writer = h.dynamic, h.meta, h.elector, h.writer
+
+	cl := clients{
+		dynamic:  h.dynamic,
+		metadata: h.meta,
+		elector:  func(lease.Config) (ports.Elector, error) { return h.elector, nil },
+		writer: func(apply.Config) (ports.Writer, error) {
+			if opts.writer != nil {
+				return opts.writer(h.writer), nil
+			}
+			return h.writer, nil
+		},
+	}
+	if opts.dynamic != nil {
+		cl.dynamic = opts.dynamic(h.dynamic)
+	}
+	tel, err := telemetryOf(s, settings.Name, caches.Kind)
+	require.NoError(t, err)
+	if opts.recorder != nil {
+		tel.recorder = opts.recorder(tel.recorder)
+	}
+	p, err := partsOf[cacheObject](parts)
+	require.NoError(t, err)
+	h.trust, h.faults = p.trust, s.Faults
+	t0 := target{gvr: memcacheds, kind: caches.Kind, scope: caches.Scope}
+	h.ctrl, err = build(s, settings, t0, handler[cacheObject]{reconcile: resourceReconcile(rec), finalize: p.finalize}, p.commonParts, cl, tel)
+	require.NoError(t, err)
 	return h
 }
 
@@ -381,9 +423,11 @@ func (r limitedNamespace) List(ctx context.Context, opts metav1.ListOptions) (*u
 
 func TestServe_lists_once_with_a_limit_of_1_before_watching(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, settingsForTest(), statusReconciler{&reconciles{}}, nil)
-		l := &listLimits{Interface: h.dynamic}
-		h.ctrl.dynamic = l
+		l := &listLimits{}
+		s := &app.Setup{Host: app.Host{Network: apptest.NewNetwork()}, Telemetry: apptest.NewTelemetry().Telemetry}
+		h := newHarnessWith(t, s, settingsForTest(), statusReconciler{&reconciles{}}, nil, harnessOptions{
+			dynamic: func(d dynamic.Interface) dynamic.Interface { l.Interface = d; return l },
+		})
 		ctx, stop := context.WithCancel(t.Context())
 		h.serve(ctx)
 		synctest.Wait()
@@ -730,7 +774,7 @@ func TestServe_warns_when_the_Lease_timings_don_t_fence_leadership(t *testing.T)
 				settings.LeaderElection.LeaseDuration = tt.lease
 				settings.LeaderElection.RenewDeadline = tt.renew
 				settings.LeaderElection.RetryPeriod = tt.retry
-				h := newHarnessOn(t, s, settings, statusReconciler{&reconciles{}}, nil)
+				h := newHarnessWith(t, s, settings, statusReconciler{&reconciles{}}, nil, harnessOptions{})
 				ctx, stop := context.WithCancel(t.Context())
 				h.serve(ctx)
 				synctest.Wait()

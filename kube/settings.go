@@ -3,14 +3,9 @@ package kube
 import (
 	"errors"
 	"fmt"
-	"math"
-	"strings"
 	"time"
-	"unicode"
 
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/util/validation"
-
+	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/domain/settings"
 )
 
@@ -60,16 +55,6 @@ type LeaderElection struct {
 	RetryPeriod time.Duration
 }
 
-// Bounds of the Settings' fields that no Kubernetes rule sets.
-const (
-	// maxWorkers bounds Settings.Workers: past it, workers only wait on
-	// the Client's rate limit and the API server's.
-	maxWorkers = 1000
-	// minResync is client-go's shortest resync: an informer raises a
-	// shorter one to it.
-	minResync = time.Second
-)
-
 // DefaultSettings returns Kubernetes' own defaults: one worker, a resync
 // every 10 hours, client-go's per-object backoff from 5ms to 1000s, and
 // kube-controller-manager's Lease of 15s, renewed within 10s, retried every
@@ -77,123 +62,72 @@ const (
 // default, so the end user always sources them.
 func DefaultSettings() Settings {
 	return Settings{
-		Workers:        1,
-		Resync:         10 * time.Hour,
-		RetryBaseDelay: 5 * time.Millisecond,
-		RetryMaxDelay:  1000 * time.Second,
+		Workers:        settings.DefaultWorkers,
+		Resync:         settings.DefaultResync,
+		RetryBaseDelay: settings.DefaultRetryBaseDelay,
+		RetryMaxDelay:  settings.DefaultRetryMaxDelay,
 		LeaderElection: LeaderElection{
-			LeaseDuration: 15 * time.Second,
-			RenewDeadline: 10 * time.Second,
-			RetryPeriod:   2 * time.Second,
+			LeaseDuration: settings.DefaultLeaseDuration,
+			RenewDeadline: settings.DefaultRenewDeadline,
+			RetryPeriod:   settings.DefaultRetryPeriod,
 		},
 	}
+}
+
+// retry is the backoff of s's retries, under client-go's overall limit of
+// 10 retries a second, bursting to 100.
+func (s Settings) retry() backoff.Policy {
+	p := backoff.Default()
+	p.BaseDelay, p.MaxDelay = s.RetryBaseDelay, s.RetryMaxDelay
+	return p
 }
 
 // CheckName reports whether name can name a controller: it is a valid
 // Lease name, a DNS subdomain, and no longer than a field manager's 128
 // characters. It returns nil when it can.
-func CheckName(name string) error {
-	if name == "" {
-		return errors.New("is empty: want the controller's name, such as memcached-controller")
-	}
-	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-		return fmt.Errorf("%q is not a Lease's name: %s", name, strings.Join(msgs, "; "))
-	}
-	if len(name) > metav1validation.FieldManagerMaxLength {
-		return fmt.Errorf("%q is %d characters long: a field manager's name has at most %d", name, len(name), metav1validation.FieldManagerMaxLength)
-	}
-	return nil
-}
+func CheckName(name string) error { return settings.CheckName(name) }
 
 // CheckNamespace reports whether namespace is a namespace's name: a DNS
 // label. "" is not: Settings.Namespace is "" for every namespace, and is
 // checked only when set. It returns nil when it is.
-func CheckNamespace(namespace string) error {
-	if namespace == "" {
-		return errors.New("is empty: want a namespace's name")
-	}
-	if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
-		return fmt.Errorf("%q is not a namespace's name: %s", namespace, strings.Join(msgs, "; "))
-	}
-	return nil
-}
+func CheckNamespace(namespace string) error { return settings.CheckNamespace(namespace) }
 
 // CheckWorkers reports whether workers is a number of workers: from 1 to
 // 1000. It returns nil when it is.
-func CheckWorkers(workers int) error {
-	if workers < 1 || workers > maxWorkers {
-		return fmt.Errorf("is %d: want from 1 to %d workers", workers, maxWorkers)
-	}
-	return nil
-}
+func CheckWorkers(workers int) error { return settings.CheckWorkers(workers) }
 
 // CheckResync reports whether resync is a resync period: 0, for none, or
 // at least a second, client-go's shortest. It returns nil when it is.
-func CheckResync(resync time.Duration) error {
-	if resync != 0 && resync < minResync {
-		return fmt.Errorf("is %v: want 0, for no resync, or at least %v", resync, minResync)
-	}
-	return nil
-}
+func CheckResync(resync time.Duration) error { return settings.CheckResync(resync) }
 
 // CheckRetryBaseDelay reports whether delay is a backoff's first delay:
 // longer than zero. It returns nil when it is.
-func CheckRetryBaseDelay(delay time.Duration) error {
-	return positive(delay)
-}
+func CheckRetryBaseDelay(delay time.Duration) error { return settings.CheckPositive(delay) }
 
 // CheckRetryMaxDelay reports whether delay can cap a backoff: longer than
 // zero. That it is at least RetryBaseDelay takes both fields to tell, so
 // NewController checks it. It returns nil when it is.
-func CheckRetryMaxDelay(delay time.Duration) error {
-	return positive(delay)
-}
+func CheckRetryMaxDelay(delay time.Duration) error { return settings.CheckPositive(delay) }
 
 // CheckIdentity reports whether identity can name a replica in a Lease: it
 // is not empty, and every character is printable. It returns nil when it
 // can.
-func CheckIdentity(identity string) error {
-	if identity == "" {
-		return errors.New("is empty: want this replica's own name, such as its pod's")
-	}
-	for i, r := range identity {
-		if !unicode.IsPrint(r) {
-			return fmt.Errorf("%q has the unprintable character %U at byte %d", identity, r, i)
-		}
-	}
-	return nil
-}
+func CheckIdentity(identity string) error { return settings.CheckIdentity(identity) }
 
 // CheckLeaseDuration reports whether d can be a Lease's duration: at least
 // a second, since a Lease counts it in whole seconds, and no more than an
 // int32 of them. It returns nil when it can.
-func CheckLeaseDuration(d time.Duration) error {
-	if d < time.Second || d/time.Second > math.MaxInt32 {
-		return fmt.Errorf("is %v: want from 1s to %d seconds, as a Lease holds it", d, math.MaxInt32)
-	}
-	return nil
-}
+func CheckLeaseDuration(d time.Duration) error { return settings.CheckLeaseSeconds(d) }
 
 // CheckRenewDeadline reports whether d can be the leader's renew deadline:
 // longer than zero. Its bounds against LeaseDuration and RetryPeriod take
 // two fields to tell, so NewController checks them. It returns nil when it
 // can.
-func CheckRenewDeadline(d time.Duration) error {
-	return positive(d)
-}
+func CheckRenewDeadline(d time.Duration) error { return settings.CheckPositive(d) }
 
 // CheckRetryPeriod reports whether d can be a candidate's retry period:
 // longer than zero. It returns nil when it can.
-func CheckRetryPeriod(d time.Duration) error {
-	return positive(d)
-}
-
-func positive(d time.Duration) error {
-	if d <= 0 {
-		return fmt.Errorf("is %v: want longer than 0s", d)
-	}
-	return nil
-}
+func CheckRetryPeriod(d time.Duration) error { return settings.CheckPositive(d) }
 
 // validate reports every mistake in s, each naming its field: each field's
 // own check, then the three bounds between fields, each checked only when

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
 	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/domain/settings"
@@ -265,10 +264,9 @@ func TestSettings_validate_agrees_with_client_gos_leader_election(t *testing.T) 
 }
 
 // client-go's own parts fit the ports the controller is assembled from: its
-// rate-limited work queue is a ports.Queue, the domain's Limiter is a rate
-// limiter it takes, and its real clock is a ports.Clock.
+// work queue is a ports.Queue, and the domain's Limiter is a rate limiter
+// its queues take, so the two agree on what a retry is.
 var (
-	_ ports.Queue                           = workqueue.TypedRateLimitingInterface[ports.Key](nil)
+	_ ports.Queue                           = workqueue.TypedInterface[ports.Key](nil)
 	_ workqueue.TypedRateLimiter[ports.Key] = (*backoff.Limiter[ports.Key])(nil)
-	_ ports.Clock                           = clock.RealClock{}
 )

@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	oteladapter "github.com/loam-dev/loam/adapters/telemetry"
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/app/fault"
@@ -212,19 +211,16 @@ func newTrustHarness(t *testing.T, faults *fault.Injector, rec Reconciler[cacheS
 	tel := apptest.NewTelemetry()
 	s := &app.Setup{Host: app.Host{Network: apptest.NewNetwork()}, Telemetry: tel.Telemetry, Faults: faults}
 	settings := settingsForTest()
-	h := newHarnessOn(t, s, settings, rec, parts, objects...)
-	ctrl := h.ctrl
-	ctrl.writer = sightingWriter{h.writer, seen}
-
 	// The reconcile's span and its events, as the App's telemetry records
-	// them.
-	recorder, err := oteladapter.NewRecorder(oteladapter.Config{
-		Name: settings.Name, Kind: caches.Kind,
-		TracerProvider: tel.TracerProvider, MeterProvider: tel.MeterProvider, LoggerProvider: tel.LoggerProvider,
-	})
-	require.NoError(t, err)
-	ended := &endings{Recorder: recorder}
-	ctrl.telemetry.recorder = ended
+	// them, and the end of each reconcile.
+	var ended *endings
+	h := newHarnessWith(t, s, settings, rec, parts, harnessOptions{
+		writer: func(w ports.Writer) ports.Writer { return sightingWriter{w, seen} },
+		recorder: func(r ports.Recorder) ports.Recorder {
+			ended = &endings{Recorder: r}
+			return ended
+		},
+	}, objects...)
 	return &trustHarness{harness: h, telemetry: tel, ended: ended}
 }
 
@@ -560,9 +556,12 @@ func TestTrustScenario_takes_any_valid_annotation_key(t *testing.T) {
 		"Acme.Example.com/Failure_Scenario", // the API server checks a key's case aside
 		"a.b/" + strings.Repeat("x", 63),
 	} {
-		ctrl, err := NewController(s, c, settingsForTest(), caches, sightingReconciler{}, TrustScenario(key, func(metav1.Object) bool { return true }))
+		part := TrustScenario(key, func(metav1.Object) bool { return true })
+		_, err := NewController(s, c, settingsForTest(), caches, sightingReconciler{}, part)
 		require.NoError(t, err, key)
-		require.NotNil(t, scenarioPrepare(ctrl.trust, ctrl.faults, noRecorder{}), "%s: an App with faults reads the annotation", key)
+		p, err := partsOf[cacheObject]([]Part{part})
+		require.NoError(t, err, key)
+		require.NotNil(t, scenarioPrepare(p.trust, s.Faults, noRecorder{}), "%s: an App with faults reads the annotation", key)
 	}
 }
 
@@ -585,7 +584,7 @@ func TestTrustScenario_reads_nothing_when_the_App_has_no_failure_injection(t *te
 				h := newTrustHarness(t, tc.faults, sightingReconciler{seen}, []Part{TrustScenario(scenarioAnnotation, trust.returning(true))}, seen,
 					annotated(memcached("a", 1), scenarioValue(t, codec, abortApplies)),
 					annotated(memcached("b", 1), "not baggage at all"))
-				require.Nil(t, scenarioPrepare(h.ctrl.trust, h.ctrl.faults, noRecorder{}), "no step reads the annotation")
+				require.Nil(t, scenarioPrepare(h.trust, h.faults, noRecorder{}), "no step reads the annotation")
 				ctx, stop := context.WithCancel(t.Context())
 				h.serve(ctx)
 				close(h.elector.grant)
@@ -613,7 +612,7 @@ func TestTrustScenario_without_the_Part_reads_nothing(t *testing.T) {
 		seen := &sightings{faults: faults}
 		h := newTrustHarness(t, faults, sightingReconciler{seen}, nil, seen,
 			annotated(memcached("a", 1), scenarioValue(t, codec, abortApplies)))
-		require.Nil(t, scenarioPrepare(h.ctrl.trust, h.ctrl.faults, noRecorder{}))
+		require.Nil(t, scenarioPrepare(h.trust, h.faults, noRecorder{}))
 		ctx, stop := context.WithCancel(t.Context())
 		h.serve(ctx)
 		close(h.elector.grant)

@@ -20,8 +20,23 @@ type Elector interface {
 	Run(ctx context.Context, onStarted func(ctx context.Context), onStopped func())
 }
 
-// Clock tells the time; k8s.io/utils/clock.RealClock implements it, and a
-// test's fake moves it by hand.
+// Clock tells the time and runs timers; the clock adapter's Real
+// implements it on package time, which a testing/synctest bubble fakes.
 type Clock interface {
+	// Now returns the current time.
 	Now() time.Time
+	// AfterFunc calls f in a goroutine of its own once d has passed,
+	// unless the returned stop is called first; stop reports whether it
+	// kept f from being called. It never calls f before it returns.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// Readiness is told whether the controller's caches are synced; app's
+// health.Flag implements it, so a readiness probe reports it.
+type Readiness interface {
+	// MarkHealthy records that the caches have synced.
+	MarkHealthy()
+	// MarkUnhealthy records that they haven't, or that the controller has
+	// stopped.
+	MarkUnhealthy()
 }

@@ -21,6 +21,10 @@ type Recorder interface {
 	// ReconcileEnded is called once for each ReconcileStarted, with the
 	// context it returned, as the reconcile ends.
 	ReconcileEnded(ctx context.Context, key Key, report Report)
+	// LeaderElectionUnfenced reports Lease timings that let a leader cut
+	// off from the API server reconcile after a standby may have taken the
+	// Lease: LeaseDuration not longer than RenewDeadline + RetryPeriod.
+	LeaderElectionUnfenced(ctx context.Context, leaseDuration, renewDeadline, retryPeriod time.Duration)
 }
 
 // Report is how one reconcile ended.

@@ -34,9 +34,10 @@ type Config struct {
 	// Resync hands every cached object to the informer's handler again
 	// that often, as if it had changed; 0 never does.
 	Resync time.Duration
-	// Enqueue queues the key of an object to reconcile. It is called from
-	// the informer's own goroutines and must not block for long.
-	Enqueue func(ports.Key)
+	// Notify is told of each event: the key of an object to reconcile, and
+	// whether the event is a resync. It is called from the informer's own
+	// goroutines and must not block for long.
+	Notify func(ports.Event)
 	// Logger receives the log lines of the informer's event handler.
 	Logger logr.Logger
 }
@@ -75,6 +76,23 @@ func (r *Running) WaitForSync(ctx context.Context) bool {
 func (r *Running) Stop() {
 	r.cancel()
 	r.wg.Wait()
+}
+
+// resynced reports whether an update from old to obj is a resync: the
+// same resourceVersion handed again, rather than a change. Objects without
+// one, which only a fake API server sends, are changes: a change dropped
+// for a resync would be lost, and a resync taken for a change only drops
+// a pending timer whose key is queued anyway.
+func resynced(old, obj any) bool {
+	o, err := meta.Accessor(old)
+	if err != nil {
+		return false
+	}
+	n, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	return o.GetResourceVersion() != "" && o.GetResourceVersion() == n.GetResourceVersion()
 }
 
 // keyOf returns the key of obj, which an informer's handler was handed: a

@@ -37,25 +37,48 @@ var (
 	memcached   = owners.Owner{Group: "cache.example.com", Kind: "Memcached", Namespaced: true}
 )
 
-// keys collects the keys an informer queues, in order.
+// keys collects the events an informer notifies, in order.
 type keys struct {
-	mu   sync.Mutex
-	list []ports.Key
+	mu     sync.Mutex
+	events []ports.Event
 }
 
-func (k *keys) add(key ports.Key) {
+func (k *keys) add(ev ports.Event) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.list = append(k.list, key)
+	k.events = append(k.events, ev)
 }
 
-// take returns the keys queued since the last take.
-func (k *keys) take() []ports.Key {
+// take returns the keys of the changes notified since the last take, and
+// fails the test if one was a resync.
+func (k *keys) take(t *testing.T) []ports.Key {
+	t.Helper()
+	keys, resyncs := k.split()
+	require.Empty(t, resyncs, "resyncs among the changes")
+	return keys
+}
+
+// takeResyncs returns the keys of the resyncs notified since the last
+// take, and fails the test if one was a change.
+func (k *keys) takeResyncs(t *testing.T) []ports.Key {
+	t.Helper()
+	changes, resyncs := k.split()
+	require.Empty(t, changes, "changes among the resyncs")
+	return resyncs
+}
+
+func (k *keys) split() (changes, resyncs []ports.Key) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	out := k.list
-	k.list = nil
-	return out
+	for _, ev := range k.events {
+		if ev.Resync {
+			resyncs = append(resyncs, ev.Key)
+		} else {
+			changes = append(changes, ev.Key)
+		}
+	}
+	k.events = nil
+	return changes, resyncs
 }
 
 func object(namespace, name string, fields map[string]any) *unstructured.Unstructured {
@@ -67,6 +90,13 @@ func object(namespace, name string, fields map[string]any) *unstructured.Unstruc
 	for k, v := range fields {
 		u.Object[k] = v
 	}
+	return u
+}
+
+// versioned returns u with a resourceVersion, as the API server would
+// give it: client-go's fake gives none.
+func versioned(u *unstructured.Unstructured) *unstructured.Unstructured {
+	u.SetResourceVersion("1")
 	return u
 }
 
@@ -93,10 +123,10 @@ func TestPrimary_caches_and_queues_the_resource_s_objects(t *testing.T) {
 			map[schema.GroupVersionResource]string{memcacheds: "MemcachedList"}, a, elsewhere)
 
 		var queued keys
-		p, err := informer.NewPrimary(client, memcacheds, informer.Config{Namespace: "ns", Enqueue: queued.add, Logger: logr.Discard()})
+		p, err := informer.NewPrimary(client, memcacheds, informer.Config{Namespace: "ns", Notify: queued.add, Logger: logr.Discard()})
 		require.NoError(t, err)
 		run(t, p.Informer())
-		require.Equal(t, []ports.Key{{Namespace: "ns", Name: "a"}}, queued.take(), "only the namespace's objects")
+		require.Equal(t, []ports.Key{{Namespace: "ns", Name: "a"}}, queued.take(t), "only the namespace's objects")
 
 		got, found, err := p.Get(ports.Key{Namespace: "ns", Name: "a"})
 		require.NoError(t, err)
@@ -123,7 +153,7 @@ func TestPrimary_caches_and_queues_the_resource_s_objects(t *testing.T) {
 		delete(changed.Object, "status")
 		require.NoError(t, client.Tracker().Update(memcacheds, changed, "ns"))
 		synctest.Wait()
-		require.Equal(t, []ports.Key{{Namespace: "ns", Name: "a"}}, queued.take())
+		require.Equal(t, []ports.Key{{Namespace: "ns", Name: "a"}}, queued.take(t))
 		got, found, err = p.Get(ports.Key{Namespace: "ns", Name: "a"})
 		require.NoError(t, err)
 		require.True(t, found)
@@ -132,7 +162,7 @@ func TestPrimary_caches_and_queues_the_resource_s_objects(t *testing.T) {
 
 		require.NoError(t, client.Tracker().Delete(memcacheds, "ns", "a"))
 		synctest.Wait()
-		require.Equal(t, []ports.Key{{Namespace: "ns", Name: "a"}}, queued.take())
+		require.Equal(t, []ports.Key{{Namespace: "ns", Name: "a"}}, queued.take(t))
 		_, found, err = p.Get(ports.Key{Namespace: "ns", Name: "a"})
 		require.NoError(t, err)
 		require.False(t, found)
@@ -142,15 +172,16 @@ func TestPrimary_caches_and_queues_the_resource_s_objects(t *testing.T) {
 func TestPrimary_resync_queues_every_object_again(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-			map[schema.GroupVersionResource]string{memcacheds: "MemcachedList"}, object("ns", "a", nil), object("ns", "b", nil))
+			map[schema.GroupVersionResource]string{memcacheds: "MemcachedList"}, versioned(object("ns", "a", nil)), versioned(object("ns", "b", nil)))
 		var queued keys
-		p, err := informer.NewPrimary(client, memcacheds, informer.Config{Resync: time.Hour, Enqueue: queued.add, Logger: logr.Discard()})
+		p, err := informer.NewPrimary(client, memcacheds, informer.Config{Resync: time.Hour, Notify: queued.add, Logger: logr.Discard()})
 		require.NoError(t, err)
 		run(t, p.Informer())
-		require.Len(t, queued.take(), 2)
+		require.Len(t, queued.take(t), 2)
 		time.Sleep(time.Hour + time.Second)
 		synctest.Wait()
-		require.ElementsMatch(t, []ports.Key{{Namespace: "ns", Name: "a"}, {Namespace: "ns", Name: "b"}}, queued.take())
+		require.ElementsMatch(t, []ports.Key{{Namespace: "ns", Name: "a"}, {Namespace: "ns", Name: "b"}}, queued.takeResyncs(t),
+			"a resync is told apart from a change, so it leaves a key's timer")
 	})
 }
 
@@ -159,13 +190,13 @@ func TestPrimary_without_resync_queues_nothing_unchanged(t *testing.T) {
 		client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 			map[schema.GroupVersionResource]string{memcacheds: "MemcachedList"}, object("ns", "a", nil))
 		var queued keys
-		p, err := informer.NewPrimary(client, memcacheds, informer.Config{Enqueue: queued.add, Logger: logr.Discard()})
+		p, err := informer.NewPrimary(client, memcacheds, informer.Config{Notify: queued.add, Logger: logr.Discard()})
 		require.NoError(t, err)
 		run(t, p.Informer())
-		require.Len(t, queued.take(), 1)
+		require.Len(t, queued.take(t), 1)
 		time.Sleep(100 * time.Hour)
 		synctest.Wait()
-		require.Empty(t, queued.take())
+		require.Empty(t, queued.take(t))
 	})
 }
 
@@ -211,10 +242,10 @@ func TestOwned_queues_the_controlling_owner(t *testing.T) {
 			deployment("ns", "no-owner"),
 		)
 		var queued keys
-		o, err := informer.NewOwned(client, deployments, memcached, informer.Config{Enqueue: queued.add, Logger: logr.Discard()})
+		o, err := informer.NewOwned(client, deployments, memcached, informer.Config{Notify: queued.add, Logger: logr.Discard()})
 		require.NoError(t, err)
 		run(t, o.Informer())
-		require.ElementsMatch(t, []ports.Key{{Namespace: "ns", Name: "a"}, {Namespace: "ns", Name: "b"}}, queued.take(),
+		require.ElementsMatch(t, []ports.Key{{Namespace: "ns", Name: "a"}, {Namespace: "ns", Name: "b"}}, queued.take(t),
 			"the controller reference's group and kind are compared, its version isn't")
 
 		// The cache holds the metadata the handler reads, and nothing
@@ -232,16 +263,16 @@ func TestOwned_queues_the_controlling_owner(t *testing.T) {
 		moved := deployment("ns", "controlled", ref("cache.example.com/v1alpha1", "Memcached", "z", true))
 		require.NoError(t, client.Tracker().Update(deployments, moved, "ns"))
 		synctest.Wait()
-		require.Equal(t, []ports.Key{{Namespace: "ns", Name: "a"}, {Namespace: "ns", Name: "z"}}, queued.take())
+		require.Equal(t, []ports.Key{{Namespace: "ns", Name: "a"}, {Namespace: "ns", Name: "z"}}, queued.take(t))
 
 		// A change to a resource owned by nobody of ours reconciles nothing.
 		require.NoError(t, client.Tracker().Update(deployments, deployment("ns", "no-owner", ref("v1", "ConfigMap", "x", true)), "ns"))
 		synctest.Wait()
-		require.Empty(t, queued.take())
+		require.Empty(t, queued.take(t))
 
 		require.NoError(t, client.Tracker().Delete(deployments, "ns", "controlled"))
 		synctest.Wait()
-		require.Equal(t, []ports.Key{{Namespace: "ns", Name: "z"}}, queued.take())
+		require.Equal(t, []ports.Key{{Namespace: "ns", Name: "z"}}, queued.take(t))
 	})
 }
 
@@ -254,10 +285,10 @@ func TestOwned_maps_namespaced_resources_to_a_cluster_scoped_owner(t *testing.T)
 		}
 		client := metadatafake.NewSimpleMetadataClient(metadataScheme(), policy)
 		var queued keys
-		o, err := informer.NewOwned(client, policies, owners.Owner{Kind: "Namespace"}, informer.Config{Enqueue: queued.add, Logger: logr.Discard()})
+		o, err := informer.NewOwned(client, policies, owners.Owner{Kind: "Namespace"}, informer.Config{Notify: queued.add, Logger: logr.Discard()})
 		require.NoError(t, err)
 		run(t, o.Informer())
-		require.Equal(t, []ports.Key{{Name: "team-a"}}, queued.take())
+		require.Equal(t, []ports.Key{{Name: "team-a"}}, queued.take(t))
 	})
 }
 
@@ -271,7 +302,7 @@ func TestStart_WaitForSync_gives_up_when_ctx_ends(t *testing.T) {
 			<-release
 			return true, &unstructured.UnstructuredList{}, nil
 		})
-		p, err := informer.NewPrimary(client, memcacheds, informer.Config{Enqueue: func(ports.Key) {}, Logger: logr.Discard()})
+		p, err := informer.NewPrimary(client, memcacheds, informer.Config{Notify: func(ports.Event) {}, Logger: logr.Discard()})
 		require.NoError(t, err)
 		r := informer.Start(t.Context(), p.Informer())
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)

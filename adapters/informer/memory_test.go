@@ -283,7 +283,7 @@ var cacheVariants = []cacheVariant{
 	{
 		name: "primary/loam",
 		build: func(t testing.TB, dyn dynamic.Interface, _ metadata.Interface, enqueue func()) cache.SharedIndexInformer {
-			p, err := informer.NewPrimary(dyn, memoryMemcacheds, informer.Config{Enqueue: func(ports.Key) { enqueue() }, Logger: logr.Discard()})
+			p, err := informer.NewPrimary(dyn, memoryMemcacheds, informer.Config{Notify: func(ports.Event) { enqueue() }, Logger: logr.Discard()})
 			require.NoError(t, err)
 			return p.Informer()
 		},
@@ -304,7 +304,7 @@ var cacheVariants = []cacheVariant{
 		build: func(t testing.TB, _ dynamic.Interface, meta metadata.Interface, enqueue func()) cache.SharedIndexInformer {
 			// Every Deployment is controlled by a Memcached, so each one
 			// queues a key, as the handler counts.
-			o, err := informer.NewOwned(meta, memoryDeployments, memcached, informer.Config{Enqueue: func(ports.Key) { enqueue() }, Logger: logr.Discard()})
+			o, err := informer.NewOwned(meta, memoryDeployments, memcached, informer.Config{Notify: func(ports.Event) { enqueue() }, Logger: logr.Discard()})
 			require.NoError(t, err)
 			return o.Informer()
 		},

@@ -15,8 +15,8 @@ import (
 
 // Owned watches a resource the controller's objects own, through the
 // metadata client, since only its owner references matter: each add,
-// change or deletion of one of its objects queues the object whose
-// controller owner reference it carries, when that reference names the
+// change or deletion of one of its objects notifies, as a change, the key
+// of the object whose controller owner reference it carries, when that reference names the
 // controller's own kind.
 type Owned struct {
 	informer cache.SharedIndexInformer
@@ -31,9 +31,10 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 	if err := inf.SetTransform(slimMetadata); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
+	notify := func(key ports.Key, resync bool) { c.Notify(ports.Event{Key: key, Resync: resync}) }
 	enqueue := func(obj any) {
 		if key, ok := ownerKey(owner, obj); ok {
-			c.Enqueue(key)
+			notify(key, false)
 		}
 	}
 	logger := c.Logger
@@ -44,11 +45,12 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 			// another: both are reconciled, the old one to see it go.
 			prev, hadPrev := ownerKey(owner, old)
 			next, hasNext := ownerKey(owner, obj)
+			resync := resynced(old, obj)
 			if hadPrev && (!hasNext || prev != next) {
-				c.Enqueue(prev)
+				notify(prev, resync)
 			}
 			if hasNext {
-				c.Enqueue(next)
+				notify(next, resync)
 			}
 		},
 		DeleteFunc: enqueue,

@@ -13,8 +13,8 @@ import (
 
 // Primary watches the resource a controller reconciles through the dynamic
 // client, and is the controller's cache of its objects: a
-// ports.ObjectSource. Every object it adds, changes or deletes queues the
-// object's key, and so does the resync.
+// ports.ObjectSource. Every object it adds, changes or deletes notifies
+// the object's key as a change, and the resync notifies it as a resync.
 type Primary struct {
 	gvr      schema.GroupVersionResource
 	informer cache.SharedIndexInformer
@@ -30,16 +30,16 @@ func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 	if err := inf.SetTransform(compact); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
-	enqueue := func(obj any) {
+	notify := func(obj any, resync bool) {
 		if key, ok := keyOf(obj); ok {
-			c.Enqueue(key)
+			c.Notify(ports.Event{Key: key, Resync: resync})
 		}
 	}
 	logger := c.Logger
 	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueue,
-		UpdateFunc: func(_, obj any) { enqueue(obj) },
-		DeleteFunc: enqueue,
+		AddFunc:    func(obj any) { notify(obj, false) },
+		UpdateFunc: func(old, obj any) { notify(obj, resynced(old, obj)) },
+		DeleteFunc: func(obj any) { notify(obj, false) },
 	}, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)

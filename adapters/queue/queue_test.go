@@ -4,15 +4,12 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
-	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/loam-dev/loam/adapters/queue"
-	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -22,9 +19,9 @@ func TestMain(m *testing.M) {
 
 var key = ports.Key{Namespace: "default", Name: "a"}
 
-func newQueue(t *testing.T, metrics workqueue.MetricsProvider) workqueue.TypedRateLimitingInterface[ports.Key] {
+func newQueue(t *testing.T, metrics workqueue.MetricsProvider) workqueue.TypedInterface[ports.Key] {
 	t.Helper()
-	q := queue.New(queue.Config{Name: "memcached-controller", Policy: backoff.Default(), Metrics: metrics, Logger: logr.Discard()})
+	q := queue.New(queue.Config{Name: "memcached-controller", Metrics: metrics})
 	t.Cleanup(q.ShutDown)
 	return q
 }
@@ -34,7 +31,6 @@ func TestNew_holds_each_key_once(t *testing.T) {
 		q := newQueue(t, nil)
 		q.Add(key)
 		q.Add(key)
-		q.AddAfter(key, 0)
 		require.Equal(t, 1, q.Len())
 
 		got, shutdown := q.Get()
@@ -48,39 +44,9 @@ func TestNew_holds_each_key_once(t *testing.T) {
 	})
 }
 
-func TestNew_spaces_retries_by_the_policy(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		q := newQueue(t, nil)
-		for failures, want := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond} {
-			start := time.Now()
-			q.AddRateLimited(key)
-			require.Equal(t, failures+1, q.NumRequeues(key))
-			got, _ := q.Get()
-			require.Equal(t, key, got)
-			require.Equal(t, want, time.Since(start), "retry %d", failures+1)
-			q.Done(key)
-		}
-		q.Forget(key)
-		require.Zero(t, q.NumRequeues(key))
-	})
-}
-
-func TestNew_AddAfter_waits(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		q := newQueue(t, nil)
-		q.AddAfter(key, time.Minute)
-		time.Sleep(time.Minute - time.Millisecond)
-		synctest.Wait()
-		require.Zero(t, q.Len())
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		require.Equal(t, 1, q.Len())
-	})
-}
-
 func TestNew_ShutDown_does_not_wait_for_the_backlog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := queue.New(queue.Config{Name: "c", Policy: backoff.Default(), Logger: logr.Discard()})
+		q := queue.New(queue.Config{Name: "c"})
 		q.Add(key)
 		q.Add(ports.Key{Name: "b"})
 		q.ShutDown()
@@ -96,7 +62,7 @@ func TestNew_names_the_metrics_of_its_provider(t *testing.T) {
 		p := &recordingProvider{}
 		q := newQueue(t, p)
 		q.Add(key)
-		require.ElementsMatch(t, []string{"depth", "adds", "latency", "work_duration", "unfinished_work_seconds", "longest_running_processor_seconds", "retries"}, p.kinds())
+		require.ElementsMatch(t, []string{"depth", "adds", "latency", "work_duration", "unfinished_work_seconds", "longest_running_processor_seconds"}, p.kinds())
 		for _, n := range p.names() {
 			require.Equal(t, "memcached-controller", n)
 		}

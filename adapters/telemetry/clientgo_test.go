@@ -90,7 +90,7 @@ func driveClientGo(t *testing.T) {
 		q.Add(namespaced)
 		key, _ := q.Get()
 		q.Done(key)
-		q.AddRateLimited(key)
+		q.Add(key)
 
 		reflector := cache.NewReflectorWithOptions(&scriptedWatches{}, &corev1.ConfigMap{},
 			cache.NewStore(cache.MetaNamespaceKeyFunc),

@@ -50,6 +50,12 @@ func (c *handClock) Now() time.Time {
 	return c.now
 }
 
+// AfterFunc runs the Loop's timers on package time, which the test's
+// synctest bubble fakes.
+func (c *handClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop
+}
+
 func (c *handClock) step(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -8,26 +8,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/loam-dev/loam/adapters/queue"
 	"github.com/loam-dev/loam/adapters/telemetry"
 	"github.com/loam-dev/loam/ports"
 )
 
-// newQueue returns a client-go work queue of keys, as the controller
-// builds it, recording through rec. It is shut down when the test ends.
-func newQueue(t *testing.T, rec *telemetry.Recorder) workqueue.TypedRateLimitingInterface[ports.Key] {
+// newQueue returns the work queue the controller builds, recording
+// through rec. It is shut down when the test ends.
+func newQueue(t *testing.T, rec *telemetry.Recorder) workqueue.TypedInterface[ports.Key] {
 	t.Helper()
-	logger := rec.Logger()
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[ports.Key](5*time.Millisecond, 1000*time.Second),
-		workqueue.TypedRateLimitingQueueConfig[ports.Key]{
-			Name:            controllerName,
-			MetricsProvider: rec.QueueMetrics(),
-			DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[ports.Key]{
-				Name:            controllerName,
-				MetricsProvider: rec.QueueMetrics(),
-				Logger:          &logger,
-			}),
-		})
+	q := queue.New(queue.Config{Name: controllerName, Metrics: rec.QueueMetrics()})
 	t.Cleanup(q.ShutDown)
 	return q
 }
@@ -90,7 +80,7 @@ func TestAStandbysQueueHoldsEveryKeyAndItsGaugesReadZero(t *testing.T) {
 	})
 }
 
-func TestTheQueueRecordsNoWorkDurationAndNoRetries(t *testing.T) {
+func TestTheQueueRecordsNoWorkDuration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec, tel := newRecorder(t)
 		q := newQueue(t, rec)
@@ -99,8 +89,7 @@ func TestTheQueueRecordsNoWorkDurationAndNoRetries(t *testing.T) {
 		key, _ := q.Get()
 		time.Sleep(time.Second)
 		q.Done(key)
-		q.AddRateLimited(key)            // a retry, to client-go
-		q.AddAfter(cluster, time.Second) // a retry too, to client-go
+		q.Add(key)
 		time.Sleep(2 * time.Second)
 
 		rm, err := tel.Metrics(t.Context())

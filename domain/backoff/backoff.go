@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/loam-dev/loam/ports"
+	"github.com/loam-dev/loam/domain/settings"
 )
 
 // Policy is the shape of a controller's retries.
@@ -30,7 +30,12 @@ type Policy struct {
 // Policy: 5ms doubling to 1000s per key, under 10 retries a second
 // bursting to 100.
 func Default() Policy {
-	return Policy{BaseDelay: 5 * time.Millisecond, MaxDelay: 1000 * time.Second, Rate: 10, Burst: 100}
+	return Policy{
+		BaseDelay: settings.DefaultRetryBaseDelay,
+		MaxDelay:  settings.DefaultRetryMaxDelay,
+		Rate:      settings.DefaultRetryRate,
+		Burst:     settings.DefaultRetryBurst,
+	}
 }
 
 // Exponential returns the backoff of a key that has failed failures times
@@ -83,20 +88,25 @@ func (b *Bucket) Reserve(now time.Time) time.Duration {
 }
 
 // Limiter applies a Policy to the keys of a work queue. Its methods are
-// those of client-go's workqueue.TypedRateLimiter[K], so a queue takes it
-// as its rate limiter. It is safe for concurrent use.
+// those of client-go's workqueue.TypedRateLimiter[K]. It is safe for
+// concurrent use.
 type Limiter[K comparable] struct {
 	policy Policy
-	clock  ports.Clock
+	clock  Clock
 
 	mu       sync.Mutex
 	failures map[K]int
 	bucket   *Bucket
 }
 
+// Clock tells the Limiter the time; ports.Clock is one.
+type Clock interface {
+	Now() time.Time
+}
+
 // NewLimiter returns a Limiter of p whose bucket runs on clock, full as of
 // now.
-func NewLimiter[K comparable](p Policy, clock ports.Clock) *Limiter[K] {
+func NewLimiter[K comparable](p Policy, clock Clock) *Limiter[K] {
 	return &Limiter[K]{
 		policy:   p,
 		clock:    clock,

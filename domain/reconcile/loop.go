@@ -10,8 +10,14 @@
 //   - otherwise a positive Result.After queues it again after that long,
 //     and nothing else does until it changes or the resync comes.
 //
+// Each key has at most one pending timer, a retry's or an After's: the
+// latest pass's outcome replaces it, and a change to the object drops it,
+// as does a success without After or a panic. A change is an informer
+// event with a new resourceVersion, the controller's own status write
+// included; a resync is not, so it leaves the timer alone.
+//
 // The Loop runs no goroutine of its own: each of the controller's workers
-// calls Next until it returns false.
+// calls Next until it returns false, and its timers run on the Clock's.
 package reconcile
 
 import (
@@ -22,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -45,8 +52,11 @@ type Config struct {
 	Handler ports.Handler
 	// Recorder is told of every reconcile.
 	Recorder ports.Recorder
-	// Clock times reconciles.
+	// Clock times reconciles and runs the retries' and Afters' timers.
 	Clock ports.Clock
+	// Retry spaces the retries of a key whose pass failed; the zero Policy
+	// is backoff.Default().
+	Retry backoff.Policy
 	// Finalizer is the finalizer the controller's Finalize holds objects
 	// with, or "" when it has none: then Handler.Finalize is never called,
 	// and no finalizer is ever applied.
@@ -61,6 +71,8 @@ type Config struct {
 type Loop struct {
 	c       Config
 	stopped atomic.Bool
+	limiter *backoff.Limiter[ports.Key]
+	timers  *timers
 }
 
 // New returns a Loop that drives c's ports. It fails when a port is
@@ -85,8 +97,28 @@ func New(c Config) (*Loop, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Loop{c: c}, nil
+	if c.Retry == (backoff.Policy{}) {
+		c.Retry = backoff.Default()
+	}
+	return &Loop{
+		c:       c,
+		limiter: backoff.NewLimiter[ports.Key](c.Retry, c.Clock),
+		timers:  newTimers(c.Clock, c.Queue.Add),
+	}, nil
 }
+
+// Notify queues the key an informer's event names. A change drops the
+// key's pending retry or After, since the pass it queues settles the key
+// anew; a resync leaves it.
+func (l *Loop) Notify(ev ports.Event) {
+	if !ev.Resync {
+		l.timers.drop(ev.Key)
+	}
+	l.c.Queue.Add(ev.Key)
+}
+
+// Pending returns how many keys wait on a timer: a retry or an After.
+func (l *Loop) Pending() int { return l.timers.len() }
 
 // Next takes a key from the queue, reconciles it in ctx and marks it done.
 // It blocks until a key is ready, and returns false without reconciling
@@ -106,11 +138,12 @@ func (l *Loop) Next(ctx context.Context) bool {
 	return true
 }
 
-// Stop stops the Loop taking keys: it shuts the queue down, without
-// draining it, and from then on Next returns false. A pass in flight goes
-// on; its context is the caller's to cancel.
+// Stop stops the Loop taking keys: it cancels every pending timer, shuts
+// the queue down, without draining it, and from then on Next returns
+// false. A pass in flight goes on; its context is the caller's to cancel.
 func (l *Loop) Stop() {
 	l.stopped.Store(true)
+	l.timers.stop()
 	l.c.Queue.ShutDown()
 }
 
@@ -124,7 +157,7 @@ func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
 	if err == nil {
 		step = Decide(obj, found, l.c.Finalizer)
 		if step == StepSkip {
-			l.c.Queue.Forget(key)
+			l.forget(key)
 			return
 		}
 	}
@@ -137,8 +170,8 @@ func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
 	} else {
 		s = l.pass(ctx, key, obj, step)
 	}
-	l.settle(key, s)
 	s.report.Duration = l.c.Clock.Now().Sub(start)
+	l.settle(key, s)
 	l.c.Recorder.ReconcileEnded(ctx, key, s.report)
 }
 
@@ -213,18 +246,27 @@ func (l *Loop) pass(ctx context.Context, key ports.Key, obj ports.Object, step S
 	}
 }
 
-// settle tells the queue how s ended key's pass.
+// settle sets or drops key's timer as s ended its pass.
 func (l *Loop) settle(key ports.Key, s settlement) {
 	if s.report.Outcome == ports.OutcomeError {
-		l.c.Queue.AddRateLimited(key)
+		l.timers.set(key, l.limiter.When(key))
 		return
 	}
 	// A success and a panic both end the key's backoff; a panic is never
 	// retried, since it would only panic again.
-	l.c.Queue.Forget(key)
 	if s.after > 0 {
-		l.c.Queue.AddAfter(key, s.after)
+		l.limiter.Forget(key)
+		l.timers.set(key, s.after)
+		return
 	}
+	l.forget(key)
+}
+
+// forget ends key's backoff and drops its timer: nothing queues it again
+// but a change or the resync.
+func (l *Loop) forget(key ports.Key) {
+	l.limiter.Forget(key)
+	l.timers.drop(key)
 }
 
 // recoverInto, deferred, recovers a panic of the end user's code into *p,

@@ -48,37 +48,50 @@ func prepareValue(ctx context.Context, _ ports.Object) context.Context {
 	return context.WithValue(ctx, prepKey{}, "prepared")
 }
 
-// tick is a Clock that moves one second each time it is read.
-type tick struct{ now time.Time }
-
-func (c *tick) Now() time.Time {
-	c.now = c.now.Add(time.Second)
-	return c.now
-}
-
 type mocks struct {
 	source  *portsmock.MockObjectSource
 	writer  *portsmock.MockWriter
 	queue   *portsmock.MockQueue
 	handler *portsmock.MockHandler
 	rec     *portsmock.MockRecorder
+	clock   *portsmock.MockClock
 }
 
+// newMocks returns the ports' mocks. The clock moves one second each time
+// it is read; a test expects each timer the Loop sets with retried or
+// after, and any other is a failure.
 func newMocks(t *testing.T) mocks {
 	ctrl := gomock.NewController(t)
-	return mocks{
+	m := mocks{
 		source:  portsmock.NewMockObjectSource(ctrl),
 		writer:  portsmock.NewMockWriter(ctrl),
 		queue:   portsmock.NewMockQueue(ctrl),
 		handler: portsmock.NewMockHandler(ctrl),
 		rec:     portsmock.NewMockRecorder(ctrl),
+		clock:   portsmock.NewMockClock(ctrl),
 	}
+	var now time.Time
+	m.clock.EXPECT().Now().DoAndReturn(func() time.Time {
+		now = now.Add(time.Second)
+		return now
+	}).AnyTimes()
+	return m
+}
+
+// retried expects the timer of a first retry: backoff.Default's 5ms.
+func (m mocks) retried() *portsmock.MockClockAfterFuncCall {
+	return m.after(5 * time.Millisecond)
+}
+
+// after expects a timer of d, which never fires.
+func (m mocks) after(d time.Duration) *portsmock.MockClockAfterFuncCall {
+	return m.clock.EXPECT().AfterFunc(d, gomock.Any()).Return(func() bool { return true })
 }
 
 func (m mocks) loop(t *testing.T, finalizer string, prepare reconcile.Prepare) *reconcile.Loop {
 	l, err := reconcile.New(reconcile.Config{
 		Source: m.source, Writer: m.writer, Queue: m.queue, Handler: m.handler,
-		Recorder: m.rec, Clock: &tick{}, Finalizer: finalizer, Prepare: prepare,
+		Recorder: m.rec, Clock: m.clock, Finalizer: finalizer, Prepare: prepare,
 	})
 	require.NoError(t, err)
 	return l
@@ -132,25 +145,25 @@ func TestLoop_Reconcile(t *testing.T) {
 		{
 			name:  "an object gone from the cache is forgotten and never reconciled",
 			found: false,
-			calls: func(m mocks, _ ports.Object) []any { return []any{m.queue.EXPECT().Forget(key)} },
+			calls: func(m mocks, _ ports.Object) []any { return nil },
 		},
 		{
 			name:  "an object being deleted is left alone without a Finalize",
 			obj:   deleting("someone-else"),
 			found: true,
-			calls: func(m mocks, _ ports.Object) []any { return []any{m.queue.EXPECT().Forget(key)} },
+			calls: func(m mocks, _ ports.Object) []any { return nil },
 		},
 		{
 			name:      "an object being deleted that the finalizer doesn't hold is left alone",
 			finalizer: fin,
 			obj:       deleting("someone-else"),
 			found:     true,
-			calls:     func(m mocks, _ ports.Object) []any { return []any{m.queue.EXPECT().Forget(key)} },
+			calls:     func(m mocks, _ ports.Object) []any { return nil },
 		},
 		{
 			name:   "a failed cache read is retried",
 			getErr: errBoom,
-			calls:  func(m mocks, _ ports.Object) []any { return []any{m.queue.EXPECT().AddRateLimited(key)} },
+			calls:  func(m mocks, _ ports.Object) []any { return []any{m.retried()} },
 			want:   &want{outcome: ports.OutcomeError, errIs: []error{errBoom}, errHas: []string{"reading ns/m from the cache"}},
 		},
 		{
@@ -161,7 +174,6 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, _ ports.Object) []any {
 				return []any{
 					m.writer.EXPECT().ApplyFinalizer(inSpan(), key, obj.UID, fin, true).Return(nil),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -174,7 +186,7 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, _ ports.Object) []any {
 				return []any{
 					m.writer.EXPECT().ApplyFinalizer(inSpan(), key, obj.UID, fin, true).Return(errApply),
-					m.queue.EXPECT().AddRateLimited(key),
+					m.retried(),
 				}
 			},
 			want: &want{outcome: ports.OutcomeError, errIs: []error{errApply}, errHas: []string{`adding finalizer "cache.example.com/finalizer"`}},
@@ -187,7 +199,6 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{}, nil),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -201,7 +212,6 @@ func TestLoop_Reconcile(t *testing.T) {
 				return []any{
 					m.handler.EXPECT().Finalize(inSpan(), o).Return(nil),
 					m.writer.EXPECT().ApplyFinalizer(inSpan(), key, obj.UID, fin, false).Return(nil),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -214,7 +224,7 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Finalize(inSpan(), o).Return(errBoom),
-					m.queue.EXPECT().AddRateLimited(key),
+					m.retried(),
 				}
 			},
 			want: &want{outcome: ports.OutcomeError, errIs: []error{errBoom}, errHas: []string{`finalize "cache.example.com/finalizer": boom`}},
@@ -227,7 +237,6 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Finalize(inSpan(), o).DoAndReturn(func(context.Context, ports.Object) error { panicking("finalize blew up"); return nil }),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomePanic, panic: "finalize blew up"},
@@ -242,7 +251,7 @@ func TestLoop_Reconcile(t *testing.T) {
 					m.handler.EXPECT().Finalize(inSpan(), o).Return(nil),
 					m.writer.EXPECT().ApplyFinalizer(inSpan(), key, obj.UID, fin, false).
 						Return(&ports.FinalizerHeldError{Finalizer: fin, Managers: []string{"kubectl-edit"}}),
-					m.queue.EXPECT().AddRateLimited(key),
+					m.retried(),
 				}
 			},
 			want: &want{outcome: ports.OutcomeError, errHas: []string{
@@ -256,7 +265,6 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{}, nil),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -269,7 +277,6 @@ func TestLoop_Reconcile(t *testing.T) {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{Status: []byte(`{"ready":2}`)}, nil),
 					m.writer.EXPECT().ApplyStatus(inSpan(), key, obj.UID, []byte(`{"ready":2}`)).Return(nil),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -282,7 +289,6 @@ func TestLoop_Reconcile(t *testing.T) {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).
 						Return(ports.Result{Status: []byte(`{"ready": 1, "conditions": [{"type": "Available", "status": "True"}], "note": null}`)}, nil),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -294,7 +300,6 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{Status: []byte(`{}`)}, nil),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -307,7 +312,7 @@ func TestLoop_Reconcile(t *testing.T) {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{Status: []byte(`{"ready":0}`)}, errBoom),
 					m.writer.EXPECT().ApplyStatus(inSpan(), key, obj.UID, []byte(`{"ready":0}`)).Return(nil),
-					m.queue.EXPECT().AddRateLimited(key),
+					m.retried(),
 				}
 			},
 			want: &want{outcome: ports.OutcomeError, errIs: []error{errBoom}},
@@ -320,7 +325,7 @@ func TestLoop_Reconcile(t *testing.T) {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{Status: []byte(`{"ready":2}`), After: time.Minute}, nil),
 					m.writer.EXPECT().ApplyStatus(inSpan(), key, obj.UID, []byte(`{"ready":2}`)).Return(errApply),
-					m.queue.EXPECT().AddRateLimited(key),
+					m.retried(),
 				}
 			},
 			want: &want{outcome: ports.OutcomeError, errIs: []error{errApply}, errHas: []string{"applying status: the server is on fire"}},
@@ -333,7 +338,7 @@ func TestLoop_Reconcile(t *testing.T) {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{Status: []byte(`{"ready":2}`)}, errBoom),
 					m.writer.EXPECT().ApplyStatus(inSpan(), key, obj.UID, []byte(`{"ready":2}`)).Return(errApply),
-					m.queue.EXPECT().AddRateLimited(key),
+					m.retried(),
 				}
 			},
 			want: &want{outcome: ports.OutcomeError, errIs: []error{errBoom, errApply}},
@@ -345,8 +350,7 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{After: time.Minute}, nil),
-					m.queue.EXPECT().Forget(key),
-					m.queue.EXPECT().AddAfter(key, time.Minute),
+					m.after(time.Minute),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -358,7 +362,7 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{After: time.Minute}, errBoom),
-					m.queue.EXPECT().AddRateLimited(key),
+					m.retried(),
 				}
 			},
 			want: &want{outcome: ports.OutcomeError, errIs: []error{errBoom}},
@@ -370,7 +374,6 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{After: -time.Second}, nil),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -385,7 +388,6 @@ func TestLoop_Reconcile(t *testing.T) {
 						panicking("index out of range")
 						return ports.Result{Status: []byte(`{"ready":9}`)}, nil
 					}),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomePanic, panic: "index out of range"},
@@ -398,7 +400,6 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, _ ports.Object) []any {
 				return []any{
 					m.writer.EXPECT().ApplyFinalizer(prepared(), key, obj.UID, fin, true).Return(nil),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -412,7 +413,6 @@ func TestLoop_Reconcile(t *testing.T) {
 				return []any{
 					m.handler.EXPECT().Finalize(prepared(), o).Return(nil),
 					m.writer.EXPECT().ApplyFinalizer(prepared(), key, obj.UID, fin, false).Return(nil),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -426,7 +426,6 @@ func TestLoop_Reconcile(t *testing.T) {
 				return []any{
 					m.handler.EXPECT().Reconcile(prepared(), o).Return(ports.Result{Status: []byte(`{"ready":2}`)}, nil),
 					m.writer.EXPECT().ApplyStatus(prepared(), key, obj.UID, []byte(`{"ready":2}`)).Return(nil),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -439,7 +438,6 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{}, nil),
-					m.queue.EXPECT().Forget(key),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -450,7 +448,7 @@ func TestLoop_Reconcile(t *testing.T) {
 			finalizer: fin,
 			obj:       object(),
 			found:     true,
-			calls:     func(m mocks, _ ports.Object) []any { return []any{m.queue.EXPECT().Forget(key)} },
+			calls:     func(m mocks, _ ports.Object) []any { return nil },
 			want:      &want{outcome: ports.OutcomePanic, panic: "trust blew up"},
 		},
 		{
@@ -460,7 +458,7 @@ func TestLoop_Reconcile(t *testing.T) {
 			},
 			obj:   deleting(),
 			found: true,
-			calls: func(m mocks, _ ports.Object) []any { return []any{m.queue.EXPECT().Forget(key)} },
+			calls: func(m mocks, _ ports.Object) []any { return nil },
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -521,7 +519,7 @@ func TestLoop_Reconcile_reports_a_held_finalizer_as_its_type(t *testing.T) {
 	m.rec.EXPECT().ReconcileStarted(gomock.Any(), key).DoAndReturn(func(ctx context.Context, _ ports.Key) context.Context { return ctx })
 	m.handler.EXPECT().Finalize(gomock.Any(), obj).Return(nil)
 	m.writer.EXPECT().ApplyFinalizer(gomock.Any(), key, obj.UID, fin, false).Return(held)
-	m.queue.EXPECT().AddRateLimited(key)
+	m.retried()
 	var got ports.Report
 	m.rec.EXPECT().ReconcileEnded(gomock.Any(), key, gomock.Any()).Do(func(_ context.Context, _ ports.Key, r ports.Report) { got = r })
 
@@ -542,7 +540,6 @@ func TestLoop_Reconcile_recovers_a_panic_of_nil(t *testing.T) {
 		panicking(nil)
 		return ports.Result{}, nil
 	})
-	m.queue.EXPECT().Forget(key)
 	var got ports.Report
 	m.rec.EXPECT().ReconcileEnded(gomock.Any(), key, gomock.Any()).Do(func(_ context.Context, _ ports.Key, r ports.Report) { got = r })
 
@@ -559,7 +556,6 @@ func TestLoop_Next_reconciles_one_key_and_marks_it_done(t *testing.T) {
 	gomock.InOrder(
 		m.queue.EXPECT().Get().Return(key, false),
 		m.source.EXPECT().Get(key).Return(ports.Object{}, false, nil),
-		m.queue.EXPECT().Forget(key),
 		m.queue.EXPECT().Done(key),
 	)
 	require.True(t, l.Next(t.Context()))

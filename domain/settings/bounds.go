@@ -44,3 +44,39 @@ func CheckRenewDeadline(renewDeadline, retryPeriod time.Duration) error {
 	}
 	return nil
 }
+
+// The defaults of a controller's settings: Kubernetes' own. kube's
+// DefaultSettings and backoff.Default read them here, so each has one home.
+const (
+	// DefaultWorkers is one worker, as kube-controller-manager's
+	// controllers mostly have.
+	DefaultWorkers = 1
+	// DefaultResync is controller-runtime's and kube-controller-manager's
+	// 10 hours.
+	DefaultResync = 10 * time.Hour
+	// DefaultRetryBaseDelay and DefaultRetryMaxDelay are client-go's
+	// DefaultTypedControllerRateLimiter's per-key backoff.
+	DefaultRetryBaseDelay = 5 * time.Millisecond
+	DefaultRetryMaxDelay  = 1000 * time.Second
+	// DefaultRetryRate and DefaultRetryBurst are the same limiter's bucket
+	// over every key: 10 retries a second, bursting to 100.
+	DefaultRetryRate  = 10
+	DefaultRetryBurst = 100
+	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod
+	// are kube-controller-manager's Lease: 15s, renewed within 10s,
+	// retried every 2s.
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// Fenced reports whether Lease timings fence leadership: a leader cut off
+// from the API server stops reconciling at most RetryPeriod + RenewDeadline
+// after its last renewal, and a standby may take the Lease LeaseDuration
+// after it, so leaseDuration must be the longer for two replicas never to
+// reconcile at once. client-go's own bounds, which CheckLeaseDuration and
+// CheckRenewDeadline hold, allow timings that aren't fenced, so this is a
+// warning the controller records when it starts, not a mistake.
+func Fenced(leaseDuration, renewDeadline, retryPeriod time.Duration) bool {
+	return leaseDuration > renewDeadline+retryPeriod
+}

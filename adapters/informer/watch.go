@@ -1,0 +1,116 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/loam-dev/loam/domain/owners"
+	"github.com/loam-dev/loam/ports"
+)
+
+// WatchConfig is what NewWatch watches.
+type WatchConfig struct {
+	// Dynamic lists and watches the reconciled resource.
+	Dynamic dynamic.Interface
+	// Metadata lists and watches the owned resources.
+	Metadata metadata.Interface
+	// Resource is the reconciled resource, and Owner its objects' kind,
+	// which owned objects name in their controller owner reference.
+	Resource schema.GroupVersionResource
+	Owner    owners.Owner
+	// Owns is the owned resources.
+	Owns []schema.GroupVersionResource
+	// Namespace limits every informer to one namespace; "" watches all.
+	Namespace string
+	// Resync is the reconciled resource's resync period; 0 never resyncs.
+	// Owned resources never resync: the reconciled resource's own resync
+	// reconciles every owner already.
+	Resync time.Duration
+	// Logger receives client-go's records of the informers.
+	Logger logr.Logger
+}
+
+// Watch is a controller's informers, a ports.Watch: one on the reconciled
+// resource, whose cache it reads objects from, and one on each owned
+// resource.
+type Watch struct {
+	c         WatchConfig
+	primary   *Primary
+	informers []cache.SharedIndexInformer
+	// notify is set by Start, before any informer runs, and called by
+	// their handlers.
+	notify  func(ports.Event)
+	running *Running
+}
+
+var _ ports.Watch = (*Watch)(nil)
+
+// NewWatch returns the informers c describes, not yet running. It fails
+// only when client-go refuses an informer's transform or handler.
+func NewWatch(c WatchConfig) (*Watch, error) {
+	w := &Watch{c: c}
+	cfg := Config{Namespace: c.Namespace, Resync: c.Resync, Notify: w.tell, Logger: c.Logger}
+	var err error
+	if w.primary, err = NewPrimary(c.Dynamic, c.Resource, cfg); err != nil {
+		return nil, err
+	}
+	w.informers = append(w.informers, w.primary.Informer())
+	cfg.Resync = 0
+	for _, gvr := range c.Owns {
+		o, err := NewOwned(c.Metadata, gvr, c.Owner, cfg)
+		if err != nil {
+			return nil, err
+		}
+		w.informers = append(w.informers, o.Informer())
+	}
+	return w, nil
+}
+
+func (w *Watch) tell(ev ports.Event) { w.notify(ev) }
+
+// Get returns the cached object key names, as Primary's Get does.
+func (w *Watch) Get(key ports.Key) (ports.Object, bool, error) { return w.primary.Get(key) }
+
+// Check lists the reconciled resource and each owned one once, with a
+// limit of 1, so one the API server doesn't serve, such as a CRD that
+// isn't installed, fails at once with an error that names it.
+func (w *Watch) Check(ctx context.Context) error {
+	opts := metav1.ListOptions{Limit: 1}
+	if _, err := w.c.Dynamic.Resource(w.c.Resource).Namespace(w.c.Namespace).List(ctx, opts); err != nil {
+		return fmt.Errorf("listing %s: %w", w.c.Resource, err)
+	}
+	for _, gvr := range w.c.Owns {
+		if _, err := w.c.Metadata.Resource(gvr).Namespace(w.c.Namespace).List(ctx, opts); err != nil {
+			return fmt.Errorf("listing %s: %w", gvr, err)
+		}
+	}
+	return nil
+}
+
+// Start runs every informer until ctx is done or Stop is called, telling
+// notify of each event. client-go's reflectors log through the Logger.
+func (w *Watch) Start(ctx context.Context, notify func(ports.Event)) {
+	w.notify = notify
+	w.running = Start(klog.NewContext(ctx, w.c.Logger), w.informers...)
+}
+
+// WaitForSync waits until every informer's cache holds what its first
+// list returned, and reports whether they did before ctx was done.
+func (w *Watch) WaitForSync(ctx context.Context) bool { return w.running.WaitForSync(ctx) }
+
+// Stop stops every informer and waits for their goroutines to return. It
+// does nothing before Start.
+func (w *Watch) Stop() {
+	if w.running != nil {
+		w.running.Stop()
+	}
+}

@@ -1,0 +1,306 @@
+// Package controller is a controller's runtime: its life from Serve to
+// the end. It checks that the API server serves what the controller
+// watches, starts the informers and waits for their caches, campaigns for
+// the Lease, runs the leader's workers over the work queue, and stops —
+// finishing the reconciles in flight on a stop, cancelling them on a lost
+// Lease or a Shutdown whose context ends first. One pass over a key is
+// domain/reconcile's; everything around it is here.
+//
+// It drives ports only, so it is tested with their mocks in synctest
+// bubbles; the kube facade builds its Config from client-go's adapters.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/loam-dev/loam/domain/backoff"
+	"github.com/loam-dev/loam/domain/reconcile"
+	"github.com/loam-dev/loam/domain/settings"
+	"github.com/loam-dev/loam/ports"
+)
+
+// ErrLostLeadership is what Serve returns when the controller lost its
+// Lease while it reconciled: a renewal failed for RenewDeadline, or another
+// replica took the Lease. Another replica may already be reconciling, so
+// the App exits 1, and the pod campaigns again when it restarts. The
+// reconciles in flight are cancelled with it as their context's cause. Its
+// text names kube, the package that re-exports it, where the end user
+// meets it.
+var ErrLostLeadership = errors.New("kube: the controller lost its Lease, so another replica may be reconciling")
+
+// Lease is the timings of the controller's Lease, which the Elector
+// campaigns with; the runtime reads them only to warn of timings that
+// don't fence leadership.
+type Lease struct {
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// Config is what a Controller drives.
+type Config struct {
+	// Name names the controller in its errors.
+	Name string
+	// Workers is how many reconciles the leader runs at once.
+	Workers int
+	// Watch is the controller's informers and the cache of its objects.
+	Watch ports.Watch
+	// NewQueue returns the work queue, once Serve has checked that the
+	// resources are served; the queue may start goroutines of its own,
+	// which its ShutDown stops, so none is made for a Controller that
+	// never serves.
+	NewQueue func() ports.Queue
+	// Elector campaigns for the Lease.
+	Elector ports.Elector
+	// Writer applies statuses and the finalizer.
+	Writer ports.Writer
+	// Handler runs the end user's code.
+	Handler ports.Handler
+	// Recorder is told of every reconcile, and of unfenced Lease timings.
+	Recorder ports.Recorder
+	// Clock times reconciles and runs the retries' and Afters' timers.
+	Clock ports.Clock
+	// Ready is told when the caches have synced, and when Serve returns.
+	Ready ports.Readiness
+	// Retry spaces the retries of a key whose pass failed.
+	Retry backoff.Policy
+	// Lease is the Elector's timings.
+	Lease Lease
+	// Finalizer is the Finalize's finalizer, "" without one.
+	Finalizer string
+	// Prepare, when not nil, runs first in every pass that does something.
+	Prepare reconcile.Prepare
+}
+
+// Controller runs one controller's life. Serve runs it once; Shutdown
+// stops it.
+type Controller struct {
+	c Config
+
+	mu sync.Mutex
+	// serving is set once Serve is called; stopping once Shutdown is.
+	serving, stopping bool
+	// stopServe ends Serve as the end of its context does.
+	stopServe context.CancelFunc
+	// crew is the leader's workers, once Serve has made them.
+	crew *crew
+	// served is closed when Serve returns.
+	served chan struct{}
+}
+
+// New returns the Controller that c describes. It fails, naming each, when
+// a port is missing or Workers isn't positive.
+func New(c Config) (*Controller, error) {
+	var errs []error
+	for _, p := range []struct {
+		name string
+		nil  bool
+	}{
+		{"Watch", c.Watch == nil},
+		{"NewQueue", c.NewQueue == nil},
+		{"Elector", c.Elector == nil},
+		{"Writer", c.Writer == nil},
+		{"Handler", c.Handler == nil},
+		{"Recorder", c.Recorder == nil},
+		{"Clock", c.Clock == nil},
+		{"Ready", c.Ready == nil},
+	} {
+		if p.nil {
+			errs = append(errs, fmt.Errorf("controller %s: Config.%s is nil", c.Name, p.name))
+		}
+	}
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("controller %s: Config.Workers is %d: want at least 1", c.Name, c.Workers))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &Controller{c: c, served: make(chan struct{})}, nil
+}
+
+// Serve runs the Controller until ctx is done, Shutdown is called, or the
+// Lease is lost.
+//
+// It first checks, through the Watch, that the API server serves every
+// resource the Controller watches, and fails with the Watch's error when
+// one isn't. It then starts the informers, waits for their caches to sync,
+// tells Ready, and campaigns for the Lease. The leader's workers reconcile;
+// a standby keeps its caches warm.
+//
+// When ctx is done or Shutdown is called, the Controller stops taking
+// keys, lets the reconciles in flight finish, releases the Lease, stops
+// its informers and returns nil. When the Lease is lost, it stops taking
+// keys, cancels the reconciles in flight, and returns an error that wraps
+// ErrLostLeadership. The work queue is shut down, never drained, and the
+// pending retries and Afters are dropped: the next leader lists every
+// object. A reconcile's context is cancelled only by a lost Lease or a
+// Shutdown whose context ends first, never by ctx.
+//
+// Serve runs once: a second call fails.
+func (c *Controller) Serve(ctx context.Context) error {
+	// stop ends when ctx does or Shutdown is called; background outlives
+	// it, with ctx's values, for what must finish after a stop.
+	stop, stopServe := context.WithCancel(ctx)
+	defer stopServe()
+	background := context.WithoutCancel(ctx)
+	if err := c.begin(stopServe); err != nil {
+		return err
+	}
+	defer close(c.served)
+	defer c.c.Ready.MarkUnhealthy()
+	if stop.Err() != nil {
+		return nil
+	}
+	if le := c.c.Lease; !settings.Fenced(le.LeaseDuration, le.RenewDeadline, le.RetryPeriod) {
+		c.c.Recorder.LeaderElectionUnfenced(ctx, le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
+	}
+	if err := c.c.Watch.Check(stop); err != nil {
+		if stop.Err() != nil {
+			return nil
+		}
+		return err
+	}
+
+	loop, err := c.loop()
+	if err != nil {
+		return err
+	}
+	// Stopping the loop shuts its queue down, and drops its timers.
+	defer loop.Stop()
+	c.c.Watch.Start(background, loop.Notify)
+	defer c.c.Watch.Stop()
+	if !c.c.Watch.WaitForSync(stop) {
+		return nil
+	}
+	c.c.Ready.MarkHealthy()
+
+	reconciling, cancelReconciles := context.WithCancelCause(background)
+	defer cancelReconciles(nil)
+	w := &crew{loop: loop, ctx: reconciling, cancel: cancelReconciles}
+	if !c.hire(w) {
+		return nil
+	}
+	return c.lead(stop, background, w)
+}
+
+// loop returns the reconcile loop over a new work queue.
+func (c *Controller) loop() (*reconcile.Loop, error) {
+	q := c.c.NewQueue()
+	loop, err := reconcile.New(reconcile.Config{
+		Source:    c.c.Watch,
+		Writer:    c.c.Writer,
+		Queue:     q,
+		Handler:   c.c.Handler,
+		Recorder:  c.c.Recorder,
+		Clock:     c.c.Clock,
+		Retry:     c.c.Retry,
+		Finalizer: c.c.Finalizer,
+		Prepare:   c.c.Prepare,
+	})
+	if err != nil {
+		q.ShutDown()
+		return nil, fmt.Errorf("controller %s: %w", c.c.Name, err)
+	}
+	return loop, nil
+}
+
+// lead campaigns for the Lease and runs w while leading, until stop ends
+// or the Lease is lost.
+func (c *Controller) lead(stop, background context.Context, w *crew) error {
+	electing, stopElecting := context.WithCancel(background)
+	defer stopElecting()
+	elected := make(chan struct{})
+	go func() {
+		defer close(elected)
+		c.c.Elector.Run(electing, func(leading context.Context) {
+			if !w.start(c.c.Workers) {
+				return
+			}
+			<-leading.Done()
+			if electing.Err() == nil {
+				// Leadership ended without Serve asking: the Lease is
+				// lost, and another replica may reconcile already.
+				w.lose()
+			}
+			w.wait()
+		}, func() {})
+	}()
+
+	select {
+	case <-stop.Done():
+		// Stop taking keys, let the reconciles in flight finish, and only
+		// then release the Lease.
+		w.stop()
+		w.wait()
+		stopElecting()
+		<-elected
+	case <-elected:
+		// The elector returned with electing alive: the Lease is lost.
+		w.lose()
+		w.wait()
+	}
+	if w.hasLost() {
+		return ErrLostLeadership
+	}
+	return nil
+}
+
+// begin records that Serve runs, and how Shutdown stops it. It fails when
+// Serve has run before.
+func (c *Controller) begin(stopServe context.CancelFunc) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.serving {
+		return fmt.Errorf("controller %s: Serve was called again: a Controller serves once", c.c.Name)
+	}
+	c.serving = true
+	c.stopServe = stopServe
+	if c.stopping {
+		stopServe()
+	}
+	return nil
+}
+
+// hire records the leader's workers, for Shutdown to cancel, and reports
+// whether Serve goes on: not once Shutdown was called.
+func (c *Controller) hire(w *crew) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.crew = w
+	return !c.stopping
+}
+
+// Shutdown stops the Controller: Serve stops taking keys, waits for the
+// reconciles in flight, releases the Lease and returns. When ctx ends
+// first, Shutdown cancels the reconciles in flight, waits for them, and
+// returns an error that wraps ctx's. It returns nil at once when Serve
+// never ran.
+func (c *Controller) Shutdown(ctx context.Context) error {
+	c.mu.Lock()
+	c.stopping = true
+	serving := c.serving
+	if c.stopServe != nil {
+		c.stopServe()
+	}
+	c.mu.Unlock()
+	if !serving {
+		return nil
+	}
+	select {
+	case <-c.served:
+		return nil
+	case <-ctx.Done():
+	}
+	err := fmt.Errorf("controller %s: shutdown: %w", c.c.Name, ctx.Err())
+	c.mu.Lock()
+	w := c.crew
+	c.mu.Unlock()
+	if w != nil {
+		w.stop()
+		w.cancel(err)
+		w.wait()
+	}
+	return err
+}

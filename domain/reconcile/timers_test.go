@@ -1,0 +1,221 @@
+package reconcile_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/loam-dev/loam/domain/backoff"
+	"github.com/loam-dev/loam/domain/reconcile"
+	"github.com/loam-dev/loam/ports"
+)
+
+// The tests in this file run a Loop's timers on package time inside
+// synctest bubbles, and read when the work queue was handed the key.
+
+// bubbleClock is package time, which a synctest bubble fakes.
+type bubbleClock struct{}
+
+func (bubbleClock) Now() time.Time { return time.Now() }
+
+func (bubbleClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+
+// addsQueue records when each Add came, as time since the test began.
+type addsQueue struct {
+	start time.Time
+
+	mu   sync.Mutex
+	adds []time.Duration
+}
+
+func (q *addsQueue) Add(ports.Key) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.adds = append(q.adds, time.Since(q.start))
+}
+
+func (q *addsQueue) added() []time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]time.Duration(nil), q.adds...)
+}
+
+func (*addsQueue) Get() (ports.Key, bool) { return ports.Key{}, true }
+func (*addsQueue) Done(ports.Key)         {}
+func (*addsQueue) ShutDown()              {}
+
+// scripted is a Handler whose passes end as outcomes says, one per pass,
+// in order.
+type scripted struct {
+	outcomes []func() (ports.Result, error)
+	passes   int
+}
+
+func (h *scripted) Reconcile(context.Context, ports.Object) (ports.Result, error) {
+	o := h.outcomes[h.passes]
+	h.passes++
+	return o()
+}
+
+func (*scripted) Finalize(context.Context, ports.Object) error { return nil }
+
+func after(d time.Duration) func() (ports.Result, error) {
+	return func() (ports.Result, error) { return ports.Result{After: d}, nil }
+}
+
+func fails() (ports.Result, error) { return ports.Result{}, errBoom }
+
+func panics() (ports.Result, error) { panicking("boom"); return ports.Result{}, nil }
+
+// timed is a Loop over one cached object, whose passes end as outcomes
+// say, retrying after 1s, 2s, 4s….
+func timed(t *testing.T, outcomes ...func() (ports.Result, error)) (*reconcile.Loop, *addsQueue) {
+	t.Helper()
+	q := &addsQueue{start: time.Now()}
+	l, err := reconcile.New(reconcile.Config{
+		Source:   fakeSource{obj: ports.Object{UID: "uid-1"}},
+		Writer:   &fakeWriter{},
+		Queue:    q,
+		Handler:  &scripted{outcomes: outcomes},
+		Recorder: fakeRecorder{},
+		Clock:    bubbleClock{},
+		Retry:    backoff.Policy{BaseDelay: time.Second, MaxDelay: time.Minute, Rate: 10, Burst: 100},
+	})
+	require.NoError(t, err)
+	return l, q
+}
+
+var (
+	change = ports.Event{Key: key}
+	resync = ports.Event{Key: key, Resync: true}
+)
+
+func TestLoop_timers(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		name string
+		// run drives the Loop; sleep moves the bubble's clock.
+		run  func(l *reconcile.Loop, sleep func(time.Duration))
+		outs []func() (ports.Result, error)
+		// want is when the queue was handed the key.
+		want []time.Duration
+	}{
+		{
+			name: "After queues the key again after that long",
+			outs: []func() (ports.Result, error){after(6 * s)},
+			run:  func(l *reconcile.Loop, _ func(time.Duration)) { l.Reconcile(context.Background(), key) },
+			want: []time.Duration{6 * s},
+		},
+		{
+			name: "a change drops a pending After: its pass settles the key anew",
+			outs: []func() (ports.Result, error){after(6 * s), after(6 * s)},
+			run: func(l *reconcile.Loop, sleep func(time.Duration)) {
+				l.Reconcile(context.Background(), key)
+				sleep(2 * s)
+				l.Notify(change)
+				l.Reconcile(context.Background(), key)
+			},
+			want: []time.Duration{2 * s, 8 * s},
+		},
+		{
+			name: "a change with no pass after it still drops the After",
+			outs: []func() (ports.Result, error){after(6 * s)},
+			run: func(l *reconcile.Loop, sleep func(time.Duration)) {
+				l.Reconcile(context.Background(), key)
+				sleep(2 * s)
+				l.Notify(change)
+			},
+			want: []time.Duration{2 * s},
+		},
+		{
+			name: "a resync leaves a pending After",
+			outs: []func() (ports.Result, error){after(6 * s)},
+			run: func(l *reconcile.Loop, sleep func(time.Duration)) {
+				l.Reconcile(context.Background(), key)
+				sleep(2 * s)
+				l.Notify(resync)
+			},
+			want: []time.Duration{2 * s, 6 * s},
+		},
+		{
+			name: "the latest pass's After replaces the last",
+			outs: []func() (ports.Result, error){after(10 * s), after(s)},
+			run: func(l *reconcile.Loop, sleep func(time.Duration)) {
+				l.Reconcile(context.Background(), key)
+				sleep(s)
+				l.Reconcile(context.Background(), key)
+			},
+			want: []time.Duration{2 * s},
+		},
+		{
+			name: "a success without After drops a pending retry",
+			outs: []func() (ports.Result, error){fails, after(0)},
+			run: func(l *reconcile.Loop, sleep func(time.Duration)) {
+				l.Reconcile(context.Background(), key)
+				sleep(s / 2)
+				l.Reconcile(context.Background(), key)
+			},
+			want: nil,
+		},
+		{
+			name: "a panic drops a pending After: it is never retried",
+			outs: []func() (ports.Result, error){after(6 * s), panics},
+			run: func(l *reconcile.Loop, sleep func(time.Duration)) {
+				l.Reconcile(context.Background(), key)
+				sleep(s)
+				l.Reconcile(context.Background(), key)
+			},
+			want: nil,
+		},
+		{
+			name: "a panic drops a pending retry",
+			outs: []func() (ports.Result, error){fails, panics},
+			run: func(l *reconcile.Loop, sleep func(time.Duration)) {
+				l.Reconcile(context.Background(), key)
+				sleep(s / 2)
+				l.Reconcile(context.Background(), key)
+			},
+			want: nil,
+		},
+		{
+			name: "retries back off, and a success ends the backoff",
+			outs: []func() (ports.Result, error){fails, fails, fails, after(0), fails},
+			run: func(l *reconcile.Loop, sleep func(time.Duration)) {
+				for range 3 {
+					l.Reconcile(context.Background(), key)
+					sleep(5 * s)
+				}
+				l.Reconcile(context.Background(), key)
+				l.Reconcile(context.Background(), key)
+			},
+			// Failures at 0s, 5s and 10s retry after 1s, 2s and 4s; the
+			// failure after the success at 15s retries after 1s again.
+			want: []time.Duration{1 * s, 7 * s, 14 * s, 16 * s},
+		},
+		{
+			name: "Stop cancels every pending timer",
+			outs: []func() (ports.Result, error){after(6 * s)},
+			run: func(l *reconcile.Loop, _ func(time.Duration)) {
+				l.Reconcile(context.Background(), key)
+				l.Stop()
+			},
+			want: nil,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l, q := timed(t, tc.outs...)
+				tc.run(l, time.Sleep)
+				// Long past every timer the passes set.
+				time.Sleep(time.Hour)
+				synctest.Wait()
+				require.Equal(t, tc.want, q.added())
+				require.Zero(t, l.Pending(), "no timer is left pending")
+			})
+		})
+	}
+}

@@ -1,0 +1,103 @@
+package settings
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode"
+
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Bounds of the settings' fields that no Kubernetes rule sets.
+const (
+	// MaxWorkers bounds a controller's workers: past it, workers only
+	// wait on the client's rate limit and the API server's.
+	MaxWorkers = 1000
+	// MinResync is client-go's shortest resync: an informer raises a
+	// shorter one to it.
+	MinResync = time.Second
+)
+
+// The checks below each tell whether one field's value is valid, and
+// return an error that reads after the field's name, as kube's CheckX
+// functions and NewController report them.
+
+// CheckName reports whether name can name a controller: a valid Lease name,
+// a DNS subdomain, and no longer than a field manager's 128 characters.
+func CheckName(name string) error {
+	if name == "" {
+		return errors.New("is empty: want the controller's name, such as memcached-controller")
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return fmt.Errorf("%q is not a Lease's name: %s", name, strings.Join(msgs, "; "))
+	}
+	if len(name) > metav1validation.FieldManagerMaxLength {
+		return fmt.Errorf("%q is %d characters long: a field manager's name has at most %d", name, len(name), metav1validation.FieldManagerMaxLength)
+	}
+	return nil
+}
+
+// CheckNamespace reports whether namespace is a namespace's name: a DNS
+// label, never "".
+func CheckNamespace(namespace string) error {
+	if namespace == "" {
+		return errors.New("is empty: want a namespace's name")
+	}
+	if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
+		return fmt.Errorf("%q is not a namespace's name: %s", namespace, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// CheckWorkers reports whether workers is from 1 to MaxWorkers.
+func CheckWorkers(workers int) error {
+	if workers < 1 || workers > MaxWorkers {
+		return fmt.Errorf("is %d: want from 1 to %d workers", workers, MaxWorkers)
+	}
+	return nil
+}
+
+// CheckResync reports whether resync is 0, for none, or at least
+// MinResync.
+func CheckResync(resync time.Duration) error {
+	if resync != 0 && resync < MinResync {
+		return fmt.Errorf("is %v: want 0, for no resync, or at least %v", resync, MinResync)
+	}
+	return nil
+}
+
+// CheckPositive reports whether d is longer than zero.
+func CheckPositive(d time.Duration) error {
+	if d <= 0 {
+		return fmt.Errorf("is %v: want longer than 0s", d)
+	}
+	return nil
+}
+
+// CheckIdentity reports whether identity can name a replica in a Lease: not
+// empty, every character printable.
+func CheckIdentity(identity string) error {
+	if identity == "" {
+		return errors.New("is empty: want this replica's own name, such as its pod's")
+	}
+	for i, r := range identity {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("%q has the unprintable character %U at byte %d", identity, r, i)
+		}
+	}
+	return nil
+}
+
+// CheckLeaseSeconds reports whether d can be a Lease's duration: at least
+// a second, since a Lease counts it in whole seconds, and no more than an
+// int32 of them.
+func CheckLeaseSeconds(d time.Duration) error {
+	if d < time.Second || d/time.Second > math.MaxInt32 {
+		return fmt.Errorf("is %v: want from 1s to %d seconds, as a Lease holds it", d, math.MaxInt32)
+	}
+	return nil
+}
