@@ -22,6 +22,7 @@ import (
 	"github.com/loam-dev/loam/app/health"
 	"github.com/loam-dev/loam/domain/controller"
 	"github.com/loam-dev/loam/domain/owners"
+	domainsettings "github.com/loam-dev/loam/domain/settings"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -110,7 +111,7 @@ func assemble[T any](s *app.Setup, c *Client, settings Settings, t target, recon
 	if c == nil {
 		errs = append(errs, errors.New("kube: the Client is nil"))
 	}
-	if err := settings.validate(); err != nil {
+	if err := domainsettings.Validate(settings); err != nil {
 		errs = append(errs, err)
 	}
 	if settings.Namespace != "" && t.scope == Cluster {
@@ -209,7 +210,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Recorder:  tel.recorder,
 		Clock:     clock.Real{},
 		Ready:     synced,
-		Retry:     settings.retry(),
+		Retry:     retryPolicy(settings),
 		Lease:     controller.Lease{LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
 		Finalizer: p.finalizer,
 		Prepare:   scenarioPrepare(p.trust, s.Faults, tel.recorder),

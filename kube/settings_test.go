@@ -31,14 +31,14 @@ func TestDefaultSettings(t *testing.T) {
 	}, d)
 
 	// The fields with no default are the only mistakes in the defaults.
-	require.EqualError(t, d.validate(), strings.Join([]string{
+	require.EqualError(t, settings.Validate(d), strings.Join([]string{
 		"kube: Settings.Name: is empty: want the controller's name, such as memcached-controller",
 		"kube: Settings.LeaderElection.Namespace: is empty: want a namespace's name",
 		"kube: Settings.LeaderElection.Identity: is empty: want this replica's own name, such as its pod's",
 	}, "\n"))
 
 	d.Name, d.LeaderElection.Namespace, d.LeaderElection.Identity = "memcached-controller", "memcached-system", "memcached-controller-7d9f8b-x2x4z"
-	require.NoError(t, d.validate())
+	require.NoError(t, settings.Validate(d))
 }
 
 // TestDefaultSettings_backoff_is_client_gos checks the retry defaults and
@@ -154,91 +154,11 @@ func valid() Settings {
 	return s
 }
 
-func TestSettings_validate_reports_every_mistake_together(t *testing.T) {
-	s := valid()
-	s.Name = "Memcached_Controller"
-	s.Namespace = "Team A"
-	s.Workers = 0
-	s.Resync = -time.Hour
-	s.RetryBaseDelay = 10 * time.Second // more than RetryMaxDelay, below
-	s.RetryMaxDelay = time.Second
-	s.LeaderElection.Namespace = ""
-	s.LeaderElection.Identity = ""
-	s.LeaderElection.LeaseDuration = 10 * time.Second // not longer than RenewDeadline
-	s.LeaderElection.RetryPeriod = 9 * time.Second    // 1.2 of it is longer than RenewDeadline
-
-	err := s.validate()
-	require.Error(t, err)
-	lines := strings.Split(err.Error(), "\n")
-	require.Len(t, lines, 9, err.Error())
-	for i, prefix := range []string{
-		"kube: Settings.Name: ",
-		"kube: Settings.Namespace: ",
-		"kube: Settings.Workers: is 0: want from 1 to 1000 workers",
-		"kube: Settings.Resync: is -1h0m0s: want 0, for no resync, or at least 1s",
-		"kube: Settings.LeaderElection.Namespace: is empty: want a namespace's name",
-		"kube: Settings.LeaderElection.Identity: is empty: want this replica's own name, such as its pod's",
-		"kube: Settings.RetryMaxDelay: 1s is shorter than RetryBaseDelay, 10s",
-		"kube: Settings.LeaderElection.LeaseDuration: 10s is not longer than RenewDeadline, 10s",
-		"kube: Settings.LeaderElection.RenewDeadline: 10s is not longer than 1.2 RetryPeriods of 9s, 10.8s",
-	} {
-		require.True(t, strings.HasPrefix(lines[i], prefix), "line %d: %q does not start %q", i, lines[i], prefix)
-	}
-}
-
-func TestSettings_validate(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		change func(*Settings)
-		want   []string // every line of the error; none when valid
-	}{
-		{"valid", func(*Settings) {}, nil},
-		{"every namespace", func(s *Settings) { s.Namespace = "" }, nil},
-		{"one namespace", func(s *Settings) { s.Namespace = "team-a" }, nil},
-		{"no resync", func(s *Settings) { s.Resync = 0 }, nil},
-		{"retry delays equal", func(s *Settings) { s.RetryBaseDelay, s.RetryMaxDelay = time.Second, time.Second }, nil},
-		{
-			"a bound isn't checked when one of its fields is wrong alone",
-			func(s *Settings) { s.RetryMaxDelay = 0; s.LeaderElection.RenewDeadline = 0 },
-			[]string{
-				"kube: Settings.RetryMaxDelay: is 0s: want longer than 0s",
-				"kube: Settings.LeaderElection.RenewDeadline: is 0s: want longer than 0s",
-			},
-		},
-		{
-			"a bad Lease duration is reported once",
-			func(s *Settings) { s.LeaderElection.LeaseDuration = 0 },
-			[]string{"kube: Settings.LeaderElection.LeaseDuration: is 0s: want from 1s to 2147483647 seconds, as a Lease holds it"},
-		},
-		{
-			"a bad retry period is reported once",
-			func(s *Settings) { s.LeaderElection.RetryPeriod = 0 },
-			[]string{"kube: Settings.LeaderElection.RetryPeriod: is 0s: want longer than 0s"},
-		},
-		{
-			"a bad base delay is reported once",
-			func(s *Settings) { s.RetryBaseDelay = -time.Second },
-			[]string{"kube: Settings.RetryBaseDelay: is -1s: want longer than 0s"},
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := valid()
-			tc.change(&s)
-			err := s.validate()
-			if tc.want == nil {
-				require.NoError(t, err)
-				return
-			}
-			require.EqualError(t, err, strings.Join(tc.want, "\n"))
-		})
-	}
-}
-
-// TestSettings_validate_agrees_with_client_gos_leader_election checks that
+// TestSettings_Validate_agrees_with_client_gos_leader_election checks that
 // the Lease's bounds accept exactly what client-go's leader election
 // accepts, so NewController reports every Lease client-go would refuse,
 // and no other.
-func TestSettings_validate_agrees_with_client_gos_leader_election(t *testing.T) {
+func TestSettings_Validate_agrees_with_client_gos_leader_election(t *testing.T) {
 	require.InDelta(t, leaderelection.JitterFactor, settings.JitterFactor, 0)
 
 	durations := []time.Duration{
@@ -255,7 +175,7 @@ func TestSettings_validate_agrees_with_client_gos_leader_election(t *testing.T) 
 					LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
 					Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}},
 				})
-				ours := s.validate()
+				ours := settings.Validate(s)
 				require.Equal(t, theirs == nil, ours == nil, "%s: client-go says %v, we say %v",
 					fmt.Sprintf("lease %v, renew %v, retry %v", lease, renew, retry), theirs, ours)
 			}

@@ -1,6 +1,3 @@
-// Package settings holds the bounds between a controller's settings that
-// take two fields to tell, so no one field's check can have them. kube's
-// Settings reports each under the field it names.
 package settings
 
 import (
@@ -44,31 +41,6 @@ func CheckRenewDeadline(renewDeadline, retryPeriod time.Duration) error {
 	}
 	return nil
 }
-
-// The defaults of a controller's settings: Kubernetes' own. kube's
-// DefaultSettings and backoff.Default read them here, so each has one home.
-const (
-	// DefaultWorkers is one worker, as kube-controller-manager's
-	// controllers mostly have.
-	DefaultWorkers = 1
-	// DefaultResync is controller-runtime's and kube-controller-manager's
-	// 10 hours.
-	DefaultResync = 10 * time.Hour
-	// DefaultRetryBaseDelay and DefaultRetryMaxDelay are client-go's
-	// DefaultTypedControllerRateLimiter's per-key backoff.
-	DefaultRetryBaseDelay = 5 * time.Millisecond
-	DefaultRetryMaxDelay  = 1000 * time.Second
-	// DefaultRetryRate and DefaultRetryBurst are the same limiter's bucket
-	// over every key: 10 retries a second, bursting to 100.
-	DefaultRetryRate  = 10
-	DefaultRetryBurst = 100
-	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod
-	// are kube-controller-manager's Lease: 15s, renewed within 10s,
-	// retried every 2s.
-	DefaultLeaseDuration = 15 * time.Second
-	DefaultRenewDeadline = 10 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
-)
 
 // Fenced reports whether Lease timings fence leadership: a leader cut off
 // from the API server stops reconciling at most RetryPeriod + RenewDeadline

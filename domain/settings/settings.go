@@ -1,0 +1,137 @@
+// Package settings is a controller's Settings: their defaults, each
+// field's own check (fields.go), the bounds between fields that take two
+// of them to tell (bounds.go), Validate, which reports every mistake at
+// once, and the Lease fence. kube re-exports Settings and the checks.
+package settings
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The defaults of a controller's settings: Kubernetes' own. Default
+// and backoff.Default read them here, so each has one home.
+const (
+	// DefaultWorkers is one worker, as kube-controller-manager's
+	// controllers mostly have.
+	DefaultWorkers = 1
+	// DefaultResync is controller-runtime's and kube-controller-manager's
+	// 10 hours.
+	DefaultResync = 10 * time.Hour
+	// DefaultRetryBaseDelay and DefaultRetryMaxDelay are client-go's
+	// DefaultTypedControllerRateLimiter's per-key backoff.
+	DefaultRetryBaseDelay = 5 * time.Millisecond
+	DefaultRetryMaxDelay  = 1000 * time.Second
+	// DefaultRetryRate and DefaultRetryBurst are the same limiter's bucket
+	// over every key: 10 retries a second, bursting to 100.
+	DefaultRetryRate  = 10
+	DefaultRetryBurst = 100
+	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod
+	// are kube-controller-manager's Lease: 15s, renewed within 10s,
+	// retried every 2s.
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// Settings configures a Controller. They are plain values: every field's
+// zero value means zero, never "use the default", so an Init starts from
+// Default and changes the fields it sources, running each field's check
+// as it does. kube re-exports them as kube.Settings.
+type Settings struct {
+	// Name names the controller: its Lease, the field manager of its
+	// applies, its work queue, and the loam.kube.controller.name of its
+	// metrics. It has no default.
+	Name string
+	// Namespace limits the controller to the objects of one namespace, and
+	// of the resources they own; "" reconciles every namespace's.
+	Namespace string
+	// Workers is how many objects are reconciled at once.
+	Workers int
+	// Resync reconciles every object again that often, whether or not it
+	// changed; 0 never does.
+	Resync time.Duration
+	// RetryBaseDelay is an object's backoff after its first failed
+	// reconcile. It doubles with each failure after that.
+	RetryBaseDelay time.Duration
+	// RetryMaxDelay caps an object's backoff.
+	RetryMaxDelay time.Duration
+	// LeaderElection configures the Lease the controller's replicas
+	// campaign for.
+	LeaderElection LeaderElection
+}
+
+// LeaderElection configures the Lease that elects which of a controller's
+// replicas reconciles. The Lease is named Settings.Name.
+type LeaderElection struct {
+	// Namespace is the Lease's namespace, usually the controller's own. It
+	// has no default.
+	Namespace string
+	// Identity is this replica's name in the Lease, usually its pod's. It
+	// has no default.
+	Identity string
+	// LeaseDuration is how long a standby waits, from the last renewal it
+	// saw, before it takes the Lease.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader keeps trying to renew the Lease
+	// before it gives the Lease up.
+	RenewDeadline time.Duration
+	// RetryPeriod is how long a candidate waits between tries.
+	RetryPeriod time.Duration
+}
+
+// Default returns the Default constants as Settings. Name,
+// LeaderElection.Namespace and LeaderElection.Identity have no default.
+func Default() Settings {
+	return Settings{
+		Workers:        DefaultWorkers,
+		Resync:         DefaultResync,
+		RetryBaseDelay: DefaultRetryBaseDelay,
+		RetryMaxDelay:  DefaultRetryMaxDelay,
+		LeaderElection: LeaderElection{
+			LeaseDuration: DefaultLeaseDuration,
+			RenewDeadline: DefaultRenewDeadline,
+			RetryPeriod:   DefaultRetryPeriod,
+		},
+	}
+}
+
+// Validate reports every mistake in s in one error, a line each, naming
+// its field as "kube: Settings.<field>: ": each field's own check, then the
+// three bounds between fields, each checked only when its fields pass
+// their own, so no mistake is reported twice.
+func Validate(s Settings) error {
+	var errs []error
+	check := func(field string, err error) bool {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("kube: Settings.%s: %w", field, err))
+		}
+		return err == nil
+	}
+	le := s.LeaderElection
+	check("Name", CheckName(s.Name))
+	if s.Namespace != "" {
+		check("Namespace", CheckNamespace(s.Namespace))
+	}
+	check("Workers", CheckWorkers(s.Workers))
+	check("Resync", CheckResync(s.Resync))
+	baseOK := check("RetryBaseDelay", CheckPositive(s.RetryBaseDelay))
+	maxOK := check("RetryMaxDelay", CheckPositive(s.RetryMaxDelay))
+	check("LeaderElection.Namespace", CheckNamespace(le.Namespace))
+	check("LeaderElection.Identity", CheckIdentity(le.Identity))
+	leaseOK := check("LeaderElection.LeaseDuration", CheckLeaseSeconds(le.LeaseDuration))
+	renewOK := check("LeaderElection.RenewDeadline", CheckPositive(le.RenewDeadline))
+	retryOK := check("LeaderElection.RetryPeriod", CheckPositive(le.RetryPeriod))
+
+	if baseOK && maxOK {
+		check("RetryMaxDelay", CheckRetryMaxDelay(s.RetryMaxDelay, s.RetryBaseDelay))
+	}
+	if leaseOK && renewOK {
+		check("LeaderElection.LeaseDuration", CheckLeaseDuration(le.LeaseDuration, le.RenewDeadline))
+	}
+	if renewOK && retryOK {
+		check("LeaderElection.RenewDeadline", CheckRenewDeadline(le.RenewDeadline, le.RetryPeriod))
+	}
+	return errors.Join(errs...)
+}

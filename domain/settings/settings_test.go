@@ -1,0 +1,112 @@
+package settings_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/loam-dev/loam/domain/settings"
+)
+
+// valid returns Settings with no mistake, for a test to break.
+func valid() settings.Settings {
+	s := settings.Default()
+	s.Name = "memcached-controller"
+	s.LeaderElection.Namespace = "memcached-system"
+	s.LeaderElection.Identity = "pod-1"
+	return s
+}
+
+func TestDefault(t *testing.T) {
+	d := settings.Default()
+	require.Equal(t, settings.Settings{
+		Workers:        1,
+		Resync:         10 * time.Hour,
+		RetryBaseDelay: 5 * time.Millisecond,
+		RetryMaxDelay:  1000 * time.Second,
+		LeaderElection: settings.LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+	}, d)
+	require.True(t, settings.Fenced(d.LeaderElection.LeaseDuration, d.LeaderElection.RenewDeadline, d.LeaderElection.RetryPeriod))
+}
+
+func TestValidate_reports_every_mistake_together(t *testing.T) {
+	s := valid()
+	s.Name = "Memcached_Controller"
+	s.Namespace = "Team A"
+	s.Workers = 0
+	s.Resync = -time.Hour
+	s.RetryBaseDelay = 10 * time.Second // more than RetryMaxDelay, below
+	s.RetryMaxDelay = time.Second
+	s.LeaderElection.Namespace = ""
+	s.LeaderElection.Identity = ""
+	s.LeaderElection.LeaseDuration = 10 * time.Second // not longer than RenewDeadline
+	s.LeaderElection.RetryPeriod = 9 * time.Second    // 1.2 of it is longer than RenewDeadline
+
+	err := settings.Validate(s)
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 9, err.Error())
+	for i, prefix := range []string{
+		"kube: Settings.Name: ",
+		"kube: Settings.Namespace: ",
+		"kube: Settings.Workers: is 0: want from 1 to 1000 workers",
+		"kube: Settings.Resync: is -1h0m0s: want 0, for no resync, or at least 1s",
+		"kube: Settings.LeaderElection.Namespace: is empty: want a namespace's name",
+		"kube: Settings.LeaderElection.Identity: is empty: want this replica's own name, such as its pod's",
+		"kube: Settings.RetryMaxDelay: 1s is shorter than RetryBaseDelay, 10s",
+		"kube: Settings.LeaderElection.LeaseDuration: 10s is not longer than RenewDeadline, 10s",
+		"kube: Settings.LeaderElection.RenewDeadline: 10s is not longer than 1.2 RetryPeriods of 9s, 10.8s",
+	} {
+		require.True(t, strings.HasPrefix(lines[i], prefix), "line %d: %q does not start %q", i, lines[i], prefix)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*settings.Settings)
+		want   []string // every line of the error; none when valid
+	}{
+		{"valid", func(*settings.Settings) {}, nil},
+		{"every namespace", func(s *settings.Settings) { s.Namespace = "" }, nil},
+		{"one namespace", func(s *settings.Settings) { s.Namespace = "team-a" }, nil},
+		{"no resync", func(s *settings.Settings) { s.Resync = 0 }, nil},
+		{"retry delays equal", func(s *settings.Settings) { s.RetryBaseDelay, s.RetryMaxDelay = time.Second, time.Second }, nil},
+		{
+			"a bound isn't checked when one of its fields is wrong alone",
+			func(s *settings.Settings) { s.RetryMaxDelay = 0; s.LeaderElection.RenewDeadline = 0 },
+			[]string{
+				"kube: Settings.RetryMaxDelay: is 0s: want longer than 0s",
+				"kube: Settings.LeaderElection.RenewDeadline: is 0s: want longer than 0s",
+			},
+		},
+		{
+			"a bad Lease duration is reported once",
+			func(s *settings.Settings) { s.LeaderElection.LeaseDuration = 0 },
+			[]string{"kube: Settings.LeaderElection.LeaseDuration: is 0s: want from 1s to 2147483647 seconds, as a Lease holds it"},
+		},
+		{
+			"a bad retry period is reported once",
+			func(s *settings.Settings) { s.LeaderElection.RetryPeriod = 0 },
+			[]string{"kube: Settings.LeaderElection.RetryPeriod: is 0s: want longer than 0s"},
+		},
+		{
+			"a bad base delay is reported once",
+			func(s *settings.Settings) { s.RetryBaseDelay = -time.Second },
+			[]string{"kube: Settings.RetryBaseDelay: is -1s: want longer than 0s"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := valid()
+			tc.change(&s)
+			err := settings.Validate(s)
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.EqualError(t, err, strings.Join(tc.want, "\n"))
+		})
+	}
+}
