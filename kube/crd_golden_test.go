@@ -94,3 +94,47 @@ func TestMemcachedCRD_spec_is_the_specs_YAML_byte_for_byte(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, memcachedSpecYAML, string(got))
 }
+
+// BackupSpec and BackupStatus have required fields that encoding/json
+// writes as null when they are nil or zero: a slice, a map, a pointer and
+// a metav1.Time without omitempty. Their golden CRD shows them nullable,
+// and still required; the fields with omitempty are neither.
+type BackupSpec struct {
+	Schedule string            `json:"schedule"`
+	Targets  []string          `json:"targets"`
+	Labels   map[string]string `json:"labels"`
+	Retain   *int32            `json:"retain,omitempty"`
+}
+
+type BackupStatus struct {
+	Snapshots []string    `json:"snapshots"`
+	Latest    *string     `json:"latest"`
+	LastRun   metav1.Time `json:"lastRun"`
+	Failures  []string    `json:"failures,omitempty"`
+}
+
+var Backup = kube.Resource[BackupSpec, BackupStatus]{
+	Group:   "backup.example.com",
+	Version: "v1",
+	Kind:    "Backup",
+	Plural:  "backups",
+	Scope:   kube.Namespaced,
+}
+
+// TestBackupCRD is a golden test of what a nil becomes: a required field
+// that may encode as null is nullable, so the API server keeps the null
+// rather than prune it and then reject the object for want of the field.
+func TestBackupCRD(t *testing.T) {
+	crd, err := Backup.CRD()
+	require.NoError(t, err)
+	got, err := yaml.Marshal(crd)
+	require.NoError(t, err)
+
+	const path = "testdata/backup.yaml"
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got))
+}

@@ -162,6 +162,7 @@ func TestResource_CRD_reflects_the_schema_as_encoding_json_encodes(t *testing.T)
     type: boolean
   bytes:
     format: byte
+    nullable: true
     type: string
   duration:
     format: int64
@@ -186,6 +187,7 @@ func TestResource_CRD_reflects_the_schema_as_encoding_json_encodes(t *testing.T)
     type: string
   pointer:
     format: int32
+    nullable: true
     type: integer
   ptrPtr:
     type: string
@@ -241,6 +243,7 @@ type: object
   quotedSlice:
     items:
       type: integer
+    nullable: true
     type: array
 required:
 - '-'
@@ -260,6 +263,7 @@ type: object
   byKey:
     additionalProperties:
       type: number
+    nullable: true
     type: object
   byPhase:
     additionalProperties:
@@ -275,16 +279,19 @@ type: object
         - number
         type: object
       type: array
+    nullable: true
     type: object
   labels:
     additionalProperties:
       type: string
+    nullable: true
     type: object
   matrix:
     items:
       items:
         type: boolean
       type: array
+    nullable: true
     type: array
   ports:
     items:
@@ -302,6 +309,7 @@ type: object
   strings:
     items:
       type: string
+    nullable: true
     type: array
 required:
 - array
@@ -367,14 +375,17 @@ type: object
     - type: string
     x-kubernetes-int-or-string: true
   json:
+    nullable: true
     x-kubernetes-preserve-unknown-fields: true
   message:
+    nullable: true
     x-kubernetes-preserve-unknown-fields: true
   metadata:
     type: object
     x-kubernetes-preserve-unknown-fields: true
   micro:
     format: date-time
+    nullable: true
     type: string
   quantity:
     anyOf:
@@ -383,6 +394,7 @@ type: object
     pattern: ^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$
     x-kubernetes-int-or-string: true
   raw:
+    nullable: true
     type: object
     x-kubernetes-preserve-unknown-fields: true
   selector:
@@ -410,6 +422,7 @@ type: object
     type: object
   time:
     format: date-time
+    nullable: true
     type: string
   timePtr:
     format: date-time

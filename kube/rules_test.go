@@ -152,6 +152,7 @@ properties:
       - name
       - number
       type: object
+    nullable: true
     type: array
     x-kubernetes-list-map-keys:
     - name

@@ -25,7 +25,9 @@ import (
 //   - otherwise, a value with every field set encodes to JSON that the
 //     schema describes exactly: every key a property, every property a
 //     key, every value of its property's type;
-//   - the zero value encodes every required property;
+//   - the zero value encodes every required property, as null only where
+//     the schema is nullable, since the API server refuses a null
+//     elsewhere;
 //   - Reflect's schema is the same every time.
 func FuzzReflect(f *testing.F) {
 	for _, seed := range [][]byte{
@@ -248,7 +250,9 @@ func decode(t *testing.T, raw []byte) any {
 // full says v has every field set, so every property must be there too.
 func conforms(v any, s *apiextensionsv1.JSONSchemaProps, place string, full bool) error {
 	if v == nil {
-		// encoding/json writes a nil pointer, slice or map as null.
+		// A null property is checked where its object is. A null item
+		// of a list or value of a map is what the end user put there,
+		// not what encoding/json makes of a field's zero value.
 		return nil
 	}
 	switch {
@@ -316,6 +320,15 @@ func conforms(v any, s *apiextensionsv1.JSONSchemaProps, place string, full bool
 			p, ok := s.Properties[k]
 			if !ok {
 				return fmt.Errorf("%s: %s is no property, so the API server would prune it", place, k)
+			}
+			if e == nil && !p.Nullable && p.Default == nil {
+				// encoding/json writes a nil slice, map or pointer, or a
+				// zero metav1.Time, as null, which the API server prunes
+				// from a property that isn't nullable: it is missing.
+				if full || slices.Contains(s.Required, k) {
+					return fmt.Errorf("%s: %s is null, which the API server prunes, and then misses", place, k)
+				}
+				continue
 			}
 			if err := conforms(e, &p, place+"."+k, full); err != nil {
 				return err

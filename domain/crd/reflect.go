@@ -37,6 +37,9 @@ type builder struct {
 	memo   map[reflect.Type]*apiextensionsv1.JSONSchemaProps
 	fields map[reflect.Type]structFields
 	busy   map[reflect.Type]bool
+	// nulled holds, for each struct type, the fields structSchema made
+	// nullable because encoding/json may write them as null.
+	nulled map[reflect.Type]map[string]bool
 	errs   []error
 }
 
@@ -46,6 +49,7 @@ func newBuilder(rules []Rules) *builder {
 		memo:   map[reflect.Type]*apiextensionsv1.JSONSchemaProps{},
 		fields: map[reflect.Type]structFields{},
 		busy:   map[reflect.Type]bool{},
+		nulled: map[reflect.Type]map[string]bool{},
 	}
 	for i, r := range rules {
 		b.add(i, r)
@@ -105,7 +109,7 @@ func (b *builder) build(t reflect.Type, place string) apiextensionsv1.JSONSchema
 				b.failf(place, "%s: %v", tr.label(), err)
 			}
 		}
-		b.check(&s, place)
+		b.check(&s, t, place)
 	}
 	return s
 }

@@ -1,6 +1,8 @@
 package crd
 
 import (
+	"encoding/json"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -56,10 +58,22 @@ func (b *builder) structSchema(t reflect.Type, place string) apiextensionsv1.JSO
 			b.failf(p, "%s is both Optional and Required", rules[len(rules)-1].goName)
 		}
 		if len(rules) > 0 {
-			b.check(&prop, p)
+			b.check(&prop, f.typ, p)
 		}
 		if required || (!f.omit && !f.viaPointer && !optional && prop.Default == nil) {
 			s.Required = append(s.Required, f.name)
+			if !f.omit && writesNull(f.typ) {
+				// encoding/json writes a nil, or a zero metav1.Time, as
+				// null, which the API server refuses in a field that isn't
+				// nullable: it prunes it and then misses a required value,
+				// or, in a server-side apply, rejects it, either way
+				// naming no Go type. Nullable keeps the null, and the
+				// field required.
+				if !prop.Nullable {
+					b.nullable(t, f.name)
+				}
+				prop.Nullable = true
+			}
 		}
 		if s.Properties == nil {
 			s.Properties = make(map[string]apiextensionsv1.JSONSchemaProps, len(sf.fields))
@@ -88,8 +102,9 @@ func (b *builder) structSchema(t reflect.Type, place string) apiextensionsv1.JSO
 
 // check reports constraints that hold only with others: an exclusive
 // bound without its bound, and a list map whose keys aren't its items'
-// required or defaulted fields.
-func (b *builder) check(s *apiextensionsv1.JSONSchemaProps, place string) {
+// required or defaulted fields. s is the schema of a field or a type of
+// Go type t.
+func (b *builder) check(s *apiextensionsv1.JSONSchemaProps, t reflect.Type, place string) {
 	if s.ExclusiveMinimum && s.Minimum == nil {
 		b.failf(place, "ExclusiveMinimum without a Minimum")
 	}
@@ -113,4 +128,63 @@ func (b *builder) check(s *apiextensionsv1.JSONSchemaProps, place string) {
 			b.failf(place, "ListMap key %q must be a required field of the items, or have a Default", key)
 		}
 	}
+	b.keysNotNull(s, t)
+}
+
+// keysNotNull takes back the nullable that structSchema gave the keys of
+// list map s, of Go type t: the API server refuses a CRD whose list-map
+// key is nullable. Such a key is then as it was before nullable: a nil
+// key is rejected, as an item without its key is. A key the end user
+// made Nullable stays so, for the API server to refuse.
+func (b *builder) keysNotNull(s *apiextensionsv1.JSONSchemaProps, t reflect.Type) {
+	t = deref(t)
+	if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+		return
+	}
+	nulled := b.nulled[deref(t.Elem())]
+	var items *apiextensionsv1.JSONSchemaProps
+	for _, key := range s.XListMapKeys {
+		if !nulled[key] || !s.Items.Schema.Properties[key].Nullable {
+			continue
+		}
+		if items == nil {
+			// The items' schema is the item type's, shared wherever the
+			// type appears: change a copy.
+			copied := *s.Items.Schema
+			copied.Properties = maps.Clone(copied.Properties)
+			items = &copied
+			s.Items = &apiextensionsv1.JSONSchemaPropsOrArray{Schema: items}
+		}
+		prop := items.Properties[key]
+		prop.Nullable = false
+		items.Properties[key] = prop
+	}
+}
+
+// writesNull reports whether encoding/json may write a field of type t
+// as null: t is a slice, a map or a pointer, whose nil is null, or a type
+// with a built-in schema whose zero value encodes as null, as a zero
+// metav1.Time does.
+func writesNull(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Map, reflect.Pointer:
+		return true
+	}
+	if !isBuiltin(t) {
+		// Any other type is a struct or a scalar, which is never null,
+		// or encodes itself with the end user's code, which reflecting a
+		// schema doesn't run: Nullable says what they know of it.
+		return false
+	}
+	zero, err := json.Marshal(reflect.New(t).Interface())
+	return err == nil && string(zero) == "null"
+}
+
+// nullable records that structSchema made the field name of struct t
+// nullable, which the end user didn't ask for.
+func (b *builder) nullable(t reflect.Type, name string) {
+	if b.nulled[t] == nil {
+		b.nulled[t] = map[string]bool{}
+	}
+	b.nulled[t][name] = true
 }
