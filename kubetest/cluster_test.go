@@ -33,6 +33,7 @@ import (
 
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // waitFor bounds how long a test waits for something the cluster does
@@ -254,8 +255,7 @@ func TestLeaseAndLeaderElection(t *testing.T) {
 	assert.Equal(t, "a", ptr.Deref(lease.Spec.HolderIdentity, ""))
 
 	b := start("b")
-	require.Eventually(t, func() bool { return b.elector.GetLeader() == "a" }, waitFor, 20*time.Millisecond,
-		"b never observed a's lease")
+	wait.For(t, waitFor, func() bool { return b.elector.GetLeader() == "a" }, "b never observed a's lease")
 	assert.False(t, b.elector.IsLeader(), "b leads while a holds a valid lease")
 
 	a.cancel() // a releases the lease on its way out
@@ -287,10 +287,10 @@ func TestRBACDeniesUserWithoutBinding(t *testing.T) {
 	// With a binding, the same request is allowed: RBAC, not a broken
 	// authenticator, denied it.
 	bindConfigMapReader(t, c, ns, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "kubetest:testers"})
-	require.Eventually(t, func() bool {
+	wait.For(t, waitFor, func() bool {
 		_, err := restricted.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 		return err == nil
-	}, waitFor, 20*time.Millisecond)
+	}, "the group binding never took effect")
 	_, err = restricted.CoreV1().ConfigMaps(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
 	assert.True(t, apierrors.IsForbidden(err), "the binding leaked out of its namespace: %v", err)
 
@@ -316,10 +316,10 @@ func TestServiceAccountHasExactlyItsRBAC(t *testing.T) {
 	assert.True(t, apierrors.IsForbidden(err), "want 403 Forbidden, got %v", err)
 
 	bindConfigMapReader(t, c, ns, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "controller"})
-	require.Eventually(t, func() bool {
+	wait.For(t, waitFor, func() bool {
 		_, err := sa.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 		return err == nil
-	}, waitFor, 20*time.Millisecond)
+	}, "the ServiceAccount's binding never took effect")
 	_, err = sa.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
 	assert.True(t, apierrors.IsForbidden(err), "the Role grants ConfigMaps only: %v", err)
 
@@ -396,14 +396,14 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 	// it; until then the object is admitted, so each attempt gets a new
 	// name.
 	var denied error
-	require.Eventually(t, func() bool {
+	wait.For(t, waitFor, func() bool {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "attempt-"},
 			Data:       map[string]string{"forbidden": "yes"},
 		}
 		_, denied = admin.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
 		return denied != nil
-	}, waitFor, 50*time.Millisecond)
+	}, "the ValidatingAdmissionPolicy never denied the object")
 	assert.True(t, apierrors.IsInvalid(denied), "want 422 Invalid, got %v", denied)
 	assert.Contains(t, denied.Error(), "the key forbidden is forbidden")
 
@@ -579,10 +579,10 @@ func TestGarbageCollectorInSecondCluster(t *testing.T) {
 	}
 	_, err = cs.RbacV1().ClusterRoles().Create(ctx, part, metav1.CreateOptions{})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
+	wait.For(t, waitFor, func() bool {
 		got, err := cs.RbacV1().ClusterRoles().Get(ctx, aggregated.Name, metav1.GetOptions{})
 		return err == nil && len(got.Rules) == 1 && got.Rules[0].Resources[0] == "widgets"
-	}, waitFor, 20*time.Millisecond, "ClusterRole aggregation did not fill the aggregated role")
+	}, "ClusterRole aggregation did not fill the aggregated role")
 
 	eve, err := second.RESTConfigFor("eve")
 	require.NoError(t, err)
@@ -600,10 +600,10 @@ func TestGarbageCollectorInSecondCluster(t *testing.T) {
 	require.NoError(t, err)
 
 	require.NoError(t, client.Delete(ctx, owner.GetName(), metav1.DeleteOptions{}))
-	require.Eventually(t, func() bool {
+	wait.For(t, waitFor, func() bool {
 		_, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, child.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
-	}, waitFor, 20*time.Millisecond, "the garbage collector did not delete the child")
+	}, "the garbage collector did not delete the child")
 
 	// Stop is idempotent, and a stopped cluster says so.
 	stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)

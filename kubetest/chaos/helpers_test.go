@@ -30,6 +30,7 @@ import (
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/internal/controllerapp"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // sized picks a test's size: short under -short, full under -chaos.full,
@@ -253,6 +254,11 @@ func (r *replica) exited() bool {
 	}
 }
 
+// Report describes the replica for a failed wait.
+func (r *replica) Report() string {
+	return wait.Report("replica "+r.identity, r.App, r.Telemetry())
+}
+
 // failure returns the message of the App's record that its Controller's
 // Serve failed, or "" when there is none.
 func (r *replica) failure() string {
@@ -326,26 +332,6 @@ func overlaps(all []interval) [][2]interval {
 		}
 	}
 	return found
-}
-
-// eventually waits for cond, polling every 20ms, and fails the test after
-// patience, or as soon as one of replicas exits, with the reason it
-// failed. Patience is generous: the tests share two cores with other test
-// binaries.
-func eventually(t *testing.T, patience time.Duration, cond func() bool, msg string, replicas ...*replica) {
-	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		for _, r := range replicas {
-			if r.exited() {
-				t.Fatalf("%s: replica %s exited with %d: %q", msg, r.identity, r.Wait(), r.failure())
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", msg, patience)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // lease returns the controller's Lease in ns, or nil when there is none.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // The leader tests' Lease: short, so a standby takes it over in about
@@ -80,12 +81,12 @@ func TestChaos_leader_killed(t *testing.T) {
 	load := startLoader(admin.dynamic, ns, objects, 1)
 	t.Cleanup(load.stop)
 	start(0)
-	eventually(t, time.Minute, func() bool { return holder(t, admin.kube, ns) == "pod-0" }, "pod-0 never leads", replicas...)
+	wait.For(t, time.Minute, func() bool { return holder(t, admin.kube, ns) == "pod-0" }, "pod-0 never leads", wait.All(replicas)...)
 	start(1)
 	start(2)
-	eventually(t, time.Minute, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		return !slices.ContainsFunc(replicas, func(r *replica) bool { return !r.synced(t) })
-	}, "a replica never synced", replicas...)
+	}, "a replica never synced", wait.All(replicas)...)
 
 	var takeovers, firstReconciles, margins []time.Duration
 	bound := killLeaseDuration + killRetryPeriod + takeoverSlack
@@ -107,7 +108,7 @@ func TestChaos_leader_killed(t *testing.T) {
 		// A standby takes the Lease over, by itself: nobody released it.
 		var acquired time.Time
 		var next *replica
-		eventually(t, bound+5*time.Second, func() bool {
+		wait.For(t, bound+5*time.Second, func() bool {
 			l := lease(t, admin.kube, ns)
 			id := holder(t, admin.kube, ns)
 			if id == "" || id == leader.identity {
@@ -116,7 +117,7 @@ func TestChaos_leader_killed(t *testing.T) {
 			next = byIdentity(id)
 			acquired = l.Spec.AcquireTime.Time
 			return true
-		}, fmt.Sprintf("round %d: no standby takes the Lease over", round+1), standbys...)
+		}, fmt.Sprintf("round %d: no standby takes the Lease over", round+1), wait.All(standbys)...)
 		require.NotNil(t, next, "round %d: the Lease went to a stranger", round+1)
 		require.Contains(t, standbys, next, "round %d: the Lease went to %s, not a standby", round+1, next.identity)
 		takeover := acquired.Sub(killed)
@@ -139,7 +140,7 @@ func TestChaos_leader_killed(t *testing.T) {
 		}
 
 		// The new leader, its caches warm, reconciles at once.
-		eventually(t, time.Minute, func() bool {
+		wait.For(t, time.Minute, func() bool {
 			for _, iv := range next.reconciles() {
 				if iv.start.After(acquired) {
 					firstReconciles = append(firstReconciles, iv.start.Sub(killed))
@@ -151,16 +152,16 @@ func TestChaos_leader_killed(t *testing.T) {
 
 		// A new replica joins, so two standbys wait again.
 		joined := start(3 + round)
-		eventually(t, time.Minute, func() bool { return joined.synced(t) }, "the new replica never synced", alive()...)
+		wait.For(t, time.Minute, func() bool { return joined.synced(t) }, "the new replica never synced", wait.All(alive())...)
 	}
 
 	load.stop()
 	leader := byIdentity(holder(t, admin.kube, ns))
 	require.NotNil(t, leader)
-	eventually(t, time.Minute, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		ws, children := listWidgets(t, admin, ns)
 		return len(ws) == objects && converged(ws, children) == objects
-	}, "not every Widget reflects its latest spec", alive()...)
+	}, "not every Widget reflects its latest spec", wait.All(alive())...)
 
 	for _, r := range alive() {
 		require.Equal(t, 0, r.Stop(), "replica %s: SIGTERM: a clean exit", r.identity)

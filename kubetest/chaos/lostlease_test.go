@@ -2,20 +2,25 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/loam-dev/loam/adapters/telemetry"
+	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // stuckReconciles records the reconciles of a Reconciler that hangs until
@@ -133,6 +138,24 @@ func TestChaos_lost_Lease_under_a_slow_reconcile(t *testing.T) {
 	}
 }
 
+// queued returns how many keys wait in the replica's queue, from its
+// queue.depth gauge: keys added and not yet taken by a worker.
+func (r *replica) queued(t *testing.T) int64 {
+	t.Helper()
+	m, err := r.Telemetry().Metric(t.Context(), telemetry.QueueDepthName)
+	if errors.Is(err, apptest.ErrNotRecorded) {
+		return 0
+	}
+	require.NoError(t, err)
+	g, ok := m.Data.(metricdata.Gauge[int64])
+	require.True(t, ok, "queue.depth is a %T", m.Data)
+	var n int64
+	for _, dp := range g.DataPoints {
+		n += dp.Value
+	}
+	return n
+}
+
 func lostLease(t *testing.T, c *kubetest.Cluster, admin clients, objects, workers int, lose func(*testing.T, string, *replica) int64, wantHolder string) {
 	ns := c.Namespace(t)
 	for i := range objects {
@@ -152,7 +175,7 @@ func lostLease(t *testing.T, c *kubetest.Cluster, admin clients, objects, worker
 	})
 	// The first generation is reconciled: the controller has written
 	// every status and ConfigMap once.
-	eventually(t, time.Minute, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		ws, children := listWidgets(t, admin, ns)
 		return converged(ws, children) == objects
 	}, "the first generation never converged", rep)
@@ -163,13 +186,17 @@ func lostLease(t *testing.T, c *kubetest.Cluster, admin clients, objects, worker
 		_, err := setValue(t.Context(), admin.dynamic, ns, fmt.Sprintf("w%03d", i), 2)
 		require.NoError(t, err)
 	}
-	eventually(t, time.Minute, func() bool { return stuck.began() == workers }, "the workers never all hung", rep)
-	time.Sleep(200 * time.Millisecond)
+	wait.For(t, time.Minute, func() bool { return stuck.began() == workers }, "the workers never all hung", rep)
+	// Every other change waits in the queue: a reconcile that began while
+	// every worker hung would have taken its key out, and the queue would
+	// never hold them all.
+	wait.For(t, time.Minute, func() bool { return rep.queued(t) == int64(objects-workers) },
+		fmt.Sprintf("the queue never held the %d changes left while every worker hung", objects-workers), rep)
 	require.Equal(t, workers, stuck.began(), "a reconcile began while every worker hung")
 
 	lost := time.Now()
 	lossRevision := lose(t, ns, rep)
-	eventually(t, time.Minute, rep.exited, "the replica never noticed the loss")
+	wait.For(t, time.Minute, rep.exited, "the replica never noticed the loss")
 	exitedAfter := time.Since(lost)
 	require.Equal(t, 1, rep.Wait(), "a lost Lease exits 1")
 	require.Equal(t, kube.ErrLostLeadership.Error(), rep.failure())

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // TestChaos_API_server_restarts restarts the API server — same etcd, same
@@ -41,7 +42,7 @@ func TestChaos_API_server_restarts(t *testing.T) {
 			return reconcileWidget(ctx, k, w)
 		})
 	})
-	eventually(t, time.Minute, func() bool { return rep.synced(t) }, "the replica never synced", rep)
+	wait.For(t, time.Minute, func() bool { return rep.synced(t) }, "the replica never synced", rep)
 
 	// The probe is a Widget the loader leaves alone: changed once right
 	// after the last restart, it times how soon the controller sees a
@@ -62,23 +63,22 @@ func TestChaos_API_server_restarts(t *testing.T) {
 	require.NoError(t, err)
 	probed := time.Now()
 	var probeSeen time.Duration
-	eventually(t, 3*time.Minute, func() bool {
+	wait.For(t, 3*time.Minute, func() bool {
 		w, err := admin.dynamic.Resource(widgets.GVR()).Namespace(ns).Get(t.Context(), "probe", metav1.GetOptions{})
 		require.NoError(t, err)
 		observed, _, _ := unstructured.NestedInt64(w.Object, "status", "value")
 		probeSeen = time.Since(probed)
 		return observed == 2
 	}, "the controller never saw the probe's change", rep)
-	time.Sleep(time.Second)
+	wait.For(t, time.Minute, func() bool { return load.created.Load() == int64(objects) }, "the loader never created every Widget", rep)
 	load.stop()
-	require.Equal(t, int64(objects), load.created.Load(), "the loader didn't create every Widget")
 
 	// Once the loader stops, every Widget converges. The informers back
 	// off exponentially while the API server is away (client-go's
 	// reflector: from 0.8s, to 30s and up to twice that with jitter), so
 	// the wait allows for the longest backoff.
 	stopped := time.Now()
-	eventually(t, 3*time.Minute, func() bool {
+	wait.For(t, 3*time.Minute, func() bool {
 		ws, children := listWidgets(t, admin, ns)
 		return len(ws) == objects+1 && converged(ws, children) == objects+1
 	}, "not every Widget reflects its latest spec", rep)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // slowReconciles records the reconciles of Reconcilers that each take a
@@ -94,14 +95,14 @@ func TestChaos_SIGTERM_mid_reconcile(t *testing.T) {
 		})
 	}
 	a := start("pod-a")
-	eventually(t, time.Minute, func() bool { return holder(t, admin.kube, ns) == "pod-a" }, "pod-a never leads", a)
+	wait.For(t, time.Minute, func() bool { return holder(t, admin.kube, ns) == "pod-a" }, "pod-a never leads", a)
 	b := start("pod-b")
-	eventually(t, time.Minute, func() bool { return b.synced(t) }, "pod-b never synced", a, b)
+	wait.For(t, time.Minute, func() bool { return b.synced(t) }, "pod-b never synced", a, b)
 	close(gate)
 
 	// SIGTERM once pod-a has finished a few reconciles and every worker
 	// is in another.
-	eventually(t, time.Minute, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		done, running := 0, 0
 		for _, call := range slow.of("pod-a") {
 			if call.end.IsZero() {
@@ -135,13 +136,13 @@ func TestChaos_SIGTERM_mid_reconcile(t *testing.T) {
 
 	// The Lease is released: the standby takes it at once.
 	require.NotEqual(t, "pod-a", holder(t, admin.kube, ns), "the Lease isn't released on SIGTERM")
-	eventually(t, 30*time.Second, func() bool { return holder(t, admin.kube, ns) == "pod-b" }, "pod-b never takes the Lease", b)
+	wait.For(t, 30*time.Second, func() bool { return holder(t, admin.kube, ns) == "pod-b" }, "pod-b never takes the Lease", b)
 	takeover := lease(t, admin.kube, ns).Spec.AcquireTime.Sub(exited)
 	bound := time.Duration(1.2*float64(500*time.Millisecond)) + takeoverSlack
 	require.Less(t, takeover, bound, "pod-b took the released Lease after %v", takeover)
 
 	// The standby continues the backlog: every Widget reflects its spec.
-	eventually(t, time.Duration(objects)*reconcileTime+time.Minute, func() bool {
+	wait.For(t, time.Duration(objects)*reconcileTime+time.Minute, func() bool {
 		ws, children := listWidgets(t, admin, ns)
 		return len(ws) == objects && converged(ws, children) == objects
 	}, "pod-b doesn't reconcile the backlog", b)

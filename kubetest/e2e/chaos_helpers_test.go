@@ -54,27 +54,6 @@ func startChaosController(t *testing.T, conn kube.Connection, host app.Host, bui
 	return &controllerApp{App: a, ctrl: ctrl}
 }
 
-// waitUntil waits for cond, failing the test after patience, or as soon
-// as one of apps exits. It returns when cond first held.
-func waitUntil(t *testing.T, patience time.Duration, msg string, cond func() bool, apps ...*controllerApp) time.Time {
-	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		for _, a := range apps {
-			select {
-			case <-a.Done():
-				t.Fatalf("%s: the App exited with %d: %q", msg, a.Wait(), a.failure())
-			default:
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", msg, patience)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return time.Now()
-}
-
 // chaosNetwork is an App's network that the test can Cut, as an API
 // server that is down or a partitioned network does, until Restore.
 // &chaosNetwork{} dials the real network; with Network: via(addr), every

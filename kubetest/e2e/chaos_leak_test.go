@@ -16,6 +16,7 @@ import (
 	"github.com/loam-dev/loam/app/fault"
 	"github.com/loam-dev/loam/app/fault/fit"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // errorLog keeps the message of every error the test's code saw.
@@ -112,9 +113,9 @@ func TestChaos_the_token_appears_in_no_record_span_metric_error_or_output(t *tes
 	failedWith := func(needle string) func() bool {
 		return func() bool { return len(containing(a.Telemetry().ExceptionMessages("reconcile failed"), needle)) > 0 }
 	}
-	eventually(t, failedWith("is forbidden"), "the forbidden apply never failed", a)
-	eventually(t, failedWith("injected abort"), "the scenario never aborted the apply", a)
-	eventually(t, func() bool { return ticks.of("ticking") >= 3 }, "never ticks", a)
+	wait.For(t, time.Minute, failedWith("is forbidden"), "the forbidden apply never failed", a)
+	wait.For(t, time.Minute, failedWith("injected abort"), "the scenario never aborted the apply", a)
+	wait.For(t, time.Minute, func() bool { return ticks.of("ticking") >= 3 }, "never ticks", a)
 
 	// The API server is unreachable for a while: the watches, the Lease's
 	// renewals and the reconciles' requests fail.
@@ -125,12 +126,12 @@ func TestChaos_the_token_appears_in_no_record_span_metric_error_or_output(t *tes
 	errs.add(err)
 	netw.Restore()
 	restore = time.Now()
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		tickMu.Lock()
 		defer tickMu.Unlock()
 		return len(ticked) > 0 && ticked[len(ticked)-1].After(restore.Add(time.Second))
 	}, "the ticks never resume", a)
-	eventually(t, failedWith("connection refused"), "no reconcile met the unreachable API server", a)
+	wait.For(t, time.Minute, failedWith("connection refused"), "no reconcile met the unreachable API server", a)
 	require.Equal(t, 0, a.Stop())
 
 	texts := textsOf(t, a.Telemetry())

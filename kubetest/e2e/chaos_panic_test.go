@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
@@ -23,6 +23,7 @@ import (
 	"github.com/loam-dev/loam/app/fault/fit"
 	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // panicLabel says which of the end user's functions panics for an
@@ -50,27 +51,23 @@ func (c *counter) of(name string) int {
 	return c.n[name]
 }
 
-// createWith creates the Memcached ns/name of size 1 with labels and
-// annotations.
-func createWith(t *testing.T, ri dynamic.ResourceInterface, r kube.Resource[memcachedSpec, memcachedStatus], ns, name string, labels, annotations map[string]string) {
+// touch changes the object's labels, which reconciles it, and returns the
+// revision of the change: a reconcile that reads the object at that
+// revision or later comes after every reconcile of its earlier writes.
+func touch(t *testing.T, ri dynamic.ResourceInterface, name, value string) int64 {
 	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": r.Group + "/" + r.Version,
-		"kind":       r.Kind,
-		"metadata":   map[string]any{"namespace": ns, "name": name},
-		"spec":       map[string]any{"size": int64(1)},
-	}}
-	u.SetLabels(labels)
-	u.SetAnnotations(annotations)
-	_, err := ri.Create(t.Context(), u, metav1.CreateOptions{})
+	u, err := ri.Patch(t.Context(), name, types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{"touched":%q}}}`, value), metav1.PatchOptions{})
 	require.NoError(t, err)
+	return revisionOf(u.GetResourceVersion())
 }
 
-// touch changes the object's labels, which reconciles it.
-func touch(t *testing.T, ri dynamic.ResourceInterface, name, value string) {
-	t.Helper()
-	_, err := ri.Patch(t.Context(), name, types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{"touched":%q}}}`, value), metav1.PatchOptions{})
-	require.NoError(t, err)
+// revisionOf reads a resourceVersion as the etcd revision it is, 0 when it
+// isn't one. The API says resourceVersions are opaque; kubetest's API
+// server stores in etcd, where every write takes the next revision, so
+// ordering them orders the writes.
+func revisionOf(rv string) int64 {
+	n, _ := strconv.ParseInt(rv, 10, 64)
+	return n
 }
 
 // panicsOf returns how many reconcile panicked records name the object.
@@ -160,9 +157,9 @@ func TestChaos_panics_in_a_Reconciler_a_Finalize_and_a_trust_func_are_not_retrie
 		m, ok := getMemcached(t, admin.dynamic, r, ns, name)
 		return ok && m.Status.ReadyReplicas == size
 	}
-	eventually(t, func() bool { return reconciles.of("reconcile-panics") > 0 }, "the panicking object is never reconciled", a)
-	eventually(t, func() bool { return panicsOf(a, "trust-panics") > 0 }, "trust never panicked", a)
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool { return reconciles.of("reconcile-panics") > 0 }, "the panicking object is never reconciled", a)
+	wait.For(t, time.Minute, func() bool { return panicsOf(a, "trust-panics") > 0 }, "trust never panicked", a)
+	wait.For(t, time.Minute, func() bool {
 		for i := range calm {
 			if !ready(fmt.Sprintf("calm-%02d", i), 1) {
 				return false
@@ -184,7 +181,7 @@ func TestChaos_panics_in_a_Reconciler_a_Finalize_and_a_trust_func_are_not_retrie
 		require.NoError(t, err)
 	}
 	createWith(t, memcacheds, r, ns, "late", nil, nil)
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		for i := range calm {
 			if !ready(fmt.Sprintf("calm-%02d", i), 2) {
 				return false
@@ -192,6 +189,10 @@ func TestChaos_panics_in_a_Reconciler_a_Finalize_and_a_trust_func_are_not_retrie
 		}
 		return ready("late", 1)
 	}, "changes during the panics aren't reconciled", a)
+	// The rest of the window, which the figure below reports on. A retry
+	// is a backoff timer's: no event comes after one that doesn't exist,
+	// so what shows there is none is a window in which a backoff would
+	// have retried `allowed` times.
 	time.Sleep(time.Until(windowEnds))
 
 	policy := backoff.Default()
@@ -212,11 +213,12 @@ func TestChaos_panics_in_a_Reconciler_a_Finalize_and_a_trust_func_are_not_retrie
 
 	// A change reconciles a panicked object again, once.
 	touch(t, memcacheds, "reconcile-panics", "once")
-	eventually(t, func() bool { return reconciles.of("reconcile-panics") == 2 }, "a change doesn't reconcile the panicked object", a)
+	wait.For(t, time.Minute, func() bool { return reconciles.of("reconcile-panics") == 2 }, "a change doesn't reconcile the panicked object", a)
 
 	// A Finalize that panics: the finalizer stays, and it isn't retried.
 	require.NoError(t, memcacheds.Delete(t.Context(), "finalize-panics", metav1.DeleteOptions{}))
-	eventually(t, func() bool { return panicsOf(a, "finalize-panics") > 0 }, "Finalize never panicked", a)
+	wait.For(t, time.Minute, func() bool { return panicsOf(a, "finalize-panics") > 0 }, "Finalize never panicked", a)
+	// As above: the window in which a backoff would have retried it.
 	time.Sleep(window)
 	require.Equal(t, 1, finalizes.of("finalize-panics"), "a panicking Finalize is never retried")
 	m, ok := getMemcached(t, admin.dynamic, r, ns, "finalize-panics")
@@ -227,7 +229,7 @@ func TestChaos_panics_in_a_Reconciler_a_Finalize_and_a_trust_func_are_not_retrie
 	// it.
 	fixed.Store(true)
 	touch(t, memcacheds, "finalize-panics", "fixed")
-	eventually(t, func() bool { _, ok := getMemcached(t, admin.dynamic, r, ns, "finalize-panics"); return !ok }, "the fixed Finalize never ran", a)
+	wait.For(t, time.Minute, func() bool { _, ok := getMemcached(t, admin.dynamic, r, ns, "finalize-panics"); return !ok }, "the fixed Finalize never ran", a)
 	require.Equal(t, 2, finalizes.of("finalize-panics"))
 
 	// Each panic is one reconcile of outcome panic.

@@ -23,6 +23,7 @@ import (
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // boundToken returns a token of the ServiceAccount ns/sa bound to a
@@ -116,11 +117,11 @@ func scaleTo(t *testing.T, c *kubetest.Cluster, r kube.Resource[memcachedSpec, m
 	admin := adminClients(t, c)
 	m, err := admin.dynamic.Resource(r.GVR()).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, fmt.Appendf(nil, `{"spec":{"size":%d}}`, size), metav1.PatchOptions{})
 	require.NoError(t, err)
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		d, ok := getDeployment(t, admin.kube, ns, name)
 		return ok && *d.Spec.Replicas == size
 	}, "the Deployment doesn't follow the change", a)
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		got, _ := getMemcached(t, admin.dynamic, r, ns, name)
 		for _, cond := range got.Status.Conditions {
 			if cond.Type == "Available" && cond.ObservedGeneration == m.GetGeneration() {
@@ -159,7 +160,7 @@ func startTokenRun(t *testing.T, c *kubetest.Cluster, sa string, tokenOf func(ns
 	tr.app = startTokenController(t, conn, tr.h, tr.r, ns, sa, &seen{})
 	admin := adminClients(t, c)
 	newMemcached(t, admin.dynamic, tr.r, ns, "first", 1)
-	eventually(t, func() bool { _, ok := getDeployment(t, admin.kube, ns, "first"); return ok }, "never reconciled", tr.app)
+	wait.For(t, time.Minute, func() bool { _, ok := getDeployment(t, admin.kube, ns, "first"); return ok }, "never reconciled", tr.app)
 	return tr
 }
 
@@ -191,10 +192,8 @@ func TestChaos_a_rotated_token_is_used_within_a_minute_and_a_failing_Token_keeps
 	changed := time.Now()
 	rotated.h.WriteFile("token", []byte(newToken))
 	failing.h.RemoveFile("token")
-	waitUntil(t, transport.TokenTTL+30*time.Second, "the rotated token is never used",
-		func() bool { _, ok := rotated.wire.firstWith(newToken); return ok }, rotated.app, failing.app)
-	waitUntil(t, transport.TokenTTL+30*time.Second, "the failing Token is never called again",
-		func() bool { return len(failing.tokens.failures()) > 0 }, rotated.app, failing.app)
+	wait.For(t, transport.TokenTTL+30*time.Second, func() bool { _, ok := rotated.wire.firstWith(newToken); return ok }, "the rotated token is never used", rotated.app, failing.app)
+	wait.For(t, transport.TokenTTL+30*time.Second, func() bool { return len(failing.tokens.failures()) > 0 }, "the failing Token is never called again", rotated.app, failing.app)
 
 	// The rotation: the new token reached the API server within a minute,
 	// and from then on every request carries it. A request that took the
@@ -213,10 +212,10 @@ func TestChaos_a_rotated_token_is_used_within_a_minute_and_a_failing_Token_keeps
 	require.NoError(t, admin.kube.CoreV1().Secrets(rotated.ns).Delete(t.Context(), "token-old", metav1.DeleteOptions{}))
 	withOld, err := kubernetes.NewForConfig(c.RESTConfigForToken(oldToken))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
+	wait.For(t, 30*time.Second, func() bool {
 		_, err := withOld.CoreV1().ServiceAccounts(rotated.ns).Get(t.Context(), "rotated-controller", metav1.GetOptions{})
 		return apierrors.IsUnauthorized(err)
-	}, 30*time.Second, 50*time.Millisecond, "the old token is still accepted after its Secret is gone")
+	}, "the old token is still accepted after its Secret is gone")
 	// The controller doesn't notice: it reads, applies the Deployment and
 	// applies the status with the new token.
 	scaleTo(t, c, rotated.r, rotated.ns, "first", 2, rotated.app)

@@ -13,6 +13,7 @@ import (
 	"github.com/loam-dev/loam/adapters/transport"
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // sizeLog records which size each reconcile of an object saw, and when.
@@ -77,8 +78,8 @@ func TestChaos_a_dead_connection_is_noticed_by_the_HTTP2_ping_and_a_change_made_
 	})
 
 	newMemcached(t, admin.dynamic, r, ns, "watched", 1)
-	eventually(t, func() bool { _, ok := sizes.first("watched", 1); return ok }, "never reconciled", a)
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool { _, ok := sizes.first("watched", 1); return ok }, "never reconciled", a)
+	wait.For(t, time.Minute, func() bool {
 		m, _ := getMemcached(t, admin.dynamic, r, ns, "watched")
 		return m.Status.ReadyReplicas == 1
 	}, "no status", a)
@@ -98,8 +99,7 @@ func TestChaos_a_dead_connection_is_noticed_by_the_HTTP2_ping_and_a_change_made_
 	// connection dropped after PingTimeout without an answer: 45 s. The
 	// slack is for a busy machine, and for the relist.
 	promise := transport.ReadIdleTimeout + transport.PingTimeout
-	waitUntil(t, promise+30*time.Second, "the change made during the black hole isn't reconciled",
-		func() bool { _, ok := sizes.first("watched", 2); return ok }, a)
+	wait.For(t, promise+30*time.Second, func() bool { _, ok := sizes.first("watched", 2); return ok }, "the change made during the black hole isn't reconciled", a)
 	at, _ := sizes.first("watched", 2)
 	took := at.Sub(blackholed)
 
@@ -124,7 +124,7 @@ func TestChaos_a_dead_connection_is_noticed_by_the_HTTP2_ping_and_a_change_made_
 	// The controller kept its Lease and goes on.
 	_, err = admin.dynamic.Resource(r.GVR()).Namespace(ns).Patch(t.Context(), "watched", types.MergePatchType, []byte(`{"spec":{"size":3}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	eventually(t, func() bool { _, ok := sizes.first("watched", 3); return ok }, "a later change isn't reconciled", a)
+	wait.For(t, time.Minute, func() bool { _, ok := sizes.first("watched", 3); return ok }, "a later change isn't reconciled", a)
 	require.Equal(t, 0, a.Stop())
 	require.Empty(t, a.failure())
 }

@@ -14,9 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -26,6 +23,7 @@ import (
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/internal/controllerapp"
 	"github.com/loam-dev/loam/kubetest/internal/memcached"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // The controller tests run the spec's Memcached operator, and its
@@ -100,21 +98,8 @@ type memcachedReconciler struct {
 
 func (r memcachedReconciler) Reconcile(ctx context.Context, m memcachedObject) (kube.Result[memcachedStatus], error) {
 	r.seen.add(r.identity, m.Name)
-	labels := map[string]string{"app": "memcached", "memcached": m.Name}
-	d, err := r.kube.AppsV1().Deployments(m.Namespace).Apply(ctx,
-		appsv1ac.Deployment(m.Name, m.Namespace).
-			WithOwnerReferences(metav1ac.OwnerReference().
-				WithAPIVersion(m.APIVersion).WithKind(m.Kind).WithName(m.Name).WithUID(m.UID).
-				WithController(true).WithBlockOwnerDeletion(true)).
-			WithSpec(appsv1ac.DeploymentSpec().
-				WithReplicas(m.Spec.Size).
-				WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
-				WithTemplate(corev1ac.PodTemplateSpec().
-					WithLabels(labels).
-					WithSpec(corev1ac.PodSpec().WithContainers(
-						corev1ac.Container().WithName("memcached").WithImage(m.Spec.Image))))),
-		metav1.ApplyOptions{FieldManager: "memcached-controller", Force: true},
-	)
+	d, err := r.kube.AppsV1().Deployments(m.Namespace).Apply(ctx, memcached.Deployment(m),
+		metav1.ApplyOptions{FieldManager: "memcached-controller", Force: true})
 	st := m.Status
 	if err != nil {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -195,6 +180,9 @@ func (a *controllerApp) synced(t *testing.T) bool {
 	return ok
 }
 
+// Report describes the App for a failed wait.
+func (a *controllerApp) Report() string { return wait.Report("the App", a.App, a.Telemetry()) }
+
 // failure returns the message of the App's record that its Controller's
 // Serve failed, or "" when there is none.
 func (a *controllerApp) failure() string {
@@ -268,7 +256,7 @@ func grant(t *testing.T, c *kubetest.Cluster, ns, name string, rules []rbacv1.Po
 	// what the Controller will.
 	as, err := dynamic.NewForConfig(restConfig(conn))
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
+	wait.For(t, 30*time.Second, func() bool {
 		for _, gvr := range canList {
 			if _, err := as.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 				return false
@@ -276,7 +264,7 @@ func grant(t *testing.T, c *kubetest.Cluster, ns, name string, rules []rbacv1.Po
 		}
 		_, err := kubernetes.NewForConfigOrDie(restConfig(conn)).CoordinationV1().Leases(leaseNamespace).Get(ctx, "none", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
-	}, 30*time.Second, 50*time.Millisecond, "the ServiceAccount's RBAC never took effect")
+	}, "the ServiceAccount's RBAC never took effect")
 	return conn
 }
 
@@ -299,14 +287,6 @@ func lease(t *testing.T, k kubernetes.Interface, ns, name string) *coordinationv
 	}
 	require.NoError(t, err)
 	return l
-}
-
-// eventually waits for cond, failing the test after a minute, or as soon
-// as one of apps exits, with the reason it failed. A minute is generous:
-// the tests share two cores with other test binaries.
-func eventually(t *testing.T, cond func() bool, msg string, apps ...*controllerApp) {
-	t.Helper()
-	waitUntil(t, time.Minute, msg, cond, apps...)
 }
 
 // deploymentsGVR is what the Memcached controller owns.

@@ -33,6 +33,8 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/memcached"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 const finalizer = "cache.example.com/finalizer"
@@ -40,13 +42,19 @@ const finalizer = "cache.example.com/finalizer"
 // newMemcached creates a Memcached of size in ns.
 func newMemcached(t *testing.T, d dynamic.Interface, r kube.Resource[memcachedSpec, memcachedStatus], ns, name string, size int32) *unstructured.Unstructured {
 	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": r.Group + "/" + r.Version,
-		"kind":       r.Kind,
-		"metadata":   map[string]any{"namespace": ns, "name": name},
-		"spec":       map[string]any{"size": int64(size)},
-	}}
-	created, err := d.Resource(r.GVR()).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
+	created, err := d.Resource(r.GVR()).Namespace(ns).Create(t.Context(), memcached.New(r, ns, name, size), metav1.CreateOptions{})
+	require.NoError(t, err)
+	return created
+}
+
+// createWith creates the Memcached ns/name of size 1 with labels and
+// annotations.
+func createWith(t *testing.T, ri dynamic.ResourceInterface, r kube.Resource[memcachedSpec, memcachedStatus], ns, name string, labels, annotations map[string]string) *unstructured.Unstructured {
+	t.Helper()
+	u := memcached.New(r, ns, name, 1)
+	u.SetLabels(labels)
+	u.SetAnnotations(annotations)
+	created, err := ri.Create(t.Context(), u, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return created
 }
@@ -98,7 +106,7 @@ func TestController_reconciles_at_start_on_a_change_and_on_a_change_or_deletion_
 
 	// At start: the Deployment is applied, controlled by the Memcached, and
 	// the status says it is pending.
-	eventually(t, func() bool { _, ok := getDeployment(t, admin.kube, ns, "first"); return ok }, "no Deployment", a)
+	wait.For(t, time.Minute, func() bool { _, ok := getDeployment(t, admin.kube, ns, "first"); return ok }, "no Deployment", a)
 	d, _ := getDeployment(t, admin.kube, ns, "first")
 	require.Equal(t, int32(1), *d.Spec.Replicas)
 	ref := metav1.GetControllerOf(d)
@@ -106,7 +114,7 @@ func TestController_reconciles_at_start_on_a_change_and_on_a_change_or_deletion_
 	require.Equal(t, r.Group+"/v1alpha1", ref.APIVersion)
 	require.Equal(t, "Memcached", ref.Kind)
 	require.Equal(t, first.GetUID(), ref.UID)
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		m, _ := getMemcached(t, admin.dynamic, r, ns, "first")
 		c := meta.FindStatusCondition(m.Status.Conditions, "Available")
 		return c != nil && c.Reason == "DeploymentPending" && c.ObservedGeneration == 1
@@ -122,8 +130,8 @@ func TestController_reconciles_at_start_on_a_change_and_on_a_change_or_deletion_
 	// A change of the spec.
 	_, err := admin.dynamic.Resource(r.GVR()).Namespace(ns).Patch(t.Context(), "first", types.MergePatchType, []byte(`{"spec":{"size":2}}`), metav1.PatchOptions{})
 	require.NoError(t, err)
-	eventually(t, func() bool { d, _ := getDeployment(t, admin.kube, ns, "first"); return *d.Spec.Replicas == 2 }, "the Deployment doesn't follow the spec", a)
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool { d, _ := getDeployment(t, admin.kube, ns, "first"); return *d.Spec.Replicas == 2 }, "the Deployment doesn't follow the spec", a)
+	wait.For(t, time.Minute, func() bool {
 		m, _ := getMemcached(t, admin.dynamic, r, ns, "first")
 		c := meta.FindStatusCondition(m.Status.Conditions, "Available")
 		return c != nil && c.ObservedGeneration == 2
@@ -134,19 +142,19 @@ func TestController_reconciles_at_start_on_a_change_and_on_a_change_or_deletion_
 		&autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "first", Namespace: ns}, Spec: autoscalingv1.ScaleSpec{Replicas: 3}},
 		metav1.UpdateOptions{FieldManager: "kubectl"})
 	require.NoError(t, err)
-	eventually(t, func() bool { d, _ := getDeployment(t, admin.kube, ns, "first"); return *d.Spec.Replicas == 2 }, "the scale isn't undone", a)
+	wait.For(t, time.Minute, func() bool { d, _ := getDeployment(t, admin.kube, ns, "first"); return *d.Spec.Replicas == 2 }, "the scale isn't undone", a)
 
 	// A deleted Deployment is applied again.
 	before := calls.count("", "first")
 	require.NoError(t, admin.kube.AppsV1().Deployments(ns).Delete(t.Context(), "first", metav1.DeleteOptions{}))
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		d, ok := getDeployment(t, admin.kube, ns, "first")
 		return ok && d.UID != "" && calls.count("", "first") > before
 	}, "the Deployment isn't applied again", a)
 
 	// An object added while it runs.
 	newMemcached(t, admin.dynamic, r, ns, "second", 3)
-	eventually(t, func() bool { _, ok := getDeployment(t, admin.kube, ns, "second"); return ok }, "the new Memcached isn't reconciled", a)
+	wait.For(t, time.Minute, func() bool { _, ok := getDeployment(t, admin.kube, ns, "second"); return ok }, "the new Memcached isn't reconciled", a)
 
 	require.Equal(t, 0, a.Stop(), "SIGTERM: a clean exit")
 	require.False(t, a.synced(t))
@@ -219,7 +227,7 @@ func TestController_applies_status_conditions_with_no_conflict_under_5_workers_a
 	}
 	wg.Wait()
 
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		list, err := admin.dynamic.Resource(r.GVR()).Namespace(ns).List(t.Context(), metav1.ListOptions{})
 		require.NoError(t, err)
 		ready := 0
@@ -288,7 +296,7 @@ func TestController_Finalize_holds_a_deleted_object_until_it_returns_nil(t *test
 	})
 
 	newMemcached(t, admin.dynamic, r, ns, "held", 1)
-	eventually(t, func() bool { return reconcilesSeeingFinalizer.Load() > 0 }, "never reconciled", a)
+	wait.For(t, time.Minute, func() bool { return reconcilesSeeingFinalizer.Load() > 0 }, "never reconciled", a)
 	require.Zero(t, reconcilesWithout.Load(), "the finalizer is added before the first reconcile")
 	m, _ := getMemcached(t, admin.dynamic, r, ns, "held")
 	require.Equal(t, []string{finalizer}, m.Finalizers)
@@ -301,14 +309,14 @@ func TestController_Finalize_holds_a_deleted_object_until_it_returns_nil(t *test
 	reconciles := reconcilesSeeingFinalizer.Load()
 	require.NoError(t, admin.dynamic.Resource(r.GVR()).Namespace(ns).Delete(t.Context(), "held", metav1.DeleteOptions{}))
 	// Finalize fails, and is retried with backoff: the object stays.
-	eventually(t, func() bool { return finalizes.Load() >= 3 }, "Finalize isn't retried", a)
+	wait.For(t, time.Minute, func() bool { return finalizes.Load() >= 3 }, "Finalize isn't retried", a)
 	m, ok := getMemcached(t, admin.dynamic, r, ns, "held")
 	require.True(t, ok, "held by the finalizer")
 	require.NotNil(t, m.DeletionTimestamp)
 	require.Equal(t, reconciles, reconcilesSeeingFinalizer.Load(), "never the Reconciler once it is being deleted")
 
 	blocked.Store(false)
-	eventually(t, func() bool { _, ok := getMemcached(t, admin.dynamic, r, ns, "held"); return !ok }, "the finalizer isn't removed", a)
+	wait.For(t, time.Minute, func() bool { _, ok := getMemcached(t, admin.dynamic, r, ns, "held"); return !ok }, "the finalizer isn't removed", a)
 	require.Equal(t, 0, a.Stop())
 }
 
@@ -333,7 +341,7 @@ func TestController_Finalize_fails_while_another_field_manager_holds_the_finaliz
 	})
 
 	u := newMemcached(t, admin.dynamic, r, ns, "shared", 1)
-	eventually(t, func() bool { m, _ := getMemcached(t, admin.dynamic, r, ns, "shared"); return len(m.Finalizers) == 1 }, "no finalizer", a)
+	wait.For(t, time.Minute, func() bool { m, _ := getMemcached(t, admin.dynamic, r, ns, "shared"); return len(m.Finalizers) == 1 }, "no finalizer", a)
 	// Someone else applies the same finalizer, as a hand-made edit might.
 	other := applyFinalizer(t, admin.dynamic, r, u, "someone-else", finalizer)
 	require.NoError(t, other)
@@ -341,7 +349,7 @@ func TestController_Finalize_fails_while_another_field_manager_holds_the_finaliz
 	require.NoError(t, admin.dynamic.Resource(r.GVR()).Namespace(ns).Delete(t.Context(), "shared", metav1.DeleteOptions{}))
 	// The controller lets go of it, but it stays, so Finalize is called
 	// again and again.
-	eventually(t, func() bool { return finalizes.Load() >= 3 }, "the held finalizer isn't retried", a)
+	wait.For(t, time.Minute, func() bool { return finalizes.Load() >= 3 }, "the held finalizer isn't retried", a)
 	m, ok := getMemcached(t, admin.dynamic, r, ns, "shared")
 	require.True(t, ok)
 	require.Equal(t, []string{finalizer}, m.Finalizers)
@@ -357,7 +365,7 @@ func TestController_Finalize_fails_while_another_field_manager_holds_the_finaliz
 
 	// Once the other manager lets go too, the object is gone.
 	require.NoError(t, applyFinalizer(t, admin.dynamic, r, u, "someone-else"))
-	eventually(t, func() bool { _, ok := getMemcached(t, admin.dynamic, r, ns, "shared"); return !ok }, "still held", a)
+	wait.For(t, time.Minute, func() bool { _, ok := getMemcached(t, admin.dynamic, r, ns, "shared"); return !ok }, "still held", a)
 	require.Equal(t, 0, a.Stop())
 }
 
@@ -411,11 +419,11 @@ func replicas(t *testing.T, conn kube.Connection, r kube.Resource[memcachedSpec,
 				kube.Owns(deploymentsGVR))
 		}))
 		if i == 0 {
-			eventually(t, func() bool { return calls.count("pod-0", "") > 0 }, "pod-0 never leads", apps...)
+			wait.For(t, time.Minute, func() bool { return calls.count("pod-0", "") > 0 }, "pod-0 never leads", wait.All(apps)...)
 		}
 	}
 	for _, a := range apps {
-		eventually(t, func() bool { return a.synced(t) }, "a replica never synced", apps...)
+		wait.For(t, time.Minute, func() bool { return a.synced(t) }, "a replica never synced", wait.All(apps)...)
 	}
 	return apps
 }
@@ -446,7 +454,7 @@ func TestController_replicas_SIGTERM_releases_the_Lease_to_the_standby(t *testin
 
 	// Only the leader reconciles, whatever changes.
 	newMemcached(t, admin.dynamic, r, ns, "b", 1)
-	eventually(t, func() bool { return calls.count("pod-0", "b") > 0 }, "the leader doesn't reconcile", apps...)
+	wait.For(t, time.Minute, func() bool { return calls.count("pod-0", "b") > 0 }, "the leader doesn't reconcile", wait.All(apps)...)
 	require.Zero(t, calls.count("pod-1", ""), "the standby reconciled")
 
 	require.Equal(t, 0, apps[0].Stop())
@@ -456,10 +464,10 @@ func TestController_replicas_SIGTERM_releases_the_Lease_to_the_standby(t *testin
 
 	// The standby takes over well within LeaseDuration, and, its caches
 	// warm, reconciles every object at once.
-	require.Eventually(t, func() bool { return holderOf(t, admin.kube, ns) == "pod-1" }, 30*time.Second, 20*time.Millisecond)
-	eventually(t, func() bool { return calls.count("pod-1", "a") > 0 && calls.count("pod-1", "b") > 0 }, "the new leader doesn't reconcile every object", apps[1])
+	wait.For(t, 30*time.Second, func() bool { return holderOf(t, admin.kube, ns) == "pod-1" }, "the standby doesn't take the Lease", apps[1])
+	wait.For(t, time.Minute, func() bool { return calls.count("pod-1", "a") > 0 && calls.count("pod-1", "b") > 0 }, "the new leader doesn't reconcile every object", apps[1])
 	newMemcached(t, admin.dynamic, r, ns, "c", 1)
-	eventually(t, func() bool { return calls.count("pod-1", "c") > 0 }, "the new leader doesn't reconcile a new object", apps[1])
+	wait.For(t, time.Minute, func() bool { return calls.count("pod-1", "c") > 0 }, "the new leader doesn't reconcile a new object", apps[1])
 	require.Equal(t, 0, apps[1].Stop())
 }
 
@@ -486,8 +494,8 @@ func TestController_replicas_a_cut_off_leader_loses_its_Lease_and_the_standby_ta
 
 	// The standby takes the Lease once LeaseDuration has passed, and
 	// reconciles every object.
-	eventually(t, func() bool { return holderOf(t, admin.kube, ns) == "pod-1" }, "the standby doesn't take the Lease", apps[1])
-	eventually(t, func() bool { return calls.count("pod-1", "a") > 0 && calls.count("pod-1", "b") > 0 }, "the new leader doesn't reconcile", apps[1])
+	wait.For(t, time.Minute, func() bool { return holderOf(t, admin.kube, ns) == "pod-1" }, "the standby doesn't take the Lease", apps[1])
+	wait.For(t, time.Minute, func() bool { return calls.count("pod-1", "a") > 0 && calls.count("pod-1", "b") > 0 }, "the new leader doesn't reconcile", apps[1])
 	require.Equal(t, 0, apps[1].Stop())
 }
 
@@ -588,11 +596,11 @@ func TestKindController_DefaultDeny_gives_each_Namespace_its_policy_under_the_sp
 			kube.Owns(policies))
 	})
 
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		_, err := admin.kube.NetworkingV1().NetworkPolicies(team).Get(t.Context(), "default-deny", metav1.GetOptions{})
 		return err == nil
 	}, "no policy", a)
-	eventually(t, func() bool { return calls.count("", "default") > 0 }, "not every Namespace is reconciled", a)
+	wait.For(t, time.Minute, func() bool { return calls.count("", "default") > 0 }, "not every Namespace is reconciled", a)
 	p, err := admin.kube.NetworkingV1().NetworkPolicies(team).Get(t.Context(), "default-deny", metav1.GetOptions{})
 	require.NoError(t, err)
 	ref := metav1.GetControllerOf(p)
@@ -605,7 +613,7 @@ func TestKindController_DefaultDeny_gives_each_Namespace_its_policy_under_the_sp
 	p.Spec.PolicyTypes = append(p.Spec.PolicyTypes, "Egress")
 	_, err = admin.kube.NetworkingV1().NetworkPolicies(team).Update(t.Context(), p, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
 	require.NoError(t, err)
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		p, err := admin.kube.NetworkingV1().NetworkPolicies(team).Get(t.Context(), "default-deny", metav1.GetOptions{})
 		require.NoError(t, err)
 		return len(p.Spec.PolicyTypes) == 1
@@ -613,7 +621,7 @@ func TestKindController_DefaultDeny_gives_each_Namespace_its_policy_under_the_sp
 
 	// A deleted policy is applied again.
 	require.NoError(t, admin.kube.NetworkingV1().NetworkPolicies(team).Delete(t.Context(), "default-deny", metav1.DeleteOptions{}))
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		_, err := admin.kube.NetworkingV1().NetworkPolicies(team).Get(t.Context(), "default-deny", metav1.GetOptions{})
 		return err == nil
 	}, "the policy isn't applied again", a)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"testing"
 	"time"
@@ -18,11 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // These tests create CRDs that kube.Resource reflects from Go types on the
@@ -169,24 +168,20 @@ func installCRD(t *testing.T, c *kubetest.Cluster, crd *apiextensionsv1.CustomRe
 	})
 
 	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Resource: crd.Spec.Names.Plural}
-	err = wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
+	wait.For(t, time.Minute, func() bool {
+		got, err := crds.Get(t.Context(), crd.Name, metav1.GetOptions{})
+		require.NoError(t, err)
 		for _, cond := range got.Status.Conditions {
-			if cond.Type == apiextensionsv1.NamesAccepted && cond.Status == apiextensionsv1.ConditionFalse {
-				return false, fmt.Errorf("names not accepted: %s", cond.Message)
-			}
+			require.False(t, cond.Type == apiextensionsv1.NamesAccepted && cond.Status == apiextensionsv1.ConditionFalse,
+				"names not accepted: %s", cond.Message)
 			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
 				// Established; served once a list of it succeeds.
-				_, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
-				return err == nil, nil
+				_, err := dyn.Resource(gvr).List(t.Context(), metav1.ListOptions{Limit: 1})
+				return err == nil
 			}
 		}
-		return false, nil
-	})
-	require.NoError(t, err, "the CRD is established and served")
+		return false
+	}, "the CRD is never established and served")
 }
 
 // unstructuredOf encodes obj as the dynamic client sends it.

@@ -21,11 +21,7 @@ import (
 	"go.opentelemetry.io/otel/baggage"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -36,6 +32,7 @@ import (
 	"github.com/loam-dev/loam/app/fault/jsonscenario"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/internal/memcached"
 )
 
 // The failure-injection tests run whole Apps with app.WithFaults and
@@ -87,22 +84,6 @@ func setScenario(t *testing.T, objects dynamic.ResourceInterface, name string, v
 	require.NoError(t, err)
 }
 
-// createMemcached creates the Memcached ns/name of size 1, with
-// annotations.
-func createMemcached(t *testing.T, memcacheds dynamic.ResourceInterface, r kube.Resource[memcachedSpec, memcachedStatus], ns, name string, annotations map[string]string) *unstructured.Unstructured {
-	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": r.Group + "/" + r.Version,
-		"kind":       r.Kind,
-		"metadata":   map[string]any{"namespace": ns, "name": name},
-		"spec":       map[string]any{"size": int64(1)},
-	}}
-	u.SetAnnotations(annotations)
-	created, err := memcacheds.Create(t.Context(), u, metav1.CreateOptions{})
-	require.NoError(t, err)
-	return created
-}
-
 // experimentSettings returns the Settings of a controller named name,
 // limited to ns, with its Lease in ns: short leases and a short
 // RetryMaxDelay, so the tests take seconds.
@@ -146,51 +127,30 @@ func startExperiment(t *testing.T, conn kube.Connection, codec fit.Decoder, buil
 	return a
 }
 
-// waitFor waits for cond, failing the test after a minute, or as soon as
-// the App exits.
-func waitFor(t *testing.T, a *apptest.App, msg string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		select {
-		case <-a.Done():
-			t.Fatalf("%s: the App exited with %d: %s", msg, a.Wait(), a.Stderr())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within a minute", msg)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// settled waits until count stays the same for twice experimentMaxDelay:
-// nothing is retrying any more.
-func settled(t *testing.T, a *apptest.App, msg string, count func() int) {
-	t.Helper()
-	waitFor(t, a, msg, func() bool {
-		before := count()
-		time.Sleep(2 * experimentMaxDelay)
-		return count() == before
-	})
-}
-
 // reconcileLog records the reconciles of an experiment's Reconciler.
 type reconcileLog struct {
 	mu      sync.Mutex
 	entries []reconcileEntry
 }
 
+// reconcileEntry is one reconcile: when it began, the object's name and
+// the revision it read, and what it returned.
 type reconcileEntry struct {
-	at   time.Time
-	name string
-	err  error
+	at       time.Time
+	name     string
+	revision int64
+	err      error
 }
 
-func (l *reconcileLog) add(name string, err error, at time.Time) {
+func (l *reconcileLog) add(m memcachedObject, err error, at time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.entries = append(l.entries, reconcileEntry{at: at, name: name, err: err})
+	l.entries = append(l.entries, reconcileEntry{at: at, name: m.Name, revision: revisionOf(m.ResourceVersion), err: err})
+}
+
+// saw reports whether a reconcile of name read it at revision or later.
+func (l *reconcileLog) saw(name string, revision int64) bool {
+	return slices.ContainsFunc(l.of(name), func(e reconcileEntry) bool { return e.revision >= revision })
 }
 
 // of returns name's reconciles, in order.
@@ -228,22 +188,9 @@ func (r experimentReconciler) Reconcile(ctx context.Context, m memcachedObject) 
 		}
 		ctx = baggage.ContextWithBaggage(ctx, b)
 	}
-	labels := map[string]string{"app": "memcached", "memcached": m.Name}
-	_, err := r.kube.AppsV1().Deployments(m.Namespace).Apply(ctx,
-		appsv1ac.Deployment(m.Name, m.Namespace).
-			WithOwnerReferences(metav1ac.OwnerReference().
-				WithAPIVersion(m.APIVersion).WithKind(m.Kind).WithName(m.Name).WithUID(m.UID).
-				WithController(true).WithBlockOwnerDeletion(true)).
-			WithSpec(appsv1ac.DeploymentSpec().
-				WithReplicas(m.Spec.Size).
-				WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
-				WithTemplate(corev1ac.PodTemplateSpec().
-					WithLabels(labels).
-					WithSpec(corev1ac.PodSpec().WithContainers(
-						corev1ac.Container().WithName("memcached").WithImage("memcached:1.6.26-alpine3.19"))))),
-		metav1.ApplyOptions{FieldManager: "memcached-controller", Force: true},
-	)
-	r.log.add(m.Name, err, start)
+	_, err := r.kube.AppsV1().Deployments(m.Namespace).Apply(ctx, memcached.Deployment(m),
+		metav1.ApplyOptions{FieldManager: "memcached-controller", Force: true})
+	r.log.add(m, err, start)
 	st := m.Status
 	c := metav1.Condition{
 		Type: "Available", Status: metav1.ConditionUnknown, Reason: "DeploymentPending",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	"github.com/loam-dev/loam/app/fault"
 	"github.com/loam-dev/loam/app/fault/fit"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // memcachedUnderTest returns the Memcached controller of r's objects in
@@ -59,21 +61,21 @@ func TestFaults_a_scenario_that_aborts_the_Deployment_s_apply_fails_reconciles_w
 	})
 
 	value := annotationValue(t, codec, fit.Rule{Point: "kube:deployments.apps:patch", Fault: fit.Fault{Abort: true}})
-	createMemcached(t, memcacheds, r, ns, "cache", map[string]string{scenarioAnnotation: value})
+	createWith(t, memcacheds, r, ns, "cache", nil, map[string]string{scenarioAnnotation: value})
 
 	// Each reconcile fails, and the status apply, which the scenario
 	// doesn't abort, shows why.
-	waitFor(t, a, "no ApplyFailed condition", func() bool {
+	wait.For(t, time.Minute, func() bool {
 		cond := availableOf(t, admin.dynamic, r, ns, "cache")
 		return cond != nil && cond.Reason == "ApplyFailed"
-	})
+	}, "no ApplyFailed condition", wait.App(a))
 	cond := availableOf(t, admin.dynamic, r, ns, "cache")
 	require.Contains(t, cond.Message, `fault: injected abort at point "kube:deployments.apps:patch"`)
 
 	// It is retried with backoff: the delays double from 5ms up to
 	// RetryMaxDelay, which the last retries have reached, and every retry
 	// meets the scenario again.
-	waitFor(t, a, "not retried", func() bool { return log.count("cache") >= 12 })
+	wait.For(t, time.Minute, func() bool { return log.count("cache") >= 12 }, "not retried", wait.App(a))
 	tries := log.of("cache")
 	for _, try := range tries {
 		require.Error(t, try.err, "every reconcile meets the scenario")
@@ -89,14 +91,22 @@ func TestFaults_a_scenario_that_aborts_the_Deployment_s_apply_fails_reconciles_w
 	// Removing the annotation ends the experiment: the next reconcile
 	// applies the Deployment, and the retries stop.
 	setScenario(t, memcacheds, "cache", nil)
-	waitFor(t, a, "no Deployment", func() bool { _, ok := getDeployment(t, admin.kube, ns, "cache"); return ok })
-	waitFor(t, a, "the condition stays ApplyFailed", func() bool {
+	wait.For(t, time.Minute, func() bool { _, ok := getDeployment(t, admin.kube, ns, "cache"); return ok }, "no Deployment", wait.App(a))
+	wait.For(t, time.Minute, func() bool {
 		cond := availableOf(t, admin.dynamic, r, ns, "cache")
 		return cond != nil && cond.Reason == "DeploymentPending"
-	})
-	settled(t, a, "still retrying", func() int { return log.count("cache") })
+	}, "the condition stays ApplyFailed", wait.App(a))
+	// The retries stop: from the first reconcile that succeeds, none
+	// fails again. A change made now bounds what the test reads: the
+	// reconcile that reads it comes after those of every earlier write.
+	changed := touch(t, memcacheds, "cache", "after-the-experiment")
+	wait.For(t, time.Minute, func() bool { return log.saw("cache", changed) }, "the change after the experiment is never reconciled", wait.App(a))
 	tries = log.of("cache")
-	require.NoError(t, tries[len(tries)-1].err)
+	first := slices.IndexFunc(tries, func(e reconcileEntry) bool { return e.err == nil })
+	require.GreaterOrEqual(t, first, 0, "no reconcile succeeded")
+	for i, try := range tries[first:] {
+		require.NoError(t, try.err, "reconcile %d, after reconcile %d succeeded", first+i, first)
+	}
 	d, _ := getDeployment(t, admin.kube, ns, "cache")
 	require.NotContains(t, d.Annotations, scenarioAnnotation, "the reconcile that applied it carried no scenario")
 	require.Equal(t, 0, a.Stop())
@@ -119,22 +129,22 @@ func TestFaults_a_scenario_that_aborts_the_finalizer_s_apply_keeps_the_finalizer
 
 	point := "kube:memcacheds." + r.Group + ":patch"
 	value := annotationValue(t, codec, fit.Rule{Point: point, Fault: fit.Fault{Abort: true}})
-	created := createMemcached(t, memcacheds, r, ns, "cache", map[string]string{scenarioAnnotation: value})
+	created := createWith(t, memcacheds, r, ns, "cache", nil, map[string]string{scenarioAnnotation: value})
 
 	// The annotation is read before the finalizer is added, so every
 	// attempt to add it is aborted, and retried.
-	waitFor(t, a, "the finalizer's apply was never aborted", func() bool { return abortsAt(a, point) >= 5 })
+	wait.For(t, time.Minute, func() bool { return abortsAt(a, point) >= 5 }, "the finalizer's apply was never aborted", wait.App(a))
 	m, ok := getMemcached(t, admin.dynamic, r, ns, "cache")
 	require.True(t, ok)
 	require.NotContains(t, m.Finalizers, finalizer, "not added while the annotation stays")
 	require.Zero(t, log.count("cache"), "the Reconciler waits for the finalizer")
 
 	setScenario(t, memcacheds, "cache", nil)
-	waitFor(t, a, "the finalizer was never added", func() bool {
+	wait.For(t, time.Minute, func() bool {
 		m, _ := getMemcached(t, admin.dynamic, r, ns, "cache")
 		return len(m.Finalizers) == 1 && m.Finalizers[0] == finalizer
-	})
-	waitFor(t, a, "never reconciled", func() bool { _, ok := getDeployment(t, admin.kube, ns, "cache"); return ok })
+	}, "the finalizer was never added", wait.App(a))
+	wait.For(t, time.Minute, func() bool { _, ok := getDeployment(t, admin.kube, ns, "cache"); return ok }, "never reconciled", wait.App(a))
 	require.Equal(t, created.GetUID(), metav1.GetControllerOf(mustDeployment(t, admin.kube, ns, "cache")).UID)
 	require.Equal(t, 0, a.Stop())
 }
@@ -160,14 +170,14 @@ func TestFaults_a_scenario_of_no_rules_reaches_the_Deployment_and_leaves_it_with
 	})
 
 	value := annotationValue(t, codec)
-	createMemcached(t, memcacheds, r, ns, "cache", map[string]string{scenarioAnnotation: value, "team.example.com/owner": "cache-team"})
+	createWith(t, memcacheds, r, ns, "cache", nil, map[string]string{scenarioAnnotation: value, "team.example.com/owner": "cache-team"})
 
 	// The Reconciler applies its Deployment as it always does; the Client
 	// sets the annotation in the apply.
-	waitFor(t, a, "the Deployment never got the scenario", func() bool {
+	wait.For(t, time.Minute, func() bool {
 		d, ok := getDeployment(t, admin.kube, ns, "cache")
 		return ok && d.Annotations[scenarioAnnotation] == value
-	})
+	}, "the Deployment never got the scenario", wait.App(a))
 	d := mustDeployment(t, admin.kube, ns, "cache")
 	require.NotContains(t, d.Annotations, "team.example.com/owner", "only the scenario goes on")
 	require.NotEmpty(t, log.of("cache"))
@@ -179,11 +189,11 @@ func TestFaults_a_scenario_of_no_rules_reaches_the_Deployment_and_leaves_it_with
 	// its apply no longer declares the Deployment's: the API server removes
 	// it.
 	setScenario(t, memcacheds, "cache", nil)
-	waitFor(t, a, "the Deployment kept the scenario", func() bool {
+	wait.For(t, time.Minute, func() bool {
 		d, ok := getDeployment(t, admin.kube, ns, "cache")
 		_, annotated := d.Annotations[scenarioAnnotation]
 		return ok && !annotated
-	})
+	}, "the Deployment kept the scenario", wait.App(a))
 	require.Equal(t, 0, a.Stop())
 }
 
@@ -205,26 +215,43 @@ func memcachedChildOf(group string) func(metav1.Object) bool {
 }
 
 // budgetSeen records what the second controller's reconciles met at its
-// own point.
+// own point, and the revision of the Deployment each read.
 type budgetSeen struct {
 	mu  sync.Mutex
-	met []fit.Fault
+	met []budgetMet
 }
 
-func (b *budgetSeen) add(f fit.Fault) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.met = append(b.met, f)
+type budgetMet struct {
+	fault    fit.Fault
+	revision int64
 }
 
-// last returns what the latest reconcile met, and how many there were.
-func (b *budgetSeen) last() (fit.Fault, int) {
+func (b *budgetSeen) add(f fit.Fault, d appsv1.Deployment) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.met) == 0 {
-		return fit.Fault{}, 0
+	b.met = append(b.met, budgetMet{fault: f, revision: revisionOf(d.ResourceVersion)})
+}
+
+// all returns what every reconcile met, in order.
+func (b *budgetSeen) all() []budgetMet {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.met)
+}
+
+// last returns what the latest reconcile met.
+func (b *budgetSeen) last() fit.Fault {
+	all := b.all()
+	if len(all) == 0 {
+		return fit.Fault{}
 	}
-	return b.met[len(b.met)-1], len(b.met)
+	return all[len(all)-1].fault
+}
+
+// saw reports whether a reconcile read the Deployment at revision or
+// later.
+func (b *budgetSeen) saw(revision int64) bool {
+	return slices.ContainsFunc(b.all(), func(m budgetMet) bool { return m.revision >= revision })
 }
 
 func TestFaults_an_operator_of_two_controllers_carries_the_scenario_down_and_stops_carrying_it(t *testing.T) {
@@ -247,7 +274,7 @@ func TestFaults_an_operator_of_two_controllers_carries_the_scenario_down_and_sto
 		budget, err := kube.NewKindController(s, client, experimentSettings("memcached-budget", ns), Deployments,
 			kube.KindReconcilerFunc[appsv1.Deployment](func(ctx context.Context, d appsv1.Deployment) (time.Duration, error) {
 				if memcachedChildOf(r.Group)(&d) {
-					budgets.add(s.Faults.Eval(ctx, budgetPoint))
+					budgets.add(s.Faults.Eval(ctx, budgetPoint), d)
 				}
 				return 0, nil
 			}),
@@ -260,14 +287,13 @@ func TestFaults_an_operator_of_two_controllers_carries_the_scenario_down_and_sto
 	})
 
 	value := annotationValue(t, codec, fit.Rule{Point: budgetPoint, Fault: fit.Fault{Abort: true}})
-	createMemcached(t, memcacheds, r, ns, "cache", map[string]string{scenarioAnnotation: value})
+	createWith(t, memcacheds, r, ns, "cache", nil, map[string]string{scenarioAnnotation: value})
 
 	// The Memcached's reconcile applies the Deployment with the scenario;
 	// the Deployment's controller trusts it, and its reconciles carry it.
-	waitFor(t, a, "the Deployment's reconciles never carried the scenario", func() bool {
-		met, _ := budgets.last()
-		return met.Abort
-	})
+	wait.For(t, time.Minute, func() bool {
+		return budgets.last().Abort
+	}, "the Deployment's reconciles never carried the scenario", wait.App(a))
 	require.Equal(t, value, mustDeployment(t, admin.kube, ns, "cache").Annotations[scenarioAnnotation])
 	for _, try := range log.of("cache") {
 		require.NoError(t, try.err, "the scenario spares the Memcached's own reconciles")
@@ -275,16 +301,22 @@ func TestFaults_an_operator_of_two_controllers_carries_the_scenario_down_and_sto
 
 	// Ending the experiment on the Memcached ends it all the way down.
 	setScenario(t, memcacheds, "cache", nil)
-	waitFor(t, a, "the Deployment's reconciles still carry the scenario", func() bool {
-		met, _ := budgets.last()
-		return !met.Abort
-	})
+	wait.For(t, time.Minute, func() bool {
+		return !budgets.last().Abort
+	}, "the Deployment's reconciles still carry the scenario", wait.App(a))
 	_, annotated := mustDeployment(t, admin.kube, ns, "cache").Annotations[scenarioAnnotation]
 	require.False(t, annotated)
-	_, before := budgets.last()
-	settled(t, a, "the Deployment is still reconciled", func() int { _, n := budgets.last(); return n })
-	met, after := budgets.last()
-	require.False(t, met.Abort, "%d reconciles later, still no scenario", after-before)
+	// It stays ended: from the first reconcile of the Deployment without
+	// the scenario, none meets it again, up to the reconcile of a change
+	// made now, which comes after those of every earlier write.
+	changed := touch(t, admin.dynamic.Resource(deploymentsGVR).Namespace(ns), "cache", "after-the-experiment")
+	wait.For(t, time.Minute, func() bool { return budgets.saw(changed) }, "the Deployment's change is never reconciled", wait.App(a))
+	met := budgets.all()
+	first := slices.IndexFunc(met, func(m budgetMet) bool { return !m.fault.Abort })
+	require.GreaterOrEqual(t, first, 0)
+	for i, m := range met[first:] {
+		require.False(t, m.fault.Abort, "reconcile %d of the Deployment, after reconcile %d met no scenario", first+i, first)
+	}
 	require.Equal(t, 0, a.Stop())
 }
 
@@ -307,12 +339,12 @@ func TestFaults_the_API_server_never_receives_the_scenario_s_baggage(t *testing.
 	// A scenario whose rule nothing meets, so the reconciles go as they
 	// would without it, each with the scenario in its context.
 	value := annotationValue(t, codec, fit.Rule{Point: "kube:secrets:get", Fault: fit.Fault{Abort: true}})
-	createMemcached(t, memcacheds, r, ns, "cache", map[string]string{scenarioAnnotation: value})
-	waitFor(t, a, "the Deployment never got the scenario", func() bool {
+	createWith(t, memcacheds, r, ns, "cache", nil, map[string]string{scenarioAnnotation: value})
+	wait.For(t, time.Minute, func() bool {
 		d, ok := getDeployment(t, admin.kube, ns, "cache")
 		return ok && d.Annotations[scenarioAnnotation] == value
-	})
-	waitFor(t, a, "no status", func() bool { return availableOf(t, admin.dynamic, r, ns, "cache") != nil })
+	}, "the Deployment never got the scenario", wait.App(a))
+	wait.For(t, time.Minute, func() bool { return availableOf(t, admin.dynamic, r, ns, "cache") != nil }, "no status", wait.App(a))
 	require.Equal(t, 0, a.Stop())
 
 	// The scenario was in the requests' contexts, and the Client stripped it
@@ -478,14 +510,14 @@ func TestFaults_the_spec_s_admission_policy_lets_only_the_harness_set_the_annota
 	}
 	// RBAC and the policy take effect a moment after they are created;
 	// each try sets a value of its own, so the policy has a change to judge.
-	createMemcached(t, admin.dynamic.Resource(r.GVR()).Namespace(ns), r, ns, "cache", nil)
+	createWith(t, admin.dynamic.Resource(r.GVR()).Namespace(ns), r, ns, "cache", nil, nil)
 	var denied error
 	try := 0
-	require.Eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		try++
 		_, denied = developer.Patch(t.Context(), "cache", types.MergePatchType, scenario(fmt.Sprintf("try-%d", try)), metav1.PatchOptions{})
 		return denied != nil && strings.Contains(denied.Error(), "only the chaos harness")
-	}, time.Minute, 50*time.Millisecond, "the developer's annotation was never denied: %v", denied)
+	}, "the developer's annotation was never denied", wait.LastSeen(func() string { return fmt.Sprintf("the last try returned %v", denied) }))
 	require.ErrorContains(t, denied, "only the chaos harness sets "+scenarioAnnotation)
 
 	// The harness starts and ends the experiment.

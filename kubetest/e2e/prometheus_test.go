@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/otlptranslator"
@@ -14,6 +15,7 @@ import (
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // TestController_instruments_reach_Prometheus_under_their_documented_names
@@ -59,10 +61,10 @@ func TestController_instruments_reach_Prometheus_under_their_documented_names(t 
 	}, apptest.WithAppOptions(app.WithHost(app.OSHost()), app.WithTelemetry(metrics)))
 	a.Setup()
 
-	eventually(t, func() bool { _, ok := getDeployment(t, admin.kube, ns, "metered"); return ok }, "no Deployment")
+	wait.For(t, time.Minute, func() bool { _, ok := getDeployment(t, admin.kube, ns, "metered"); return ok }, "no Deployment")
 
 	series := map[string]map[string]string{} // family name → the labels of its first series
-	eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		families, err := registry.Gather()
 		require.NoError(t, err)
 		for _, f := range families {

@@ -15,6 +15,7 @@ import (
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // controllerConfig is the Controller an App runs.
@@ -36,6 +37,10 @@ type controllerApp struct {
 	// served is when Serve was called, in Unix nanoseconds.
 	served atomic.Int64
 }
+
+// Report describes the App for a failed wait, with the records of its
+// own Telemetry.
+func (a *controllerApp) Report() string { return wait.Report("the App", a.App, a.telemetry) }
 
 // startController runs an App whose Init builds a Client of conn and the
 // Controller cfg describes, on a Host whose network the test can cut. Its

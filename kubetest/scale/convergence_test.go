@@ -11,6 +11,7 @@ import (
 
 	"github.com/loam-dev/loam/adapters/telemetry"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // convergenceResult is what the convergence phase measured for one N and
@@ -71,7 +72,7 @@ func measureConvergence(t *testing.T, c *kubetest.Cluster, cfg config, n, w int)
 	res.synced = syncedAt.Sub(start)
 	if cfg.load == loadWhile {
 		// The Controller leads and waits for objects: now they come.
-		waitFor(ctx, t, func() bool { return len(a.recordTimes(acquiredLease)) > 0 }, "the Controller never took its Lease", a)
+		wait.For(t, 10*time.Minute, func() bool { return len(a.recordTimes(acquiredLease)) > 0 }, "the Controller never took its Lease", a)
 		cpu0, start = readCPU(), time.Now()
 		res.synced = 0
 		_, err := createObjects(ctx, cl, ns, n, cfg.loaders)
@@ -87,7 +88,7 @@ func measureConvergence(t *testing.T, c *kubetest.Cluster, cfg config, n, w int)
 
 	// The second reconciles, which find nothing to apply, come after the
 	// last status: wait until no reconcile has begun for a second.
-	waitFor(ctx, t, func() bool {
+	wait.For(t, 10*time.Minute, func() bool {
 		_, _, _, last := tally.snapshot()
 		return time.Since(last) > time.Second && a.gauge(t, telemetry.QueueDepthName) == 0
 	}, "the Controller never went quiet", a)
@@ -111,23 +112,3 @@ func measureConvergence(t *testing.T, c *kubetest.Cluster, cfg config, n, w int)
 
 // acquiredLease is the body of client-go's record of a Lease taken.
 const acquiredLease = "Successfully acquired lease"
-
-// waitFor polls cond every 10ms until it holds, failing the test when
-// ctx ends, ten minutes pass, or one of apps exits first.
-func waitFor(ctx context.Context, t testing.TB, cond func() bool, msg string, apps ...*controllerApp) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
-	for !cond() {
-		for _, a := range apps {
-			select {
-			case <-a.Done():
-				t.Fatalf("%s: the App exited with %d; stderr: %s", msg, a.Wait(), a.Stderr())
-			default:
-			}
-		}
-		if ctx.Err() != nil || time.Now().After(deadline) {
-			t.Fatalf("%s", msg)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

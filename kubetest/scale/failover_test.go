@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // failoverResult is one takeover: how the leader went, and how long the
@@ -112,16 +113,15 @@ func measureFailover(t *testing.T, c *kubetest.Cluster, cfg config, n int, ns st
 	// quiet waits until r has reconciled every object and then nothing
 	// for half a second.
 	quiet := func(r *replica, apps ...*controllerApp) {
-		waitFor(ctx, t, func() bool {
+		wait.For(t, 10*time.Minute, func() bool {
 			_, objects, _, last := r.tally.snapshot()
 			return objects == n && time.Since(last) > 500*time.Millisecond
-		}, r.identity+" never reconciled every object", apps...)
+		}, r.identity+" never reconciled every object", wait.All(apps)...)
 	}
 	// takeover waits for the standby's reconciles after the leader went
 	// at gone.
 	takeover := func(how string, gone time.Time, standby *replica) failoverResult {
-		waitFor(ctx, t, func() bool { _, objects, _, _ := standby.tally.snapshot(); return objects == n },
-			standby.identity+" never reconciled every object", standby.controllerApp)
+		wait.For(t, 10*time.Minute, func() bool { _, objects, _, _ := standby.tally.snapshot(); return objects == n }, standby.identity+" never reconciled every object", standby.controllerApp)
 		_, _, first, last := standby.tally.snapshot()
 		acquired := standby.recordTimes(acquiredLease)
 		require.Len(t, acquired, 1, "%s took the Lease once", standby.identity)
@@ -137,7 +137,7 @@ func measureFailover(t *testing.T, c *kubetest.Cluster, cfg config, n int, ns st
 	}
 
 	leader := start("pod-0")
-	waitFor(ctx, t, func() bool { return len(leader.recordTimes(acquiredLease)) > 0 }, "pod-0 never leads", leader.controllerApp)
+	wait.For(t, 10*time.Minute, func() bool { return len(leader.recordTimes(acquiredLease)) > 0 }, "pod-0 never leads", leader.controllerApp)
 	standby := start("pod-1")
 	quiet(leader, leader.controllerApp, standby.controllerApp)
 	require.Zero(t, func() int { total, _, _, _ := standby.tally.snapshot(); return total }(), "the standby reconciled")

@@ -41,16 +41,9 @@ func objectName(i int) string { return fmt.Sprintf("m%05d", i) }
 
 // newObject is the i-th object as the loader creates it.
 func newObject(ns string, i int) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": resource.Group + "/" + resource.Version,
-		"kind":       resource.Kind,
-		"metadata": map[string]any{
-			"namespace": ns,
-			"name":      objectName(i),
-			"labels":    map[string]any{"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": objectName(i)},
-		},
-		"spec": map[string]any{"size": int64(1 + i%3), "image": "memcached:1.6.26-alpine3.19"},
-	}}
+	u := memcached.New(resource, ns, objectName(i), int32(1+i%3))
+	u.SetLabels(map[string]string{"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": objectName(i)})
+	return u
 }
 
 // owner is what a ConfigMap's owner reference and a status apply name.

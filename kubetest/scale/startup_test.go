@@ -27,6 +27,7 @@ import (
 
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/internal/wait"
 )
 
 // childJob is what the parent asks of the child process.
@@ -99,7 +100,7 @@ func TestScaleChild(t *testing.T) {
 	synced := a.waitSynced(t.Context(), t)
 	res.PeakSynced, err = procStatus("VmHWM")
 	require.NoError(t, err)
-	waitFor(t.Context(), t, func() bool { total, _, _, _ := tally.snapshot(); return total > 0 }, "no reconcile", a)
+	wait.For(t, 10*time.Minute, func() bool { total, _, _, _ := tally.snapshot(); return total > 0 }, "no reconcile", a)
 	_, _, first, _ := tally.snapshot()
 	served := a.servedAt()
 	res.Synced, res.FirstReconcile = synced.Sub(served), first.Sub(served)
