@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/loam-dev/loam/domain/names"
 )
 
 // Part adds to what a Controller does: Owns watches a resource its objects
@@ -152,7 +152,7 @@ func addFinalize[T any](out *parts[T], p Part, n int) []string {
 	if n > 1 {
 		mistakes = append(mistakes, "a Controller takes one Finalize, and this is a second")
 	}
-	if err := checkFinalizer(p.finalizer); err != nil {
+	if err := names.CheckFinalizer(p.finalizer); err != nil {
 		mistakes = append(mistakes, "the finalizer "+err.Error())
 	}
 	switch f := p.fn.(type) {
@@ -180,20 +180,4 @@ func (c *commonParts) addTrust(p Part, n int) []string {
 		c.trust = &scenarioTrust{annotation: p.annotation, trust: p.trust}
 	}
 	return append(mistakes, own...)
-}
-
-// checkFinalizer reports whether name can name a finalizer: a qualified
-// name with a domain prefix, as Kubernetes asks of every finalizer but its
-// own.
-func checkFinalizer(name string) error {
-	if name == "" {
-		return errors.New("is empty: want a qualified name with a domain, such as example.com/finalizer")
-	}
-	if msgs := validation.IsQualifiedName(name); len(msgs) > 0 {
-		return fmt.Errorf("%q is not a qualified name: %s", name, strings.Join(msgs, "; "))
-	}
-	if !strings.Contains(name, "/") {
-		return fmt.Errorf("%q has no domain: want one, such as example.com/%s", name, name)
-	}
-	return nil
 }

@@ -2,17 +2,15 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"go.opentelemetry.io/otel/baggage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/loam-dev/loam/app/fault"
+	"github.com/loam-dev/loam/domain/names"
 	"github.com/loam-dev/loam/domain/reconcile"
 	"github.com/loam-dev/loam/domain/scenario"
 	"github.com/loam-dev/loam/internal/reconciled"
@@ -74,26 +72,13 @@ type scenarioTrust struct {
 // trustMistakes returns what is wrong with a TrustScenario part.
 func (p Part) trustMistakes() []string {
 	var mistakes []string
-	if err := checkAnnotation(p.annotation); err != nil {
+	if err := names.CheckAnnotation(p.annotation); err != nil {
 		mistakes = append(mistakes, "the annotation "+err.Error())
 	}
 	if p.trust == nil {
 		mistakes = append(mistakes, "trust is nil: a controller that takes scenarios decides whose to take")
 	}
 	return mistakes
-}
-
-// checkAnnotation reports whether key can name an annotation, as the API
-// server validates one: a qualified name, its optional prefix a DNS
-// subdomain, case aside.
-func checkAnnotation(key string) error {
-	if key == "" {
-		return errors.New("is empty: want an annotation key, such as example.com/failure-scenario")
-	}
-	if msgs := validation.IsQualifiedName(strings.ToLower(key)); len(msgs) > 0 {
-		return fmt.Errorf("%q is not a valid annotation key: %s", key, strings.Join(msgs, "; "))
-	}
-	return nil
 }
 
 // scenarioPrepare returns the step that reads each reconciled object's
