@@ -10,32 +10,17 @@ import (
 )
 
 // PrinterColumn is a column kubectl get prints for a Resource's objects.
-// Column makes one.
-type PrinterColumn struct {
-	column crd.Column
-}
+// Column makes one; its Description method describes it, as kubectl
+// explains it, and its Priority method sets its priority: kubectl get
+// prints a column of priority 0 always, and one above 0 only with -o wide.
+type PrinterColumn = crd.PrinterColumn
 
 // Column is a column named name that kubectl get prints, of the field
 // field points to: a field of the value given to the Rules of the
 // Resource's Spec or Status, or of a struct it nests, such as
 // &status.ReadyReplicas. The column's type, format and JSONPath follow
 // from the field.
-func Column[T any](name string, field *T) PrinterColumn {
-	return PrinterColumn{column: crd.Column{Name: name, Pointer: field}}
-}
-
-// Description describes the column, as kubectl explains it.
-func (c PrinterColumn) Description(text string) PrinterColumn {
-	c.column.Description = text
-	return c
-}
-
-// Priority is the column's priority: kubectl get prints a column of
-// priority 0 always, and one above 0 only with -o wide.
-func (c PrinterColumn) Priority(p int32) PrinterColumn {
-	c.column.Priority = p
-	return c
-}
+func Column[T any](name string, field *T) PrinterColumn { return crd.Column(name, field) }
 
 // CRD returns the resource's CustomResourceDefinition, named
 // <Plural>.<Group>, with one version, served and stored, with the status
@@ -63,14 +48,8 @@ func (r Resource[Spec, Status]) CRD() (*apiextensionsv1.CustomResourceDefinition
 		Categories: r.Categories,
 		Spec:       reflect.TypeFor[Spec](),
 		Status:     reflect.TypeFor[Status](),
-		Rules:      make([]crd.Rules, len(r.Rules)),
-		Columns:    make([]crd.Column, len(r.Columns)),
-	}
-	for i, tr := range r.Rules {
-		d.Rules[i] = tr.rules
-	}
-	for i, c := range r.Columns {
-		d.Columns[i] = c.column
+		Rules:      r.Rules,
+		Columns:    r.Columns,
 	}
 	def, err := d.CRD()
 	if err != nil {

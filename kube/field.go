@@ -1,155 +1,44 @@
 package kube
 
-import (
-	"regexp"
-	"slices"
-
-	"github.com/loam-dev/loam/domain/crd"
-)
+import "github.com/loam-dev/loam/domain/crd"
 
 // FieldOf constrains one field, of type T, of a type given to Rules. Each
 // constraint is a method whose value, if it takes one, has the field's
 // type, so a misspelled constraint, or a value of the wrong type, doesn't
 // compile. Each method returns a new FieldOf with the constraint added, so
 // they chain. A constraint that doesn't fit the field's schema, such as
-// Pattern on a number, compiles, and Resource.CRD reports it.
-type FieldOf[T any] struct {
-	field       *T
-	constraints []crd.Constraint
-}
+// Pattern on a number, compiles, and Resource.CRD reports it. Its methods
+// are those of domain/crd's FieldOf: Description, Default, Enum, Minimum,
+// Maximum, ExclusiveMinimum, ExclusiveMaximum, MultipleOf, MinLength,
+// MaxLength, Pattern, Format, MinItems, MaxItems, ListType, ListMap,
+// MapType, MinProperties, MaxProperties, Nullable, Optional, Required,
+// Validation, PreserveUnknownFields and EmbeddedResource.
+type FieldOf[T any] = crd.FieldOf[T]
 
 // Field names the field field points to, in the value given to Rules, such
 // as &spec.Size, so the methods of the FieldOf it returns can constrain it.
-func Field[T any](field *T) FieldOf[T] { return FieldOf[T]{field: field} }
-
-func (f FieldOf[T]) fieldRules() crd.Field {
-	return crd.Field{Pointer: f.field, Constraints: slices.Clone(f.constraints)}
-}
-
-func (f FieldOf[T]) with(c crd.Constraint) FieldOf[T] {
-	f.constraints = append(slices.Clip(f.constraints), c)
-	return f
-}
+func Field[T any](field *T) FieldOf[T] { return crd.Field(field) }
 
 // ListType is how server-side apply merges a list: as a whole, or as a set
-// of scalars. ListMap makes a list a map keyed by its items' fields.
-type ListType string
+// of scalars. FieldOf.ListMap makes a list a map keyed by its items'
+// fields.
+type ListType = crd.ListType
 
 const (
 	// AtomicList is replaced as a whole by the apply that sets it.
-	AtomicList ListType = "atomic"
+	AtomicList = crd.AtomicList
 	// SetList is a set of scalars, each owned by the applies that set it.
-	SetList ListType = "set"
+	SetList = crd.SetList
 )
 
 // MapType is how server-side apply merges a map or a struct: as a whole,
 // or field by field.
-type MapType string
+type MapType = crd.MapType
 
 const (
 	// AtomicMap is replaced as a whole by the apply that sets it.
-	AtomicMap MapType = "atomic"
+	AtomicMap = crd.AtomicMap
 	// GranularMap merges field by field, each owned by the applies that
 	// set it. It is how maps and structs merge unless told otherwise.
-	GranularMap MapType = "granular"
+	GranularMap = crd.GranularMap
 )
-
-// Description describes the field, which kubectl explain shows.
-func (f FieldOf[T]) Description(text string) FieldOf[T] {
-	return f.with(crd.Description(text))
-}
-
-// Default is the value the API server gives the field when an object
-// leaves it out. A field with a Default isn't required.
-func (f FieldOf[T]) Default(v T) FieldOf[T] { return f.with(crd.Default(v)) }
-
-// Enum limits the field to values.
-func (f FieldOf[T]) Enum(values ...T) FieldOf[T] {
-	vs := make([]any, len(values))
-	for i, v := range values {
-		vs[i] = v
-	}
-	return f.with(crd.Enum(vs...))
-}
-
-// Minimum is the least value of a number.
-func (f FieldOf[T]) Minimum(v T) FieldOf[T] { return f.with(crd.Minimum(v)) }
-
-// Maximum is the greatest value of a number.
-func (f FieldOf[T]) Maximum(v T) FieldOf[T] { return f.with(crd.Maximum(v)) }
-
-// ExclusiveMinimum makes the Minimum itself invalid.
-func (f FieldOf[T]) ExclusiveMinimum() FieldOf[T] { return f.with(crd.ExclusiveMinimum()) }
-
-// ExclusiveMaximum makes the Maximum itself invalid.
-func (f FieldOf[T]) ExclusiveMaximum() FieldOf[T] { return f.with(crd.ExclusiveMaximum()) }
-
-// MultipleOf makes a number valid only as a multiple of v.
-func (f FieldOf[T]) MultipleOf(v T) FieldOf[T] { return f.with(crd.MultipleOf(v)) }
-
-// MinLength is the fewest characters of a string.
-func (f FieldOf[T]) MinLength(n int) FieldOf[T] { return f.with(crd.MinLength(n)) }
-
-// MaxLength is the most characters of a string.
-func (f FieldOf[T]) MaxLength(n int) FieldOf[T] { return f.with(crd.MaxLength(n)) }
-
-// Pattern makes a string valid only when re matches it. The API server
-// matches ECMA-262 regular expressions, whose common syntax Go's shares.
-func (f FieldOf[T]) Pattern(re *regexp.Regexp) FieldOf[T] { return f.with(crd.Pattern(re)) }
-
-// Format is the format of a string or a number, such as date-time or
-// int32, which the API server checks.
-func (f FieldOf[T]) Format(format string) FieldOf[T] { return f.with(crd.Format(format)) }
-
-// MinItems is the fewest items of a list.
-func (f FieldOf[T]) MinItems(n int) FieldOf[T] { return f.with(crd.MinItems(n)) }
-
-// MaxItems is the most items of a list.
-func (f FieldOf[T]) MaxItems(n int) FieldOf[T] { return f.with(crd.MaxItems(n)) }
-
-// ListType is how server-side apply merges a list: AtomicList or SetList.
-func (f FieldOf[T]) ListType(t ListType) FieldOf[T] {
-	return f.with(crd.ListType(string(t)))
-}
-
-// ListMap makes a list of objects a map, keyed by the items' fields named
-// keys, which must be required or have a Default: server-side apply then
-// merges it item by item, and the API server rejects two items with one
-// key.
-func (f FieldOf[T]) ListMap(keys ...string) FieldOf[T] { return f.with(crd.ListMap(keys...)) }
-
-// MapType is how server-side apply merges a map or a struct: AtomicMap or
-// GranularMap.
-func (f FieldOf[T]) MapType(t MapType) FieldOf[T] { return f.with(crd.MapType(string(t))) }
-
-// MinProperties is the fewest keys of a map or an object.
-func (f FieldOf[T]) MinProperties(n int) FieldOf[T] { return f.with(crd.MinProperties(n)) }
-
-// MaxProperties is the most keys of a map or an object.
-func (f FieldOf[T]) MaxProperties(n int) FieldOf[T] { return f.with(crd.MaxProperties(n)) }
-
-// Nullable lets the field be null.
-func (f FieldOf[T]) Nullable() FieldOf[T] { return f.with(crd.Nullable()) }
-
-// Optional makes the field not required, whatever its json tag says.
-func (f FieldOf[T]) Optional() FieldOf[T] { return f.with(crd.Optional()) }
-
-// Required makes the field required, whatever its json tag says.
-func (f FieldOf[T]) Required() FieldOf[T] { return f.with(crd.Required()) }
-
-// Validation adds a CEL rule on the field, in which self is the field's
-// value, with the message the API server rejects an object that breaks it
-// with. The API server compiles the rule when the CRD is applied.
-func (f FieldOf[T]) Validation(rule, message string) FieldOf[T] {
-	return f.with(crd.Validation(rule, message))
-}
-
-// PreserveUnknownFields keeps the fields of an object that its schema
-// doesn't name, which the API server otherwise prunes.
-func (f FieldOf[T]) PreserveUnknownFields() FieldOf[T] {
-	return f.with(crd.PreserveUnknownFields())
-}
-
-// EmbeddedResource says the field is a whole Kubernetes object, with
-// apiVersion, kind and metadata, which the API server checks as such.
-func (f FieldOf[T]) EmbeddedResource() FieldOf[T] { return f.with(crd.EmbeddedResource()) }

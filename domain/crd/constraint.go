@@ -11,9 +11,9 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// kind says which constraint a Constraint is. Its name, as String returns
-// it, is the name of kube.FieldOf's method that makes it, so a mistake
-// names what the end user wrote.
+// kind says which constraint a constraint is. Its name, as String returns
+// it, is the name of the FieldOf (or TypeRules) method that makes it, so a
+// mistake names what the end user wrote.
 type kind int
 
 const (
@@ -95,11 +95,11 @@ func (k kind) fits(t string) bool {
 	return true
 }
 
-// Constraint is one rule on a schema, such as a minimum or a pattern. The
-// functions of this file make them; a Constraint whose value is bad (a
-// nil pattern, a negative length) carries the mistake to Reflect, which
-// reports it with the place it applies to.
-type Constraint struct {
+// constraint is one rule on a schema, such as a minimum or a pattern.
+// FieldOf's and TypeRules' methods make them; a constraint whose value is
+// bad (a nil pattern, a negative length) carries the mistake to the
+// builder, which reports it with the place it applies to.
+type constraint struct {
 	kind     kind
 	value    any
 	values   []any
@@ -111,55 +111,28 @@ type Constraint struct {
 	hasValue bool
 }
 
-// String names the constraint as kube.FieldOf's method that makes it.
-func (c Constraint) String() string { return c.kind.String() }
+// String names the constraint as the method that makes it.
+func (c constraint) String() string { return c.kind.String() }
 
-// Description sets the schema's description, which kubectl explain shows.
-func Description(text string) Constraint {
-	return Constraint{kind: kindDescription, text: text}
-}
+// flag is a constraint of kind k that holds no value.
+func flag(k kind) constraint { return constraint{kind: k} }
 
-// Default sets the schema's default to v as encoding/json encodes it.
-func Default(v any) Constraint { return Constraint{kind: kindDefault, value: v, hasValue: true} }
+// valued is a constraint of kind k with the value v: a Default, or a
+// Minimum, Maximum or MultipleOf, whose v must encode as a JSON number.
+func valued(k kind, v any) constraint { return constraint{kind: k, value: v, hasValue: true} }
 
-// Enum limits the values to vs, each as encoding/json encodes it.
-func Enum(vs ...any) Constraint {
-	c := Constraint{kind: kindEnum, values: vs}
+// enum limits the values to vs, each as encoding/json encodes it.
+func enum(vs []any) constraint {
+	c := constraint{kind: kindEnum, values: vs}
 	if len(vs) == 0 {
 		c.mistake = "Enum needs at least one value"
 	}
 	return c
 }
 
-// Minimum sets the least value a number may have: v, which must encode as
-// a JSON number.
-func Minimum(v any) Constraint { return Constraint{kind: kindMinimum, value: v, hasValue: true} }
-
-// Maximum sets the greatest value a number may have: v, which must encode
-// as a JSON number.
-func Maximum(v any) Constraint { return Constraint{kind: kindMaximum, value: v, hasValue: true} }
-
-// ExclusiveMinimum makes the Minimum itself invalid.
-func ExclusiveMinimum() Constraint { return Constraint{kind: kindExclusiveMinimum} }
-
-// ExclusiveMaximum makes the Maximum itself invalid.
-func ExclusiveMaximum() Constraint { return Constraint{kind: kindExclusiveMaximum} }
-
-// MultipleOf makes a number valid only as a multiple of v, which must be a
-// positive JSON number.
-func MultipleOf(v any) Constraint { return Constraint{kind: kindMultipleOf, value: v, hasValue: true} }
-
-// MinLength sets the fewest characters a string may have.
-func MinLength(n int) Constraint { return count(kindMinLength, n) }
-
-// MaxLength sets the most characters a string may have.
-func MaxLength(n int) Constraint { return count(kindMaxLength, n) }
-
-// Pattern makes a string valid only when re matches it. The API server
-// matches with ECMA-262 regular expressions, whose common syntax Go's
-// shares.
-func Pattern(re *regexp.Regexp) Constraint {
-	c := Constraint{kind: kindPattern}
+// pattern is re as a schema's pattern.
+func pattern(re *regexp.Regexp) constraint {
+	c := constraint{kind: kindPattern}
 	if re == nil {
 		c.mistake = "Pattern(nil) has no regular expression"
 		return c
@@ -168,91 +141,64 @@ func Pattern(re *regexp.Regexp) Constraint {
 	return c
 }
 
-// Format sets the schema's format, such as date-time or int32.
-func Format(format string) Constraint {
-	c := Constraint{kind: kindFormat, text: format}
+// formatted sets the schema's format, such as date-time or int32.
+func formatted(format string) constraint {
+	c := constraint{kind: kindFormat, text: format}
 	if format == "" {
 		c.mistake = `Format("") names no format`
 	}
 	return c
 }
 
-// MinItems sets the fewest items an array may have.
-func MinItems(n int) Constraint { return count(kindMinItems, n) }
-
-// MaxItems sets the most items an array may have.
-func MaxItems(n int) Constraint { return count(kindMaxItems, n) }
-
-// ListType sets x-kubernetes-list-type to "atomic" or "set"; a map list is
-// ListMap's.
-func ListType(t string) Constraint {
-	c := Constraint{kind: kindListType, text: t}
+// listType sets x-kubernetes-list-type to "atomic" or "set"; a map list is
+// listMap's.
+func listType(t ListType) constraint {
+	c := constraint{kind: kindListType, text: string(t)}
 	switch t {
-	case "atomic", "set":
+	case AtomicList, SetList:
 	case "map":
 		c.mistake = `ListType("map") has no keys: use ListMap`
 	default:
-		c.mistake = fmt.Sprintf("ListType(%q) is neither atomic nor set", t)
+		c.mistake = fmt.Sprintf("ListType(%q) is neither atomic nor set", string(t))
 	}
 	return c
 }
 
-// ListMap makes an array a map keyed by the items' fields named keys, for
+// listMap makes an array a map keyed by the items' fields named keys, for
 // server-side apply: x-kubernetes-list-type map with
 // x-kubernetes-list-map-keys.
-func ListMap(keys ...string) Constraint {
-	c := Constraint{kind: kindListMap, texts: keys}
+func listMap(keys []string) constraint {
+	c := constraint{kind: kindListMap, texts: keys}
 	if len(keys) == 0 {
 		c.mistake = "ListMap needs at least one key"
 	}
 	return c
 }
 
-// MapType sets x-kubernetes-map-type to "atomic" or "granular".
-func MapType(t string) Constraint {
-	c := Constraint{kind: kindMapType, text: t}
-	if t != "atomic" && t != "granular" {
-		c.mistake = fmt.Sprintf("MapType(%q) is neither atomic nor granular", t)
+// mapType sets x-kubernetes-map-type to "atomic" or "granular".
+func mapType(t MapType) constraint {
+	c := constraint{kind: kindMapType, text: string(t)}
+	if t != AtomicMap && t != GranularMap {
+		c.mistake = fmt.Sprintf("MapType(%q) is neither atomic nor granular", string(t))
 	}
 	return c
 }
 
-// MinProperties sets the fewest properties an object may have.
-func MinProperties(n int) Constraint { return count(kindMinProperties, n) }
-
-// MaxProperties sets the most properties an object may have.
-func MaxProperties(n int) Constraint { return count(kindMaxProperties, n) }
-
-// Nullable lets the value be null.
-func Nullable() Constraint { return Constraint{kind: kindNullable} }
-
-// Optional makes a field not required, whatever its json tag says.
-func Optional() Constraint { return Constraint{kind: kindOptional} }
-
-// Required makes a field required, whatever its json tag says.
-func Required() Constraint { return Constraint{kind: kindRequired} }
-
-// Validation adds a CEL rule, with the message the API server returns when
-// an object breaks it, to x-kubernetes-validations. The API server compiles
-// the rule when the CRD is applied; Reflect doesn't.
-func Validation(rule, message string) Constraint {
-	c := Constraint{kind: kindValidation, text: rule, message: message}
+// celRule adds a CEL rule, with the message the API server returns when
+// an object breaks it, to x-kubernetes-validations. The API server
+// compiles the rule when the CRD is applied; the builder doesn't.
+func celRule(rule, message string) constraint {
+	c := constraint{kind: kindValidation, text: rule, message: message}
 	if rule == "" {
 		c.mistake = "Validation has an empty rule"
 	}
 	return c
 }
 
-// PreserveUnknownFields sets x-kubernetes-preserve-unknown-fields, so the
-// API server keeps fields the schema doesn't name.
-func PreserveUnknownFields() Constraint { return Constraint{kind: kindPreserveUnknownFields} }
-
-// EmbeddedResource sets x-kubernetes-embedded-resource: the object is a
-// whole Kubernetes object, with apiVersion, kind and metadata.
-func EmbeddedResource() Constraint { return Constraint{kind: kindEmbeddedResource} }
-
-func count(k kind, n int) Constraint {
-	c := Constraint{kind: k, n: int64(n)}
+// count is a constraint of kind k on a length or a number of items or
+// properties, which can't be negative.
+func count(k kind, n int) constraint {
+	c := constraint{kind: k, n: int64(n)}
 	if n < 0 {
 		c.mistake = fmt.Sprintf("%s(%d) is negative", k, n)
 	}
@@ -285,7 +231,7 @@ func article(t string) string {
 // apply sets c on s. quoted says the field is encoded with the json
 // string option, so a value the constraint holds is encoded as a string
 // too. It returns the mistake that keeps c from applying, or nil.
-func (c Constraint) apply(s *apiextensionsv1.JSONSchemaProps, quoted bool) error {
+func (c constraint) apply(s *apiextensionsv1.JSONSchemaProps, quoted bool) error {
 	if c.mistake != "" {
 		return errors.New(c.mistake)
 	}
@@ -302,15 +248,15 @@ func (c Constraint) apply(s *apiextensionsv1.JSONSchemaProps, quoted bool) error
 		}
 		s.Default = v
 	case kindEnum:
-		enum := make([]apiextensionsv1.JSON, 0, len(c.values))
+		values := make([]apiextensionsv1.JSON, 0, len(c.values))
 		for _, v := range c.values {
 			j, err := encode(v, quoted)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.kind, err)
 			}
-			enum = append(enum, *j)
+			values = append(values, *j)
 		}
-		s.Enum = enum
+		s.Enum = values
 	case kindMinimum, kindMaximum, kindMultipleOf:
 		f, err := number(c.value)
 		if err != nil {

@@ -14,26 +14,46 @@ import (
 )
 
 // Definition declares a custom resource: its names, its scope, the Go
-// types of its spec and status, their Rules, and the columns kubectl get
-// prints.
+// types of its spec and status, their TypeRules, and the columns kubectl
+// get prints.
 type Definition struct {
 	Group, Version, Kind, Plural string
 	Scope                        apiextensionsv1.ResourceScope
 	ShortNames, Categories       []string
 	Spec, Status                 reflect.Type
-	Rules                        []Rules
-	Columns                      []Column
+	Rules                        []TypeRules
+	Columns                      []PrinterColumn
 }
 
-// Column is a column kubectl get prints for the resource, of the field
-// Pointer points to. Pointer points into the Value of the Rules of the
-// spec's type or of the status's type, at one of their fields or a field
-// of a struct they nest.
-type Column struct {
-	Name        string
-	Pointer     any
-	Description string
-	Priority    int32
+// PrinterColumn is a column kubectl get prints for a resource's objects.
+// Column makes one.
+type PrinterColumn struct {
+	name        string
+	pointer     any
+	description string
+	priority    int32
+}
+
+// Column is a column named name that kubectl get prints, of the field
+// field points to: a field of the value given to the Rules of the
+// resource's spec or status type, or of a struct it nests, such as
+// &status.ReadyReplicas. The column's type, format and JSONPath follow
+// from the field.
+func Column[T any](name string, field *T) PrinterColumn {
+	return PrinterColumn{name: name, pointer: field}
+}
+
+// Description describes the column, as kubectl explains it.
+func (c PrinterColumn) Description(text string) PrinterColumn {
+	c.description = text
+	return c
+}
+
+// Priority is the column's priority: kubectl get prints a column of
+// priority 0 always, and one above 0 only with -o wide.
+func (c PrinterColumn) Priority(p int32) PrinterColumn {
+	c.priority = p
+	return c
 }
 
 // ageColumn is the column kubectl get prints by default, which a CRD's
@@ -173,15 +193,15 @@ func (b *builder) columns(d Definition, roots map[string]*apiextensionsv1.JSONSc
 	out := make([]apiextensionsv1.CustomResourceColumnDefinition, 0, len(d.Columns)+1)
 	named := map[string]int{}
 	for i, c := range d.Columns {
-		label := fmt.Sprintf("Columns[%d] (%q)", i, c.Name)
-		if c.Name == "" {
+		label := fmt.Sprintf("Columns[%d] (%q)", i, c.name)
+		if c.name == "" {
 			b.failf(label, "has no name")
-		} else if prior, ok := named[c.Name]; ok {
+		} else if prior, ok := named[c.name]; ok {
 			b.failf(label, "has the name of Columns[%d]", prior)
 		} else {
-			named[c.Name] = i
+			named[c.name] = i
 		}
-		path, s, ok := b.columnPath(label, c.Pointer, []struct {
+		path, s, ok := b.columnPath(label, c.pointer, []struct {
 			name string
 			typ  reflect.Type
 		}{{"spec", d.Spec}, {"status", d.Status}}, roots)
@@ -190,11 +210,11 @@ func (b *builder) columns(d Definition, roots map[string]*apiextensionsv1.JSONSc
 		}
 		typ, format := columnType(s)
 		out = append(out, apiextensionsv1.CustomResourceColumnDefinition{
-			Name:        c.Name,
+			Name:        c.name,
 			Type:        typ,
 			Format:      format,
-			Description: c.Description,
-			Priority:    c.Priority,
+			Description: c.description,
+			Priority:    c.priority,
 			JSONPath:    path,
 		})
 	}

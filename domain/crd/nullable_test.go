@@ -41,11 +41,11 @@ type nilEmbedded struct {
 
 func TestReflect_makes_a_required_field_that_encodes_as_null_nullable(t *testing.T) {
 	var v nilFields
-	s, err := Reflect(reflect.TypeFor[nilFields](), "status", Rules{Value: &v, Fields: []Field{
-		{Pointer: &v.MadeRequired, Constraints: []Constraint{Required()}},
-		{Pointer: &v.Defaulted, Constraints: []Constraint{Default([]string{"a"})}},
-		{Pointer: &v.Optional, Constraints: []Constraint{Optional()}},
-	}})
+	s, err := Reflect(reflect.TypeFor[nilFields](), "status", Rules(&v,
+		Field(&v.MadeRequired).Required(),
+		Field(&v.Defaulted).Default([]string{"a"}),
+		Field(&v.Optional).Optional(),
+	))
 	noError(t, err)
 
 	for _, c := range []struct {
@@ -121,11 +121,11 @@ func TestReflect_leaves_a_list_maps_key_not_nullable_as_the_API_server_requires(
 		list keyedList
 	)
 	s, err := Reflect(reflect.TypeFor[keyedUses](), "spec",
-		Rules{Value: &uses, Fields: []Field{
-			{Pointer: &uses.Field, Constraints: []Constraint{ListMap("name")}},
-			{Pointer: &uses.Pointer, Constraints: []Constraint{ListMap("name")}},
-		}},
-		Rules{Value: &list, Own: []Constraint{ListMap("name")}},
+		Rules(&uses,
+			Field(&uses.Field).ListMap("name"),
+			Field(&uses.Pointer).ListMap("name"),
+		),
+		Rules(&list, Field(&list).ListMap("name")),
 	)
 	noError(t, err)
 	for _, c := range []struct {
@@ -152,8 +152,8 @@ func TestReflect_keeps_a_list_maps_key_nullable_when_the_rules_say_so(t *testing
 		k    keyed
 	)
 	s, err := Reflect(reflect.TypeFor[keyedUses](), "spec",
-		Rules{Value: &uses, Fields: []Field{{Pointer: &uses.Field, Constraints: []Constraint{ListMap("name")}}}},
-		Rules{Value: &k, Fields: []Field{{Pointer: &k.Name, Constraints: []Constraint{Nullable()}}}},
+		Rules(&uses, Field(&uses.Field).ListMap("name")),
+		Rules(&k, Field(&k.Name).Nullable()),
 	)
 	noError(t, err)
 	equal(t, true, s.Properties["field"].Items.Schema.Properties["name"].Nullable, "the key nullable, for the API server to refuse")

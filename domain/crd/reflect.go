@@ -2,11 +2,12 @@
 // Go types: its names and scope, its printer columns, and the OpenAPI v3.0
 // schema of its spec and status, reflected as encoding/json encodes them,
 // with the constraints of Rules attached to types and their fields by
-// pointer.
+// pointer. Its typed API (Rules, Schema, Field and FieldOf's constraints,
+// Column) is kube's: kube re-exports it, and kube.Resource.CRD builds a
+// Definition.
 //
 // It is pure: it reads types with package reflect, reads no value but the
-// pointers that locate fields, and does no I/O. kube.Resource is its typed
-// facade. It is named crd, not schema, so that importing it alongside
+// pointers that locate fields, and does no I/O. It is named crd, not schema, so that importing it alongside
 // apimachinery's runtime/schema needs no alias.
 package crd
 
@@ -22,7 +23,7 @@ import (
 // constraints of rules. place names t in the error's messages, such as
 // "spec". It returns one error naming every mistake it finds, each with
 // its place; rules for a type that t doesn't hold are one of them.
-func Reflect(t reflect.Type, place string, rules ...Rules) (apiextensionsv1.JSONSchemaProps, error) {
+func Reflect(t reflect.Type, place string, rules ...TypeRules) (apiextensionsv1.JSONSchemaProps, error) {
 	b := newBuilder(rules)
 	s := b.schema(t, place)
 	b.unused("the schema")
@@ -32,8 +33,8 @@ func Reflect(t reflect.Type, place string, rules ...Rules) (apiextensionsv1.JSON
 // builder reflects schemas of types with one set of Rules, memoizing each
 // type's schema, and collects every mistake it finds.
 type builder struct {
-	rules  map[reflect.Type]*typeRules
-	order  []*typeRules
+	rules  map[reflect.Type]*resolvedType
+	order  []*resolvedType
 	memo   map[reflect.Type]*apiextensionsv1.JSONSchemaProps
 	fields map[reflect.Type]structFields
 	busy   map[reflect.Type]bool
@@ -43,9 +44,9 @@ type builder struct {
 	errs   []error
 }
 
-func newBuilder(rules []Rules) *builder {
+func newBuilder(rules []TypeRules) *builder {
 	b := &builder{
-		rules:  map[reflect.Type]*typeRules{},
+		rules:  map[reflect.Type]*resolvedType{},
 		memo:   map[reflect.Type]*apiextensionsv1.JSONSchemaProps{},
 		fields: map[reflect.Type]structFields{},
 		busy:   map[reflect.Type]bool{},

@@ -49,16 +49,16 @@ func TestReflect_applies_a_types_rules_wherever_it_appears(t *testing.T) {
 		a app
 	)
 	s, err := Reflect(reflect.TypeFor[app](), "spec",
-		Rules{Value: &p, Fields: []Field{{Pointer: &p, Constraints: []Constraint{Minimum(port(1)), Maximum(port(65535))}}}},
-		Rules{Value: &m, Own: []Constraint{Validation("self.owner != ''", "an owner")}, Fields: []Field{
-			{Pointer: &m.Owner, Constraints: []Constraint{MinLength(1), Description("inner")}},
-			{Pointer: &m.Zone, Constraints: []Constraint{Enum("a", "b")}},
-		}},
-		Rules{Value: &a, Fields: []Field{
-			{Pointer: &a.Owner, Constraints: []Constraint{Description("outer")}},
-			{Pointer: &a.Backup, Constraints: []Constraint{Maximum(port(1024))}},
-			{Pointer: &a.Version, Constraints: []Constraint{Enum("1", "2"), Pattern(regexp.MustCompile(`^"`))}},
-		}},
+		Rules(&p, Field(&p).Minimum(1).Maximum(65535)),
+		Rules(&m,
+			Field(&m.Owner).MinLength(1).Description("inner"),
+			Field(&m.Zone).Enum("a", "b"),
+		).Validation("self.owner != ''", "an owner"),
+		Rules(&a,
+			Field(&a.Owner).Description("outer"),
+			Field(&a.Backup).Maximum(1024),
+			Field(&a.Version).Enum("1", "2").Pattern(regexp.MustCompile(`^"`)),
+		),
 	)
 	noError(t, err)
 	min1, max1024, max65535 := 1.0, 1024.0, 65535.0
@@ -82,7 +82,7 @@ func TestReflect_reports_rules_for_a_pointer_type_and_for_no_type_in_the_schema(
 		p *meta
 		n port
 	)
-	_, err := Reflect(reflect.TypeFor[meta](), "spec", Rules{Value: &p}, Rules{Value: &n})
+	_, err := Reflect(reflect.TypeFor[meta](), "spec", Rules(&p), Rules(&n))
 	errorContains(t, err,
 		"Rules[0] (*crd.meta): *crd.meta is a pointer type",
 		"Rules[1] (crd.port): crd.port appears nowhere in the schema")

@@ -10,66 +10,127 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
-// Rules constrain one Go type wherever it appears: its own schema, and the
-// schemas of its fields, each named by a pointer into Value.
-type Rules struct {
-	// Value is a pointer to a value of the type. Fields' pointers point
-	// into it; Reflect reads none of it but the pointers that lead to an
-	// embedded or nested struct.
-	Value any
-	// Own constrains the type's own schema.
-	Own []Constraint
-	// Fields constrain the type's fields, those promoted from embedded
-	// structs included. A Field whose Pointer is Value itself constrains
-	// the type's own schema, as Own does.
-	Fields []Field
-	// Schema, when not nil, is the type's whole schema, used in place of
-	// the one reflected from it. It is how a type that encodes itself gets
-	// a schema. Own still applies to it; Fields must be empty.
-	Schema *apiextensionsv1.JSONSchemaProps
+// TypeRules constrain one Go type's schema, and those of its fields,
+// wherever the type appears in a resource's spec or status, so a type
+// held in several places is constrained once, and alike everywhere. Rules
+// and Schema make them; a Definition takes at most one of either for a
+// type.
+type TypeRules struct {
+	// value is a pointer to a value of the type, which fields' pointers
+	// point into: the builder reads none of it but the pointers that lead
+	// to an embedded or nested struct.
+	value any
+	// own constrain the type's own schema.
+	own []constraint
+	// fields constrain the type's fields, those promoted from embedded
+	// structs included. A field whose pointer is value itself constrains
+	// the type's own schema, as own does.
+	fields []fieldRule
+	// schema, when not nil, is the type's whole schema, used in place of
+	// the one reflected from it. own still applies to it; fields must be
+	// empty.
+	schema *apiextensionsv1.JSONSchemaProps
 }
 
-// Field constrains one field of a Rules' type.
-type Field struct {
-	// Pointer is a pointer to the field, in the Rules' Value.
-	Pointer any
-	// Constraints apply to the field's schema, in order.
-	Constraints []Constraint
+// FieldRules are the constraints on one field. Every FieldOf is one, and
+// nothing else is.
+type FieldRules interface {
+	asField() fieldRule
 }
 
-// typeRules are the Rules of one type, with their fields resolved to
-// index paths.
-type typeRules struct {
+// fieldRule constrains one field of a TypeRules' type.
+type fieldRule struct {
+	// pointer is a pointer to the field, in the TypeRules' value.
+	pointer any
+	// constraints apply to the field's schema, in order.
+	constraints []constraint
+}
+
+// Rules constrains the fields of the type T, each named by a Field of a
+// pointer into *value, such as Field(&spec.Size) with value &spec. A
+// field promoted from a struct T embeds is T's to constrain; a field of a
+// struct T nests, such as &spec.Template.Port, is that struct's, and
+// naming it here is a mistake that the builder reports. A Field of value
+// itself constrains T's own schema.
+//
+// Rules reads nothing from *value but the pointers that lead to structs it
+// embeds or nests: it only finds which field each pointer names. value is
+// usually the address of a package-level variable.
+func Rules[T any](value *T, fields ...FieldRules) TypeRules {
+	r := TypeRules{value: value, fields: make([]fieldRule, 0, len(fields))}
+	for _, f := range fields {
+		if f == nil {
+			r.fields = append(r.fields, fieldRule{})
+			continue
+		}
+		r.fields = append(r.fields, f.asField())
+	}
+	return r
+}
+
+// Schema gives the type T its schema whole, in place of the one reflected
+// from it. It is how a type that encodes itself, with a MarshalJSON or
+// MarshalText method, gets a schema at all. value only names the type:
+// it may be nil. The schema must be structural, as a CRD's is, with no
+// $ref; the API server checks the rest when the CRD is applied.
+func Schema[T any](value *T, schema apiextensionsv1.JSONSchemaProps) TypeRules {
+	return TypeRules{value: value, schema: schema.DeepCopy()}
+}
+
+// Description describes the type's schema, which kubectl explain shows
+// wherever the type appears, unless a field of the type has a Description
+// of its own. A description is a value, not a doc comment: a schema
+// reflected at run time has no comments to read.
+func (r TypeRules) Description(text string) TypeRules {
+	return r.with(constraint{kind: kindDescription, text: text})
+}
+
+// Validation adds a CEL rule on the type's schema, in which self is a
+// value of the type, with the message the API server rejects an object
+// that breaks it with. The API server compiles the rule when the CRD is
+// applied.
+func (r TypeRules) Validation(rule, message string) TypeRules {
+	return r.with(celRule(rule, message))
+}
+
+func (r TypeRules) with(c constraint) TypeRules {
+	r.own = append(slices.Clip(r.own), c)
+	return r
+}
+
+// resolvedType are the TypeRules of one type, with their fields resolved
+// to index paths.
+type resolvedType struct {
 	index    int
 	typ      reflect.Type
 	value    reflect.Value // the pointer Rules were given
-	own      []Constraint
-	fields   map[string]*fieldRules
+	own      []constraint
+	fields   map[string]*resolvedField
 	schema   *apiextensionsv1.JSONSchemaProps
 	used     bool
 	isSchema bool
 }
 
-// fieldRules are the constraints on one field of a type.
-type fieldRules struct {
+// resolvedField are the constraints on one field of a type.
+type resolvedField struct {
 	goName      string
-	constraints []Constraint
+	constraints []constraint
 }
 
-func (r *typeRules) label() string {
+func (r *resolvedType) label() string {
 	return fmt.Sprintf("Rules[%d] (%s)", r.index, r.typ)
 }
 
-// add resolves the Rules at index i of the list.
-func (b *builder) add(i int, r Rules) {
+// add resolves the TypeRules at index i of the list.
+func (b *builder) add(i int, r TypeRules) {
 	label := fmt.Sprintf("Rules[%d]", i)
-	pv := reflect.ValueOf(r.Value)
+	pv := reflect.ValueOf(r.value)
 	if !pv.IsValid() || pv.Kind() != reflect.Pointer {
 		b.failf(label, "has no pointer to a value of the type it constrains")
 		return
 	}
 	t := pv.Type().Elem()
-	tr := &typeRules{index: i, typ: t, value: pv, own: slices.Clone(r.Own), schema: r.Schema, isSchema: r.Schema != nil}
+	tr := &resolvedType{index: i, typ: t, value: pv, own: slices.Clone(r.own), schema: r.schema, isSchema: r.schema != nil}
 	label = tr.label()
 	if prior, ok := b.rules[t]; ok {
 		switch {
@@ -92,23 +153,23 @@ func (b *builder) add(i int, r Rules) {
 	}
 	b.rules[t] = tr
 	b.order = append(b.order, tr)
-	if r.Schema != nil {
-		if hasRef(r.Schema) {
+	if r.schema != nil {
+		if hasRef(r.schema) {
 			b.failf(label, "the Schema has a $ref: a CRD's schema inlines every subschema")
 		}
-		tr.schema = r.Schema.DeepCopy()
+		tr.schema = r.schema.DeepCopy()
 	}
-	for j, f := range r.Fields {
+	for j, f := range r.fields {
 		b.addField(tr, pv, j, f)
 	}
 }
 
 // addField resolves the j'th Field of tr, whose value is pv.
-func (b *builder) addField(tr *typeRules, pv reflect.Value, j int, f Field) {
+func (b *builder) addField(tr *resolvedType, pv reflect.Value, j int, f fieldRule) {
 	t := tr.typ
 	label := tr.label()
 	field := fmt.Sprintf("Field %d", j)
-	fp := reflect.ValueOf(f.Pointer)
+	fp := reflect.ValueOf(f.pointer)
 	if !fp.IsValid() || fp.Kind() != reflect.Pointer || fp.IsNil() {
 		b.failf(label, "%s is a nil pointer, which names no field", field)
 		return
@@ -120,7 +181,7 @@ func (b *builder) addField(tr *typeRules, pv reflect.Value, j int, f Field) {
 	}
 	addr := fp.Pointer()
 	if addr == pv.Pointer() && ft == t {
-		for _, c := range f.Constraints {
+		for _, c := range f.constraints {
 			if c.kind == kindOptional || c.kind == kindRequired {
 				b.failf(label, "%s: %s belongs to a field, not to the type %s", field, c.kind, t)
 				continue
@@ -164,14 +225,14 @@ func (b *builder) addField(tr *typeRules, pv reflect.Value, j int, f Field) {
 		return
 	}
 	if tr.fields == nil {
-		tr.fields = map[string]*fieldRules{}
+		tr.fields = map[string]*resolvedField{}
 	}
 	fr, ok := tr.fields[key]
 	if !ok {
-		fr = &fieldRules{goName: h.goName()}
+		fr = &resolvedField{goName: h.goName()}
 		tr.fields[key] = fr
 	}
-	fr.constraints = append(fr.constraints, f.Constraints...)
+	fr.constraints = append(fr.constraints, f.constraints...)
 }
 
 // namedEmbedded returns the type of the embedded struct that encoding/json
@@ -198,8 +259,8 @@ func (b *builder) unused(where string) {
 
 // fieldRules returns the rules of the field of struct t at index: those of
 // each struct embedded along the way, innermost first, then t's own.
-func (b *builder) fieldRules(t reflect.Type, index []int) []*fieldRules {
-	var out []*fieldRules
+func (b *builder) fieldRules(t reflect.Type, index []int) []*resolvedField {
+	var out []*resolvedField
 	for j := range index {
 		if tr := b.rules[t]; tr != nil {
 			if fr, ok := tr.fields[indexKey(index[j:])]; ok {
