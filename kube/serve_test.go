@@ -5,10 +5,8 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -35,10 +33,13 @@ import (
 	"github.com/loam-dev/loam/ports"
 )
 
-// The tests in this file run a Controller's Serve on client-go's fakes, in
-// synctest bubbles: a fake elector grants and takes the Lease, and a
-// writer applies statuses and finalizers to the fake's objects as the API
-// server would. The whole App against a real API server is tested in
+// The tests in this file run a Controller as NewController assembles it,
+// on client-go's fakes, in synctest bubbles: a fake elector grants and
+// takes the Lease, and a writer applies statuses and finalizers to the
+// fake's objects as the API server would. They test the assembly — the
+// informers, the queue and the telemetry wired into the runtime — and
+// kube's own errors; every path of the runtime itself is tested on mocks
+// in domain/controller, and the whole App against a real API server in
 // kubetest/e2e.
 
 type cacheSpec struct {
@@ -81,26 +82,16 @@ func deploymentOf(owner string) *metav1.PartialObjectMetadata {
 type reconciles struct {
 	mu     sync.Mutex
 	counts map[string]int
-	// inFlight and most are the reconciles running now, and the most that
-	// ever ran at once.
-	inFlight, most atomic.Int32
 }
 
 func (r *reconciles) start(name string) func() {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.counts == nil {
 		r.counts = map[string]int{}
 	}
 	r.counts[name]++
-	r.mu.Unlock()
-	n := r.inFlight.Add(1)
-	for {
-		m := r.most.Load()
-		if n <= m || r.most.CompareAndSwap(m, n) {
-			break
-		}
-	}
-	return func() { r.inFlight.Add(-1) }
+	return func() {}
 }
 
 func (r *reconciles) of(name string) int {
@@ -109,23 +100,18 @@ func (r *reconciles) of(name string) int {
 	return r.counts[name]
 }
 
-// fakeElector is a ports.Elector the test grants and takes the Lease of,
-// keeping the adapter's promise: it releases the Lease only after the
-// leader's function returned.
+// fakeElector is a ports.Elector the test grants the Lease of, keeping
+// the adapter's promise: it releases the Lease only after the leader's
+// function returned.
 type fakeElector struct {
-	grant, take chan struct{}
-	// inFlight, when set, says how many reconciles run at the release.
-	inFlight *atomic.Int32
+	grant chan struct{}
 
 	mu       sync.Mutex
 	released bool
-	// busyAtRelease is how many reconciles ran when the Lease was
-	// released.
-	busyAtRelease int32
 }
 
 func newElector() *fakeElector {
-	return &fakeElector{grant: make(chan struct{}), take: make(chan struct{})}
+	return &fakeElector{grant: make(chan struct{})}
 }
 
 func (e *fakeElector) Run(ctx context.Context, onStarted func(context.Context), onStopped func()) {
@@ -141,20 +127,12 @@ func (e *fakeElector) Run(ctx context.Context, onStarted func(context.Context), 
 		defer close(returned)
 		onStarted(leading)
 	}()
-	select {
-	case <-ctx.Done():
-	case <-e.take:
-	}
+	<-ctx.Done()
 	cancel()
 	<-returned
-	if ctx.Err() != nil {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		e.released = true
-		if e.inFlight != nil {
-			e.busyAtRelease = e.inFlight.Load()
-		}
-	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.released = true
 }
 
 func (e *fakeElector) wasReleased() bool {
@@ -488,53 +466,6 @@ func (r *blockingReconciler) Reconcile(ctx context.Context, m cacheObject) (Resu
 	return Result[cacheStatus]{}, nil
 }
 
-func TestServe_on_SIGTERM_finishes_the_reconciles_in_flight_then_releases_the_Lease(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rec := newBlocking()
-		h := newHarness(t, settingsForTest(), rec, nil, memcached("a", 1), memcached("b", 1))
-		var inFlight atomic.Int32
-		h.elector.inFlight = &inFlight
-		ctx, stop := context.WithCancel(t.Context())
-		h.serve(ctx)
-		close(h.elector.grant)
-		<-rec.started
-		inFlight.Store(1)
-		synctest.Wait()
-		require.Empty(t, rec.started, "one worker: b waits")
-
-		stop()
-		time.Sleep(time.Hour)
-		synctest.Wait()
-		require.Empty(t, h.served, "Serve waits for the reconcile in flight")
-		require.False(t, h.elector.wasReleased(), "the Lease is held until it ends")
-		require.Empty(t, rec.ended, "the reconcile's context isn't Serve's")
-
-		inFlight.Store(0)
-		close(rec.release)
-		require.NoError(t, <-h.served)
-		require.Nil(t, <-rec.ended)
-		require.True(t, h.elector.wasReleased())
-		require.Zero(t, h.elector.busyAtRelease)
-		require.Empty(t, rec.started, "no key taken after the stop: b is left for the next leader")
-	})
-}
-
-func TestServe_on_a_lost_Lease_cancels_the_reconciles_in_flight(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rec := newBlocking()
-		h := newHarness(t, settingsForTest(), rec, nil, memcached("a", 1), memcached("b", 1))
-		h.serve(t.Context())
-		close(h.elector.grant)
-		<-rec.started
-
-		close(h.elector.take)
-		require.ErrorIs(t, <-h.served, ErrLostLeadership)
-		require.ErrorIs(t, <-rec.ended, ErrLostLeadership, "the reconcile's context was cancelled")
-		require.False(t, h.elector.wasReleased())
-		require.Empty(t, rec.started, "no key taken after the loss")
-	})
-}
-
 func TestShutdown_cancels_the_reconciles_in_flight_when_its_context_ends_first(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := newBlocking()
@@ -558,47 +489,6 @@ func TestShutdown_cancels_the_reconciles_in_flight_when_its_context_ends_first(t
 		require.ErrorIs(t, cause, context.DeadlineExceeded, "cancelled, with Shutdown's error as the cause")
 		require.NoError(t, <-h.served)
 		require.True(t, h.elector.wasReleased())
-	})
-}
-
-func TestShutdown_stops_Serve_and_returns_nil_when_it_finishes_in_time(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, settingsForTest(), statusReconciler{&reconciles{}}, nil, memcached("a", 1))
-		h.serve(t.Context())
-		close(h.elector.grant)
-		synctest.Wait()
-		require.NoError(t, h.ctrl.Shutdown(t.Context()))
-		require.NoError(t, <-h.served)
-		require.True(t, h.elector.wasReleased())
-		require.ErrorContains(t, h.ctrl.Serve(t.Context()), "Serve was called again")
-	})
-}
-
-func TestServe_runs_Settings_Workers_reconciles_at_once(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		calls := &reconciles{}
-		settings := settingsForTest()
-		settings.Workers = 3
-		var objects []runtime.Object
-		for i := range 10 {
-			objects = append(objects, memcached(fmt.Sprintf("m%d", i), 1))
-		}
-		h := newHarness(t, settings, ReconcilerFunc[cacheSpec, cacheStatus](func(_ context.Context, m cacheObject) (Result[cacheStatus], error) {
-			defer calls.start(m.Name)()
-			time.Sleep(time.Second)
-			return Result[cacheStatus]{}, nil
-		}), nil, objects...)
-		ctx, stop := context.WithCancel(t.Context())
-		h.serve(ctx)
-		close(h.elector.grant)
-		synctest.Wait()
-		time.Sleep(time.Hour)
-		for i := range 10 {
-			require.Equal(t, 1, calls.of(fmt.Sprintf("m%d", i)))
-		}
-		require.Equal(t, int32(3), calls.most.Load())
-		stop()
-		require.NoError(t, <-h.served)
 	})
 }
 
@@ -642,32 +532,6 @@ func TestServe_retries_errors_with_backoff_and_After_after_that_long(t *testing.
 		require.Len(t, p, 3)
 		require.Equal(t, time.Minute, p[1]-p[0])
 		require.Equal(t, time.Minute, p[2]-p[1])
-	})
-}
-
-func TestServe_never_retries_a_panic_and_goes_on_with_the_rest(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		calls := &reconciles{}
-		h := newHarness(t, settingsForTest(), ReconcilerFunc[cacheSpec, cacheStatus](func(_ context.Context, m cacheObject) (Result[cacheStatus], error) {
-			defer calls.start(m.Name)()
-			if m.Name == "bad" {
-				panic("a bug in the controller")
-			}
-			return Result[cacheStatus]{}, nil
-		}), nil, memcached("bad", 1), memcached("good", 1))
-		ctx, stop := context.WithCancel(t.Context())
-		close(h.elector.grant)
-		h.serve(ctx)
-		time.Sleep(time.Hour)
-		require.Equal(t, 1, calls.of("bad"))
-		require.Equal(t, 1, calls.of("good"))
-
-		// A change reconciles it again.
-		require.NoError(t, h.dynamic.Tracker().Update(memcacheds, memcached("bad", 2), "ns"))
-		synctest.Wait()
-		require.Equal(t, 2, calls.of("bad"))
-		stop()
-		require.NoError(t, <-h.served)
 	})
 }
 

@@ -102,12 +102,8 @@ func TestServe_a_standby_watches_and_reconciles_only_once_it_leads(t *testing.T)
 func TestServe_on_its_context_finishes_the_reconciles_in_flight_then_releases_the_Lease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1)
-		r.watching()
 		ctx, stop := context.WithCancel(t.Context())
-		r.serve(ctx)
-		close(r.synced)
-		close(r.elector.grant)
-		synctest.Wait()
+		r.lead(ctx)
 		r.change("hold", "backlog")
 		synctest.Wait()
 		require.Len(t, r.handler.of("hold"), 1)
@@ -132,11 +128,7 @@ func TestServe_on_its_context_finishes_the_reconciles_in_flight_then_releases_th
 func TestServe_on_a_lost_Lease_cancels_the_reconciles_in_flight_and_returns_ErrLostLeadership(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1)
-		r.watching()
-		r.serve(t.Context())
-		close(r.synced)
-		close(r.elector.grant)
-		synctest.Wait()
+		r.lead(t.Context())
 		r.change("hold", "backlog")
 		synctest.Wait()
 
@@ -160,11 +152,7 @@ func TestServe_on_a_lost_Lease_cancels_the_reconciles_in_flight_and_returns_ErrL
 func TestShutdown_cancels_the_reconciles_in_flight_when_its_context_ends_first(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1)
-		r.watching()
-		r.serve(t.Context())
-		close(r.synced)
-		close(r.elector.grant)
-		synctest.Wait()
+		r.lead(t.Context())
 		r.change("hold")
 		synctest.Wait()
 
@@ -187,11 +175,7 @@ func TestShutdown_cancels_the_reconciles_in_flight_when_its_context_ends_first(t
 func TestShutdown_stops_Serve_and_returns_nil_when_it_finishes_in_time(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1)
-		r.watching()
-		r.serve(t.Context())
-		close(r.synced)
-		close(r.elector.grant)
-		synctest.Wait()
+		r.lead(t.Context())
 
 		require.NoError(t, r.ctrl.Shutdown(t.Context()))
 		require.NoError(t, <-r.served)
@@ -233,12 +217,8 @@ func TestServe_runs_once(t *testing.T) {
 func TestServe_runs_Workers_reconciles_at_once(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 3)
-		r.watching()
 		ctx, stop := context.WithCancel(t.Context())
-		r.serve(ctx)
-		close(r.synced)
-		close(r.elector.grant)
-		synctest.Wait()
+		r.lead(ctx)
 		r.change("hold-1", "hold-2", "hold-3", "hold-4")
 		synctest.Wait()
 		require.Equal(t, 3, r.handler.maxInFlight(), "three workers, three reconciles at once")
@@ -255,12 +235,8 @@ func TestServe_runs_Workers_reconciles_at_once(t *testing.T) {
 func TestServe_a_panicking_reconcile_is_never_retried_and_the_rest_go_on(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1)
-		r.watching()
 		ctx, stop := context.WithCancel(t.Context())
-		r.serve(ctx)
-		close(r.synced)
-		close(r.elector.grant)
-		synctest.Wait()
+		r.lead(ctx)
 		r.change("panic", "a")
 		time.Sleep(time.Hour)
 		synctest.Wait()
@@ -277,12 +253,8 @@ func TestServe_a_panicking_reconcile_is_never_retried_and_the_rest_go_on(t *test
 func TestServe_a_change_cancels_a_pending_After(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1)
-		r.watching()
 		ctx, stop := context.WithCancel(t.Context())
-		r.serve(ctx)
-		close(r.synced)
-		close(r.elector.grant)
-		synctest.Wait()
+		r.lead(ctx)
 		start := time.Now()
 		r.change("after")
 		time.Sleep(2 * time.Second)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -332,6 +333,16 @@ func (r *rig) watching() {
 // serve runs Serve in the background until ctx ends.
 func (r *rig) serve(ctx context.Context) {
 	go func() { r.served <- r.ctrl.Serve(ctx) }()
+}
+
+// lead serves until ctx ends, with the Watch checked, started and synced,
+// and the Lease granted, and returns once every worker waits for a key.
+func (r *rig) lead(ctx context.Context) {
+	r.watching()
+	r.serve(ctx)
+	close(r.synced)
+	close(r.elector.grant)
+	synctest.Wait()
 }
 
 // change tells the Controller, as the Watch would, that the objects named
