@@ -1,12 +1,14 @@
 package kube
 
 import (
-	"context"
-	"time"
+	"cmp"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/log"
 	lognoop "go.opentelemetry.io/otel/log/noop"
+	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"k8s.io/client-go/util/workqueue"
 
@@ -22,8 +24,6 @@ type telemetry struct {
 	recorder ports.Recorder
 	metrics  workqueue.MetricsProvider
 	logger   logr.Logger
-	// unfenced records Lease timings that don't fence leadership.
-	unfenced func(ctx context.Context, leaseDuration, renewDeadline, retryPeriod time.Duration)
 }
 
 // telemetryOf returns the telemetry of the Controller named name, of
@@ -31,25 +31,15 @@ type telemetry struct {
 // reports nothing, as app.Run's no-op defaults do.
 func telemetryOf(s *app.Setup, name, kind string) (telemetry, error) {
 	t := s.Telemetry
-	c := reporting.Config{
+	r, err := reporting.NewRecorder(reporting.Config{
 		Name:           name,
 		Kind:           kind,
-		TracerProvider: t.TracerProvider,
-		MeterProvider:  t.MeterProvider,
-		LoggerProvider: t.LoggerProvider,
-	}
-	if c.TracerProvider == nil {
-		c.TracerProvider = tracenoop.NewTracerProvider()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = metricnoop.NewMeterProvider()
-	}
-	if c.LoggerProvider == nil {
-		c.LoggerProvider = lognoop.NewLoggerProvider()
-	}
-	r, err := reporting.NewRecorder(c)
+		TracerProvider: cmp.Or[trace.TracerProvider](t.TracerProvider, tracenoop.NewTracerProvider()),
+		MeterProvider:  cmp.Or[metric.MeterProvider](t.MeterProvider, metricnoop.NewMeterProvider()),
+		LoggerProvider: cmp.Or[log.LoggerProvider](t.LoggerProvider, lognoop.NewLoggerProvider()),
+	})
 	if err != nil {
 		return telemetry{}, err
 	}
-	return telemetry{recorder: r, metrics: r.QueueMetrics(), logger: r.Logger(), unfenced: r.LeaderElectionUnfenced}, nil
+	return telemetry{recorder: r, metrics: r.QueueMetrics(), logger: r.Logger()}, nil
 }
