@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/loam-dev/loam/examples/internal/wait"
 	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/kubetest"
 )
@@ -98,10 +100,10 @@ func TestDeployFiles(t *testing.T) {
 		}}
 		return u
 	}
-	require.Eventually(t, func() bool {
+	wait.For(t, time.Minute, func() bool {
 		_, err := memcacheds.Namespace("staging").Create(ctx, annotated("staging", "cache"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "only the chaos harness sets acme.example.com/failure-scenario")
-	}, time.Minute, 100*time.Millisecond, "the admission policy never denies the annotation in staging")
+	}, "the admission policy never denies the annotation in staging")
 	_, err = memcacheds.Namespace("default").Create(ctx, annotated("default", "cache"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	require.NoError(t, err, "outside staging the policy doesn't apply")
 }
@@ -160,11 +162,11 @@ func applyDeploy(t *testing.T, c *kubetest.Cluster, dir string) {
 			if gvk.Kind == "CustomResourceDefinition" {
 				group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
 				kind, _, _ := unstructured.NestedString(u.Object, "spec", "names", "kind")
-				require.Eventually(t, func() bool {
+				wait.For(t, time.Minute, func() bool {
 					mapper.Reset()
 					_, err := mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind})
 					return err == nil
-				}, time.Minute, 50*time.Millisecond, "the CRD %s is never served", u.GetName())
+				}, fmt.Sprintf("the CRD %s is never served", u.GetName()))
 			}
 		}
 		require.NoError(t, f.Close())

@@ -29,6 +29,7 @@ import (
 	"github.com/loam-dev/loam/app/fault/fit"
 	"github.com/loam-dev/loam/app/fault/jsonscenario"
 	"github.com/loam-dev/loam/examples/databases"
+	"github.com/loam-dev/loam/examples/internal/wait"
 	"github.com/loam-dev/loam/kubetest"
 )
 
@@ -161,17 +162,12 @@ func ready(d databases.Object) *metav1.Condition {
 	return meta.FindStatusCondition(d.Status.Conditions, databases.ConditionReady)
 }
 
-// waitFor polls until ok, failing the test with what after patience.
-func waitFor(t *testing.T, r *run, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s within %s; the App's stderr: %s", what, patience, r.app.Stderr())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// Done is closed once the App has exited.
+func (r *run) Done() <-chan struct{} { return r.app.Done() }
+
+// Report describes the App for a failed wait: its exit, its records and
+// its stderr.
+func (r *run) Report() string { return wait.Report("the App", r.app, r.app.Telemetry()) }
 
 // connect opens a connection to database at 127.0.0.1:5432 as user.
 func connect(ctx context.Context, t *testing.T, user, password, database string) *pgx.Conn {
@@ -198,11 +194,11 @@ func TestDatabase_is_provisioned_with_credentials_that_log_in_and_dropped_on_del
 	r := start(t)
 	database := r.create(t, "orders", nil)
 
-	waitFor(t, r, "the Database never became Ready", func() bool {
+	wait.For(t, patience, func() bool {
 		d, _ := r.get(t, "orders")
 		c := ready(d)
 		return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == d.Generation
-	})
+	}, "the Database never became Ready", r)
 	d, _ := r.get(t, "orders")
 	require.Equal(t, databases.ReasonProvisioned, ready(d).Reason)
 	require.Equal(t, databases.SecretName("orders"), d.Status.SecretName)
@@ -222,10 +218,10 @@ func TestDatabase_is_provisioned_with_credentials_that_log_in_and_dropped_on_del
 	require.Equal(t, database, db)
 
 	require.NoError(t, r.databases.Delete(t.Context(), "orders", metav1.DeleteOptions{}))
-	waitFor(t, r, "the finalizer never let the Database go", func() bool {
+	wait.For(t, patience, func() bool {
 		_, ok := r.get(t, "orders")
 		return !ok
-	})
+	}, "the finalizer never let the Database go", r)
 	require.False(t, exists(t, database), "the finalizer dropped the database")
 }
 
@@ -245,11 +241,11 @@ func TestDatabase_is_not_Ready_while_a_scenario_aborts_the_Secret_s_apply(t *tes
 	value := annotationValue(t, codec, fit.Rule{Point: "kube:secrets:patch", Fault: fit.Fault{Abort: true}})
 	database := r.create(t, "orders", map[string]string{databases.ScenarioAnnotation: value})
 
-	waitFor(t, r, "the Database never reported the failed apply", func() bool {
+	wait.For(t, patience, func() bool {
 		d, _ := r.get(t, "orders")
 		c := ready(d)
 		return c != nil && c.Reason == databases.ReasonSecretFailed
-	})
+	}, "the Database never reported the failed apply", r)
 	d, _ := r.get(t, "orders")
 	require.Equal(t, metav1.ConditionFalse, ready(d).Status)
 	require.True(t, exists(t, database), "PostgreSQL was provisioned; only the Secret's apply fails")
@@ -261,11 +257,11 @@ func TestDatabase_is_not_Ready_while_a_scenario_aborts_the_Secret_s_apply(t *tes
 	require.NoError(t, err)
 	_, err = r.databases.Patch(t.Context(), "orders", types.MergePatchType, patch, metav1.PatchOptions{})
 	require.NoError(t, err)
-	waitFor(t, r, "the Database never recovered", func() bool {
+	wait.For(t, patience, func() bool {
 		d, _ := r.get(t, "orders")
 		c := ready(d)
 		return c != nil && c.Status == metav1.ConditionTrue
-	})
+	}, "the Database never recovered", r)
 	s, err := r.kube.CoreV1().Secrets(r.ns).Get(t.Context(), databases.SecretName("orders"), metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, corev1.SecretTypeOpaque, s.Type)

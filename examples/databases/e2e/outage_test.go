@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loam-dev/loam/examples/databases"
+	"github.com/loam-dev/loam/examples/internal/wait"
 )
 
 // proxy stands between the controller and PostgreSQL: stopping it is
@@ -111,29 +112,29 @@ func TestDatabase_reports_PostgreSQL_unavailable_and_recovers_when_it_is_back(t 
 	r := startWith(t, map[string]string{"POSTGRES_PORT": strconv.Itoa(pg.port)})
 
 	r.create(t, "before", nil)
-	waitFor(t, r, "the first Database never became Ready", func() bool {
+	wait.For(t, patience, func() bool {
 		d, _ := r.get(t, "before")
 		c := ready(d)
 		return c != nil && c.Status == metav1.ConditionTrue
-	})
+	}, "the first Database never became Ready", r)
 
 	pg.stop()
 	database := r.create(t, "during", nil)
-	waitFor(t, r, "the Database never reported PostgreSQL unavailable", func() bool {
+	wait.For(t, patience, func() bool {
 		d, _ := r.get(t, "during")
 		c := ready(d)
 		return c != nil && c.Reason == databases.ReasonPostgresUnavailable
-	})
+	}, "the Database never reported PostgreSQL unavailable", r)
 	d, _ := r.get(t, "during")
 	require.Equal(t, metav1.ConditionFalse, ready(d).Status)
 	require.False(t, exists(t, database))
 
 	// Retried with backoff, it is provisioned once PostgreSQL is back.
 	pg.restart()
-	waitFor(t, r, "the Database never recovered", func() bool {
+	wait.For(t, patience, func() bool {
 		d, _ := r.get(t, "during")
 		c := ready(d)
 		return c != nil && c.Status == metav1.ConditionTrue
-	})
+	}, "the Database never recovered", r)
 	require.True(t, exists(t, database))
 }

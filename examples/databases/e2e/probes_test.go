@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/loam-dev/loam/examples/internal/wait"
 )
 
 // freeAddress returns a loopback address no listener holds now, for an
@@ -42,19 +44,19 @@ func TestProbes_answer_on_PROBE_ADDRESS_while_the_App_reconciles_and_stop_with_i
 	addr := freeAddress(t)
 	r := startWith(t, map[string]string{"PROBE_ADDRESS": addr})
 
-	waitFor(t, r, "/readyz never answered 200", func() bool {
+	wait.For(t, patience, func() bool {
 		code, _ := probe(t, addr, "/readyz")
 		return code == http.StatusOK
-	})
+	}, "/readyz never answered 200", r)
 	code, _ := probe(t, addr, "/livez")
 	require.Equal(t, http.StatusOK, code)
 
 	// Ready while the App is serving: the controller reconciles.
 	r.create(t, "probed", nil)
-	waitFor(t, r, "the Database was never reconciled", func() bool {
+	wait.For(t, patience, func() bool {
 		d, _ := r.get(t, "probed")
 		return ready(d) != nil
-	})
+	}, "the Database was never reconciled", r)
 
 	require.Equal(t, 0, r.app.Stop())
 	code, _ = probe(t, addr, "/readyz")

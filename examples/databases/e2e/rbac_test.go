@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/loam-dev/loam/examples/internal/wait"
 	"github.com/loam-dev/loam/kubetest"
 )
 
@@ -105,15 +106,15 @@ func TestRBAC_the_controller_provisions_and_finalizes_with_exactly_deploy_s_rule
 	r := startAs(t, asServiceAccount(t), nil)
 	database := r.create(t, "orders", nil)
 
-	waitFor(t, r, "the Database never became Ready", func() bool {
+	wait.For(t, patience, func() bool {
 		d, _ := r.get(t, "orders")
 		c := ready(d)
 		return c != nil && c.Status == metav1.ConditionTrue
-	})
+	}, "the Database never became Ready", r)
 	require.NoError(t, r.databases.Delete(t.Context(), "orders", metav1.DeleteOptions{}))
-	waitFor(t, r, "the finalizer never let the Database go", func() bool {
+	wait.For(t, patience, func() bool {
 		_, ok := r.get(t, "orders")
 		return !ok
-	})
+	}, "the finalizer never let the Database go", r)
 	require.False(t, exists(t, database))
 }

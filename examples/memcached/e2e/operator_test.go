@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/examples/internal/wait"
 	"github.com/loam-dev/loam/examples/memcached"
 )
 
@@ -205,17 +205,12 @@ func (o *operator) recordWith(body string, parts ...string) (record, bool) {
 	return record{}, false
 }
 
-// waitFor polls until ok, failing the test with what after within.
-func (o *operator) waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s within %s; the App's records: %s", what, within, o.dump())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// Done is closed once the operator's App has exited.
+func (o *operator) Done() <-chan struct{} { return o.app.Done() }
+
+// Report describes the operator's App for a failed wait or check: its
+// exit, its records and its stderr.
+func (o *operator) Report() string { return wait.Report("the operator", o.app, o.app.Telemetry()) }
 
 // wait waits, at most within, for the App to exit, and returns its exit
 // code.
@@ -225,32 +220,7 @@ func (o *operator) wait(t *testing.T, within time.Duration) int {
 	case <-o.app.Done():
 		return o.app.Wait()
 	case <-time.After(within):
-		t.Fatalf("the App still runs after %s; its records: %s", within, o.dump())
+		t.Fatalf("the App still runs after %s\n\n%s", within, o.Report())
 		return 0
 	}
-}
-
-// dumpMost bounds how many records dump shows: a retried failure logs
-// one a retry.
-const dumpMost = 40
-
-// dump returns the App's records, one a line, for a failure's message:
-// the first and the last when there are more than dumpMost.
-func (o *operator) dump() string {
-	var b strings.Builder
-	records := o.app.Telemetry().Records()
-	for i, r := range records {
-		if len(records) > dumpMost && i >= dumpMost/2 && i < len(records)-dumpMost/2 {
-			if i == dumpMost/2 {
-				fmt.Fprintf(&b, "\n  ... %d more ...", len(records)-dumpMost)
-			}
-			continue
-		}
-		b.WriteString("\n  " + r.Severity().String() + " " + r.Body().AsString())
-		r.WalkAttributes(func(kv attribute.KeyValue) bool {
-			b.WriteString(" " + string(kv.Key) + "=" + kv.Value.String())
-			return true
-		})
-	}
-	return b.String()
 }

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/loam-dev/loam/examples/internal/wait"
 	"github.com/loam-dev/loam/kubetest"
 )
 
@@ -252,9 +252,9 @@ func waitAuthorized(t *testing.T, admin kubernetes.Interface, ns, name string, f
 		checks = append(checks, check{p, ns, slices.Contains(permissions(roleRules), p)})
 	}
 	user := serviceAccountUser(ns, name)
-	deadline := time.Now().Add(patience)
-	for {
-		var wrong []string
+	var wrong []string
+	wait.For(t, patience, func() bool {
+		wrong = nil
 		for _, c := range checks {
 			resource, sub, _ := strings.Cut(c.p.resource, "/")
 			sar, err := admin.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{
@@ -271,14 +271,9 @@ func waitAuthorized(t *testing.T, admin kubernetes.Interface, ns, name string, f
 				wrong = append(wrong, fmt.Sprintf("%s allowed=%t", c.p, sar.Status.Allowed))
 			}
 		}
-		if len(wrong) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the authorizer never granted %s exactly its rules within %s: %v", user, patience, wrong)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(wrong) == 0
+	}, "the authorizer never granted "+user+" exactly its rules",
+		wait.LastSeen(func() string { return fmt.Sprint(wrong) }))
 }
 
 // operatorEnv returns the environment deploy/deployment.yaml gives the

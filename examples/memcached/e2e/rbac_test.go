@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/loam-dev/loam/examples/internal/wait"
 	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/kube"
 )
@@ -31,20 +32,20 @@ func TestOperator_works_as_the_ServiceAccount_with_exactly_deploy_rbac_yaml_s_ru
 	m := o.create(t, "cache", 2)
 	o.start(t, f, kubeconfig)
 
-	o.waitFor(t, patience, "the Memcached's status never said its Deployment is pending", func() bool {
+	wait.For(t, patience, func() bool {
 		got, _ := o.memcached(t, "cache")
 		c := meta.FindStatusCondition(got.Status.Conditions, "Available")
 		return c != nil && c.Reason == "DeploymentPending" && c.ObservedGeneration == 1
-	})
+	}, "the Memcached's status never said its Deployment is pending", o)
 	d, ok := o.deployment(t, "cache")
 	require.True(t, ok, "the Deployment is applied")
 	require.Equal(t, int32(2), *d.Spec.Replicas)
 	require.True(t, metav1.IsControlledBy(d, m), "the Memcached controls its Deployment")
 
-	o.waitFor(t, patience, "Budget never applied the PodDisruptionBudget", func() bool {
+	wait.For(t, patience, func() bool {
 		_, ok := o.budget(t, "cache")
 		return ok
-	})
+	}, "Budget never applied the PodDisruptionBudget", o)
 	p, _ := o.budget(t, "cache")
 	require.True(t, metav1.IsControlledBy(p, d), "the Deployment controls its PodDisruptionBudget")
 	require.Equal(t, 1, p.Spec.MaxUnavailable.IntValue())
@@ -60,11 +61,11 @@ func TestOperator_works_as_the_ServiceAccount_with_exactly_deploy_rbac_yaml_s_ru
 	}
 	_, err := o.kube.AppsV1().Deployments(o.ns).UpdateStatus(t.Context(), d, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	o.waitFor(t, patience, "the Memcached's status never followed its Deployment's", func() bool {
+	wait.For(t, patience, func() bool {
 		got, _ := o.memcached(t, "cache")
 		c := meta.FindStatusCondition(got.Status.Conditions, "Available")
 		return got.Status.ReadyReplicas == 2 && c != nil && c.Status == metav1.ConditionTrue && c.Reason == "MinimumReplicasAvailable"
-	})
+	}, "the Memcached's status never followed its Deployment's", o)
 
 	leases := o.leases(t)
 	require.Len(t, leases, 2, "the Memcached controller's Lease and Budget's")
@@ -77,16 +78,16 @@ func TestOperator_works_as_the_ServiceAccount_with_exactly_deploy_rbac_yaml_s_ru
 	_, ok = o.memcached(t, "cache")
 	require.False(t, ok, "nothing holds a deleted Memcached")
 
-	require.Equal(t, 0, o.app.Stop(), "SIGTERM: a clean exit; records: %s", o.dump())
+	require.Equal(t, 0, o.app.Stop(), "SIGTERM: a clean exit; records: %s", o.Report())
 	for _, l := range o.leases(t) {
 		require.Empty(t, holder(l), "SIGTERM released %s", l.Name)
 	}
-	require.Empty(t, o.records("reconcile failed"), o.dump())
-	require.Empty(t, o.records("service failed"), o.dump())
+	require.Empty(t, o.records("reconcile failed"), o.Report())
+	require.Empty(t, o.records("service failed"), o.Report())
 	for _, r := range o.app.Telemetry().Records() {
 		severity := r.Severity().String()
 		require.False(t, strings.HasPrefix(severity, "ERROR") || strings.HasPrefix(severity, "FATAL"),
-			"no error of any kind, such as a refused watch or Lease: %s", o.dump())
+			"no error of any kind, such as a refused watch or Lease: %s", o.Report())
 	}
 }
 
@@ -155,7 +156,7 @@ func serveFails(gvr schema.GroupVersionResource, qualified string) failure {
 			require.Equal(t, 1, o.wait(t, patience), "the App exits 1")
 			want := fmt.Sprintf("kube: listing %s: %s is forbidden: %s", gvr, qualified, forbidden(o, "list", gvr.Resource, gvr.Group, ""))
 			fails := o.records("service failed")
-			require.NotEmpty(t, fails, o.dump())
+			require.NotEmpty(t, fails, o.Report())
 			require.Equal(t, want, fails[0].message)
 		},
 	}
@@ -168,10 +169,10 @@ func watchRefused(resource, group string) failure {
 		operation: fmt.Sprintf("the informers' watch of %s: refused, client-go logs \"Failed to watch\" naming it", resource),
 		check: func(t *testing.T, o *operator, start func()) {
 			start()
-			o.waitFor(t, patience, "no record of the refused watch", func() bool {
+			wait.For(t, patience, func() bool {
 				_, ok := o.recordWith("Failed to watch", forbidden(o, "watch", resource, group, ""))
 				return ok
-			})
+			}, "no record of the refused watch", o)
 		},
 	}
 }
@@ -187,11 +188,11 @@ func statusRefused() failure {
 			o.create(t, "cache", 1)
 			start()
 			var r record
-			o.waitFor(t, patience, "no reconcile failed on the status apply", func() bool {
+			wait.For(t, patience, func() bool {
 				var ok bool
 				r, ok = o.recordWith("reconcile failed", "applying status: ", forbidden(o, "patch", "memcacheds/status", memcached.Memcached.Group, o.ns))
 				return ok
-			})
+			}, "no reconcile failed on the status apply", o)
 			require.Equal(t, "memcached-controller", r.controller)
 			require.Equal(t, "cache", r.object)
 			m, _ := o.memcached(t, "cache")
@@ -211,12 +212,12 @@ func applyRefused(verb string) failure {
 		check: func(t *testing.T, o *operator, start func()) {
 			o.create(t, "cache", 1)
 			start()
-			o.waitFor(t, patience, "the Memcached's status never said its apply failed", func() bool {
+			wait.For(t, patience, func() bool {
 				m, _ := o.memcached(t, "cache")
 				c := meta.FindStatusCondition(m.Status.Conditions, "Available")
 				return c != nil && c.Reason == "ApplyFailed" &&
 					strings.Contains(c.Message, forbidden(o, verb, "deployments", appsv1.GroupName, o.ns))
-			})
+			}, "the Memcached's status never said its apply failed", o)
 			_, ok := o.deployment(t, "cache")
 			require.False(t, ok, "no Deployment")
 		},
@@ -234,11 +235,11 @@ func budgetRefused(verb string) failure {
 			o.create(t, "cache", 1)
 			start()
 			var r record
-			o.waitFor(t, patience, "no reconcile of Budget's failed", func() bool {
+			wait.For(t, patience, func() bool {
 				var ok bool
 				r, ok = o.recordWith("reconcile failed", forbidden(o, verb, "poddisruptionbudgets", policyv1.GroupName, o.ns))
 				return ok
-			})
+			}, "no reconcile of Budget's failed", o)
 			require.Equal(t, "memcached-controller-budget", r.controller)
 			require.Equal(t, "cache", r.object)
 			_, ok := o.budget(t, "cache")
@@ -258,7 +259,7 @@ func leaseRefused(verb, body string) failure {
 		operation: fmt.Sprintf("leader election's %s of the Lease: %q, never leads, no Lease", verb, body),
 		check: func(t *testing.T, o *operator, start func()) {
 			start()
-			o.waitFor(t, patience, "neither controller logged the refusal", func() bool {
+			wait.For(t, patience, func() bool {
 				controllers := map[string]bool{}
 				for _, r := range o.records(body) {
 					if strings.Contains(r.message, forbidden(o, verb, "leases", coordinationv1.GroupName, o.ns)) {
@@ -266,7 +267,7 @@ func leaseRefused(verb, body string) failure {
 					}
 				}
 				return controllers["memcached-controller"] && controllers["memcached-controller-budget"]
-			})
+			}, "neither controller logged the refusal", o)
 			require.Empty(t, o.leases(t), "no Lease")
 			require.Empty(t, o.records("Successfully acquired lease"), "never leads")
 		},
@@ -285,9 +286,9 @@ func renewRefused() failure {
 			require.Equal(t, 1, o.wait(t, kube.DefaultSettings().LeaderElection.RenewDeadline+patience), "the App exits 1")
 			require.NotEmpty(t, o.records("Successfully acquired lease"), "creating the Lease is enough to lead")
 			_, ok := o.recordWith("Failed to update lease", forbidden(o, "update", "leases", coordinationv1.GroupName, o.ns))
-			require.True(t, ok, "the renewal's update is refused: %s", o.dump())
+			require.True(t, ok, "the renewal's update is refused: %s", o.Report())
 			fails := o.records("service failed")
-			require.NotEmpty(t, fails, o.dump())
+			require.NotEmpty(t, fails, o.Report())
 			require.Contains(t, fails[0].message, kube.ErrLostLeadership.Error())
 		},
 	}
