@@ -20,6 +20,7 @@ import (
 	"github.com/loam-dev/loam/adapters/queue"
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/health"
+	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/domain/controller"
 	"github.com/loam-dev/loam/domain/owners"
 	domainsettings "github.com/loam-dev/loam/domain/settings"
@@ -210,7 +211,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Recorder:  tel.recorder,
 		Clock:     clock.Real{},
 		Ready:     synced,
-		Retry:     retryPolicy(settings),
+		Retry:     backoff.Delays(settings.RetryBaseDelay, settings.RetryMaxDelay),
 		Lease:     controller.Lease{LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
 		Finalizer: p.finalizer,
 		Prepare:   scenarioPrepare(p.trust, s.Faults, tel.recorder),

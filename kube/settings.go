@@ -3,7 +3,6 @@ package kube
 import (
 	"time"
 
-	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/domain/settings"
 )
 
@@ -27,15 +26,6 @@ type LeaderElection = settings.LeaderElection
 // 2s. Name, LeaderElection.Namespace and LeaderElection.Identity have no
 // default, so the end user always sources them.
 func DefaultSettings() Settings { return settings.Default() }
-
-// retryPolicy is the backoff of s's retries, under client-go's overall
-// limit of 10 retries a second, bursting to 100. (domain/backoff reads
-// domain/settings' defaults, so the policy can't be built there.)
-func retryPolicy(s Settings) backoff.Policy {
-	p := backoff.Default()
-	p.BaseDelay, p.MaxDelay = s.RetryBaseDelay, s.RetryMaxDelay
-	return p
-}
 
 // CheckName reports whether name can name a controller: it is a valid
 // Lease name, a DNS subdomain, and no longer than a field manager's 128

@@ -38,6 +38,14 @@ func Default() Policy {
 	}
 }
 
+// Delays returns Default with a key's backoff from base to max: a
+// controller's RetryBaseDelay and RetryMaxDelay, under client-go's bucket.
+func Delays(base, max time.Duration) Policy {
+	p := Default()
+	p.BaseDelay, p.MaxDelay = base, max
+	return p
+}
+
 // Exponential returns the backoff of a key that has failed failures times
 // before this failure: BaseDelay doubled that many times, capped at
 // MaxDelay.
