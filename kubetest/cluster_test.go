@@ -33,7 +33,7 @@ import (
 
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // waitFor bounds how long a test waits for something the cluster does

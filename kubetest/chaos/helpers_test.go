@@ -30,7 +30,7 @@ import (
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/internal/controllerapp"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // sized picks a test's size: short under -short, full under -chaos.full,

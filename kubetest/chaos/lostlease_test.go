@@ -20,7 +20,7 @@ import (
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // stuckReconciles records the reconciles of a Reconciler that hangs until

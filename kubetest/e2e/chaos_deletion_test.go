@@ -28,7 +28,7 @@ import (
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest/internal/memcached"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // The deletion race's finalizers: the controller's own, and one another

@@ -16,7 +16,7 @@ import (
 	"github.com/loam-dev/loam/app/fault"
 	"github.com/loam-dev/loam/app/fault/fit"
 	"github.com/loam-dev/loam/kube"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // errorLog keeps the message of every error the test's code saw.

@@ -23,7 +23,7 @@ import (
 	"github.com/loam-dev/loam/app/fault/fit"
 	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/kube"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // panicLabel says which of the end user's functions panics for an

@@ -23,7 +23,7 @@ import (
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // boundToken returns a token of the ServiceAccount ns/sa bound to a

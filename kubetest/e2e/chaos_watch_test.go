@@ -13,7 +13,7 @@ import (
 	"github.com/loam-dev/loam/adapters/transport"
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/kube"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // sizeLog records which size each reconcile of an object saw, and when.

@@ -23,7 +23,7 @@ import (
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/internal/controllerapp"
 	"github.com/loam-dev/loam/kubetest/internal/memcached"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // The controller tests run the spec's Memcached operator, and its

@@ -34,7 +34,7 @@ import (
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest/internal/memcached"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 const finalizer = "cache.example.com/finalizer"

@@ -21,7 +21,7 @@ import (
 
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // These tests create CRDs that kube.Resource reflects from Go types on the

@@ -27,7 +27,7 @@ import (
 	"github.com/loam-dev/loam/app/fault"
 	"github.com/loam-dev/loam/app/fault/fit"
 	"github.com/loam-dev/loam/kube"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // memcachedUnderTest returns the Memcached controller of r's objects in

@@ -15,7 +15,7 @@ import (
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // controllerConfig is the Controller an App runs.

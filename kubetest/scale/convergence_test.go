@@ -11,7 +11,7 @@ import (
 
 	"github.com/loam-dev/loam/adapters/telemetry"
 	"github.com/loam-dev/loam/kubetest"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // convergenceResult is what the convergence phase measured for one N and

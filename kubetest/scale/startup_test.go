@@ -27,7 +27,7 @@ import (
 
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
-	"github.com/loam-dev/loam/kubetest/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // childJob is what the parent asks of the child process.

@@ -27,9 +27,9 @@ import (
 	"k8s.io/client-go/restmapper"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/loam-dev/loam/examples/internal/wait"
 	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, kubetest.GoleakOptions()...) }

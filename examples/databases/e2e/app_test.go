@@ -29,8 +29,8 @@ import (
 	"github.com/loam-dev/loam/app/fault/fit"
 	"github.com/loam-dev/loam/app/fault/jsonscenario"
 	"github.com/loam-dev/loam/examples/databases"
-	"github.com/loam-dev/loam/examples/internal/wait"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // cluster is the package's one API server.

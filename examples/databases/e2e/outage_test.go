@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loam-dev/loam/examples/databases"
-	"github.com/loam-dev/loam/examples/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // proxy stands between the controller and PostgreSQL: stopping it is

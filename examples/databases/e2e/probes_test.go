@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/loam-dev/loam/examples/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // freeAddress returns a loopback address no listener holds now, for an

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/loam-dev/loam/examples/internal/wait"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // deployRBAC returns the ClusterRole and the leader election's Role of

@@ -21,8 +21,8 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
-	"github.com/loam-dev/loam/examples/internal/wait"
 	"github.com/loam-dev/loam/examples/memcached"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // patience bounds every wait for the operator.

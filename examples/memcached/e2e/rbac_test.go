@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/loam-dev/loam/examples/internal/wait"
 	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // The operator, with exactly rbac.yaml's rules, does all it does: the

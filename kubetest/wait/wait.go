@@ -1,11 +1,10 @@
-// Package wait is how the examples' end-to-end tests — the Memcached
-// operator's, the databases controller's and the demo's — wait for what a
-// test against a real API server can only poll for: a status written, a
-// record logged, a database provisioned. It is one helper with one
-// argument order, so every wait of the module reads the same and fails
-// the same way: naming what it waited for, and telling what the Apps it
-// watched were doing. (kubetest's suites have their own copy: the two
-// modules share no test code.)
+// Package wait is how a test against a real API server waits for what it
+// can only poll for: a status written, a Lease taken, a count reached.
+// kubetest's own suites (e2e, chaos, scale) and the examples' end-to-end
+// tests use it, and so may an end user's tests of their own operator. It is
+// one helper with one argument order, so every wait reads the same and
+// fails the same way: naming what it waited for, and telling what the Apps
+// it watched were doing.
 //
 // A wait proves that something happened. It never proves that nothing
 // did: for that, wait for a later event that must come after, and count.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
-	"github.com/loam-dev/loam/examples/internal/wait"
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // fatal is a testing.TB whose Fatalf keeps the message and ends the
