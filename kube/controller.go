@@ -148,7 +148,9 @@ type clients struct {
 // Client.Config returns.
 func clientsOf(c *Client) (clients, error) {
 	var errs []error
-	dyn, err := dynamic.NewForConfig(c.Config())
+	// The primary informer's client decodes watched objects straight into
+	// its cache's form.
+	dyn, err := informer.NewDynamicClient(c.Config())
 	if err != nil {
 		errs = append(errs, fmt.Errorf("kube: the dynamic client: %w", err))
 	}

@@ -11,6 +11,24 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// decoders are the two ways an object reaches the cache: decoded by the
+// dynamic client and converted by the transform, as a list's items and a
+// fake client's objects are, or decoded from the wire by NewDynamicClient's
+// watch.
+var decoders = []struct {
+	name   string
+	decode func(t *testing.T, doc string) (*cached, error)
+}{
+	{"converted", func(t *testing.T, doc string) (*cached, error) {
+		obj, err := compact(decoded(t, doc))
+		if err != nil {
+			return nil, err
+		}
+		return obj.(*cached), nil
+	}},
+	{"from the wire", func(_ *testing.T, doc string) (*cached, error) { return decodeCompact([]byte(doc)) }},
+}
+
 // decoded returns doc as the dynamic client decodes it.
 func decoded(t *testing.T, doc string) *unstructured.Unstructured {
 	t.Helper()
@@ -58,42 +76,53 @@ func TestCompact_keeps_the_JSON_and_the_metadata_the_cache_reads(t *testing.T) {
 			status: `{}`,
 		},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			obj, err := compact(decoded(t, tc.doc))
-			require.NoError(t, err)
-			c := obj.(*cached)
-			require.JSONEq(t, tc.json, string(c.json))
-			if tc.status == "" {
-				require.Nil(t, c.status)
-			} else {
-				require.JSONEq(t, tc.status, string(c.status))
-				require.Equal(t, len(c.status), cap(c.status), "appending to the status can't reach the JSON")
-			}
-			require.Equal(t, len(c.json), cap(c.json), "appending to the JSON can't write into the cache's")
-		})
+		for _, d := range decoders {
+			t.Run(tc.name+"/"+d.name, func(t *testing.T) {
+				c, err := d.decode(t, tc.doc)
+				require.NoError(t, err)
+				require.JSONEq(t, tc.json, string(c.json))
+				if tc.status == "" {
+					require.Nil(t, c.status)
+				} else {
+					require.JSONEq(t, tc.status, string(c.status))
+					require.Equal(t, len(c.status), cap(c.status), "appending to the status can't reach the JSON")
+				}
+				require.Equal(t, len(c.json), cap(c.json), "appending to the JSON can't write into the cache's")
+			})
+		}
 	}
 }
 
 func TestCompact_reads_the_metadata_the_informer_and_the_domain_read(t *testing.T) {
-	obj, err := compact(decoded(t, `{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached",
+	for _, d := range decoders {
+		t.Run(d.name, func(t *testing.T) {
+			c, err := d.decode(t, `{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached",
 		"metadata":{"name":"a","namespace":"ns","uid":"a-uid","resourceVersion":"7","generation":3,
 			"creationTimestamp":"2026-01-02T03:04:05Z","deletionTimestamp":"2026-01-02T03:04:06Z",
 			"labels":{"app":"memcached"},"annotations":{"note":"x"},"finalizers":["f","g"],
-			"ownerReferences":[{"apiVersion":"v1","kind":"Namespace","name":"ns","uid":"ns-uid"}]}}`))
-	require.NoError(t, err)
-	c := obj.(*cached)
-	require.Equal(t, metav1.ObjectMeta{
-		Name: "a", Namespace: "ns", UID: "a-uid", ResourceVersion: "7",
-		DeletionTimestamp: ptr.To(metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC).Local())),
-		Annotations:       map[string]string{"note": "x"}, Finalizers: []string{"f", "g"},
-	}, c.ObjectMeta, "nothing more than the informer and the domain read")
-	require.Equal(t, schema.GroupVersionKind{}, c.GetObjectKind().GroupVersionKind())
+			"ownerReferences":[{"apiVersion":"v1","kind":"Namespace","name":"ns","uid":"ns-uid"}]}}`)
+			require.NoError(t, err)
+			require.Equal(t, metav1.ObjectMeta{
+				Name: "a", Namespace: "ns", UID: "a-uid", ResourceVersion: "7",
+				DeletionTimestamp: ptr.To(metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC).Local())),
+				Annotations:       map[string]string{"note": "x"}, Finalizers: []string{"f", "g"},
+			}, c.ObjectMeta, "nothing more than the informer and the domain read")
+			require.Equal(t, schema.GroupVersionKind{}, c.GetObjectKind().GroupVersionKind())
+		})
+	}
 }
 
 func TestCompact_takes_any_deletionTimestamp_for_a_deletion(t *testing.T) {
-	obj, err := compact(decoded(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a","deletionTimestamp":"yesterday"}}`))
-	require.NoError(t, err)
-	require.NotNil(t, obj.(*cached).DeletionTimestamp)
+	for _, d := range decoders {
+		for _, ts := range []string{`"yesterday"`, `7`, `{}`} {
+			c, err := d.decode(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a","deletionTimestamp":`+ts+`}}`)
+			require.NoError(t, err)
+			require.NotNil(t, c.DeletionTimestamp, "%s: %s", d.name, ts)
+		}
+		c, err := d.decode(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a","deletionTimestamp":null}}`)
+		require.NoError(t, err)
+		require.Nil(t, c.DeletionTimestamp, "%s: null", d.name)
+	}
 }
 
 func TestCompact_is_idempotent(t *testing.T) {

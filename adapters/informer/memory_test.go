@@ -238,7 +238,16 @@ type cacheVariant struct {
 	name string
 	// owned is true for a variant of the metadata informer.
 	owned bool
-	build func(t testing.TB, dyn dynamic.Interface, meta metadata.Interface, enqueue func()) cache.SharedIndexInformer
+	build func(t testing.TB, c testClients, enqueue func()) cache.SharedIndexInformer
+}
+
+// testClients are the clients a cacheVariant may build its informer on.
+type testClients struct {
+	// dynamic is client-go's dynamic client, and wire the one of
+	// informer.NewDynamicClient, which decodes watched objects straight
+	// into the cache's form.
+	dynamic, wire dynamic.Interface
+	metadata      metadata.Interface
 }
 
 var (
@@ -263,8 +272,8 @@ func stripOnly(obj any) (any, error) {
 var cacheVariants = []cacheVariant{
 	{
 		name: "primary/unstructured with managedFields",
-		build: func(t testing.TB, dyn dynamic.Interface, _ metadata.Interface, enqueue func()) cache.SharedIndexInformer {
-			inf := dynamicinformer.NewFilteredDynamicInformer(dyn, memoryMemcacheds, "", 0, cache.Indexers{}, nil).Informer()
+		build: func(t testing.TB, c testClients, enqueue func()) cache.SharedIndexInformer {
+			inf := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, memoryMemcacheds, "", 0, cache.Indexers{}, nil).Informer()
 			_, err := inf.AddEventHandler(counting(enqueue))
 			require.NoError(t, err)
 			return inf
@@ -272,8 +281,8 @@ var cacheVariants = []cacheVariant{
 	},
 	{
 		name: "primary/unstructured without managedFields",
-		build: func(t testing.TB, dyn dynamic.Interface, _ metadata.Interface, enqueue func()) cache.SharedIndexInformer {
-			inf := dynamicinformer.NewFilteredDynamicInformer(dyn, memoryMemcacheds, "", 0, cache.Indexers{}, nil).Informer()
+		build: func(t testing.TB, c testClients, enqueue func()) cache.SharedIndexInformer {
+			inf := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, memoryMemcacheds, "", 0, cache.Indexers{}, nil).Informer()
 			require.NoError(t, inf.SetTransform(stripOnly))
 			_, err := inf.AddEventHandler(counting(enqueue))
 			require.NoError(t, err)
@@ -281,9 +290,17 @@ var cacheVariants = []cacheVariant{
 		},
 	},
 	{
+		name: "primary/loam, converted from client-go's objects",
+		build: func(t testing.TB, c testClients, enqueue func()) cache.SharedIndexInformer {
+			p, err := informer.NewPrimary(c.dynamic, memoryMemcacheds, informer.Config{Notify: func(ports.Event) { enqueue() }, Logger: logr.Discard()})
+			require.NoError(t, err)
+			return p.Informer()
+		},
+	},
+	{
 		name: "primary/loam",
-		build: func(t testing.TB, dyn dynamic.Interface, _ metadata.Interface, enqueue func()) cache.SharedIndexInformer {
-			p, err := informer.NewPrimary(dyn, memoryMemcacheds, informer.Config{Notify: func(ports.Event) { enqueue() }, Logger: logr.Discard()})
+		build: func(t testing.TB, c testClients, enqueue func()) cache.SharedIndexInformer {
+			p, err := informer.NewPrimary(c.wire, memoryMemcacheds, informer.Config{Notify: func(ports.Event) { enqueue() }, Logger: logr.Discard()})
 			require.NoError(t, err)
 			return p.Informer()
 		},
@@ -291,8 +308,8 @@ var cacheVariants = []cacheVariant{
 	{
 		name:  "owned/metadata with managedFields",
 		owned: true,
-		build: func(t testing.TB, _ dynamic.Interface, meta metadata.Interface, enqueue func()) cache.SharedIndexInformer {
-			inf := metadatainformer.NewFilteredMetadataInformer(meta, memoryDeployments, "", 0, cache.Indexers{}, nil).Informer()
+		build: func(t testing.TB, c testClients, enqueue func()) cache.SharedIndexInformer {
+			inf := metadatainformer.NewFilteredMetadataInformer(c.metadata, memoryDeployments, "", 0, cache.Indexers{}, nil).Informer()
 			_, err := inf.AddEventHandler(counting(enqueue))
 			require.NoError(t, err)
 			return inf
@@ -301,10 +318,10 @@ var cacheVariants = []cacheVariant{
 	{
 		name:  "owned/loam",
 		owned: true,
-		build: func(t testing.TB, _ dynamic.Interface, meta metadata.Interface, enqueue func()) cache.SharedIndexInformer {
+		build: func(t testing.TB, c testClients, enqueue func()) cache.SharedIndexInformer {
 			// Every Deployment is controlled by a Memcached, so each one
 			// queues a key, as the handler counts.
-			o, err := informer.NewOwned(meta, memoryDeployments, memcached, informer.Config{Notify: func(ports.Event) { enqueue() }, Logger: logr.Discard()})
+			o, err := informer.NewOwned(c.metadata, memoryDeployments, memcached, informer.Config{Notify: func(ports.Event) { enqueue() }, Logger: logr.Discard()})
 			require.NoError(t, err)
 			return o.Informer()
 		},
@@ -363,9 +380,11 @@ func measureCache(t testing.TB, v cacheVariant, n int) cacheFigures {
 	require.NoError(t, err)
 	meta, err := metadata.NewForConfigAndClient(config, srv.Client())
 	require.NoError(t, err)
+	wire, err := informer.NewDynamicClient(config)
+	require.NoError(t, err)
 
 	var added atomic.Int64
-	inf := v.build(t, dyn, meta, func() { added.Add(1) })
+	inf := v.build(t, testClients{dynamic: dyn, wire: wire, metadata: meta}, func() { added.Add(1) })
 	r := informer.Start(t.Context(), inf)
 	require.True(t, r.WaitForSync(t.Context()))
 	require.Eventually(t, func() bool { return added.Load() == int64(n) }, time.Minute, time.Millisecond,
@@ -378,6 +397,7 @@ func measureCache(t testing.TB, v cacheVariant, n int) cacheFigures {
 	r.Stop()
 	released := heapInUse()
 	runtime.KeepAlive(dyn)
+	runtime.KeepAlive(wire)
 	runtime.KeepAlive(meta)
 	figures.heap = (float64(held) - float64(released)) / float64(n)
 	return figures

@@ -1,11 +1,14 @@
 package informer
 
 import (
+	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loam-dev/loam/ports"
@@ -22,11 +25,27 @@ type Primary struct {
 
 var _ ports.ObjectSource = (*Primary)(nil)
 
-// NewPrimary returns the informer of gvr's objects, not yet running:
-// Start runs it. It fails only when client-go refuses its transform or
+// NewPrimary returns the informer of gvr's objects, listed and watched
+// through client, not yet running: Start runs it. A client from
+// NewDynamicClient decodes each watched object straight into the cache's
+// form; any other dynamic client's objects are converted as they arrive. It fails only when client-go refuses its transform or
 // handler, which it does only for an informer that has run.
 func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Config) (*Primary, error) {
-	inf := dynamicinformer.NewFilteredDynamicInformer(client, gvr, c.Namespace, c.Resync, cache.Indexers{}, nil).Informer()
+	resource := client.Resource(gvr).Namespace(c.Namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return resource.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return resource.Watch(ctx, opts)
+		},
+	}
+	// No example object: a watch through NewDynamicClient hands the
+	// informer *cached objects and a list *unstructured.Unstructured ones,
+	// which the transform makes *cached too, so the reflector must not
+	// hold events to one type.
+	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), nil,
+		cache.SharedIndexInformerOptions{ResyncPeriod: c.Resync, Indexers: cache.Indexers{}, ObjectDescription: gvr.String()})
 	if err := inf.SetTransform(compact); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
