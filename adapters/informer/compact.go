@@ -3,33 +3,59 @@ package informer
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loam-dev/loam/domain/owners"
+	"github.com/loam-dev/loam/ports"
 )
 
 // cached is an object of the primary resource as its cache holds it: the
 // object's JSON, and the few metadata fields the informer and the domain
 // read, decoded once. The dynamic client decodes each object into maps of
-// interface values several times the size of its JSON; the transform
-// replaces them with this, so the maps are garbage as soon as they are
-// cached.
+// interface values several times the size of its JSON; the cache holds
+// this in their place.
 //
-// Its ObjectMeta is what client-go's informer reads through meta.Accessor
+// Its keyMeta is what client-go's informer reads through meta.Accessor
 // (namespace and name for the key, resourceVersion to tell a resync from a
-// change) and what Get hands the domain (uid, deletionTimestamp,
-// finalizers, annotations), and holds nothing else.
+// change); its other fields are what Get hands the domain.
 type cached struct {
-	metav1.ObjectMeta
+	keyMeta
+	uid         types.UID
+	deleting    bool
+	finalizers  []string
+	annotations map[string]string
 	// json is the whole object as the API server sent it, but for
-	// metadata.managedFields. Nothing modifies it once the transform
-	// returns: Get hands it out, and every copy of the object shares it.
+	// metadata.managedFields. Nothing modifies it once it is cached: Get
+	// hands it out, and every copy of the object shares it.
 	json []byte
 	// status is the value of json's status member, a slice of json, or
 	// nil when the object has none.
 	status []byte
+}
+
+// GetUID returns the object's uid.
+func (c *cached) GetUID() types.UID { return c.uid }
+
+// GetFinalizers returns the object's finalizers.
+func (c *cached) GetFinalizers() []string { return c.finalizers }
+
+// GetAnnotations returns the object's annotations.
+func (c *cached) GetAnnotations() map[string]string { return c.annotations }
+
+// GetDeletionTimestamp returns a zero time when the object is being
+// deleted, and nil otherwise: the cache keeps whether it is, not when.
+func (c *cached) GetDeletionTimestamp() *metav1.Time {
+	if c.deleting {
+		return &metav1.Time{}
+	}
+	return nil
 }
 
 // GetObjectKind returns an empty kind: the object's apiVersion and kind are
@@ -39,7 +65,10 @@ func (c *cached) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKi
 // DeepCopyObject returns a copy of c with metadata of its own. The copy
 // shares c's JSON, which nothing modifies.
 func (c *cached) DeepCopyObject() runtime.Object {
-	return &cached{ObjectMeta: *c.DeepCopy(), json: c.json, status: c.status}
+	cp := *c
+	cp.finalizers = slices.Clone(c.finalizers)
+	cp.annotations = maps.Clone(c.annotations)
+	return &cp
 }
 
 // compact is the primary informer's transform: it replaces the
@@ -62,22 +91,16 @@ func compact(obj any) (any, error) {
 // compactUnstructured returns u as the cache holds it. It fails only when
 // u holds a value JSON can't encode, which no decoded object does.
 func compactUnstructured(u *unstructured.Unstructured) (*cached, error) {
-	c := &cached{ObjectMeta: metav1.ObjectMeta{
-		Namespace:       u.GetNamespace(),
-		Name:            u.GetName(),
-		UID:             u.GetUID(),
-		ResourceVersion: u.GetResourceVersion(),
-		Finalizers:      u.GetFinalizers(),
-		Annotations:     u.GetAnnotations(),
-	}}
-	if ts, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "deletionTimestamp"); found && ts != nil {
-		// Any deletionTimestamp means the object is being deleted, even
-		// one that doesn't parse as a time.
-		c.DeletionTimestamp = u.GetDeletionTimestamp()
-		if c.DeletionTimestamp == nil {
-			c.DeletionTimestamp = &metav1.Time{}
-		}
+	c := &cached{
+		keyMeta:     keyMeta{namespace: u.GetNamespace(), name: u.GetName(), resourceVersion: u.GetResourceVersion()},
+		uid:         u.GetUID(),
+		finalizers:  u.GetFinalizers(),
+		annotations: u.GetAnnotations(),
 	}
+	// Any deletionTimestamp means the object is being deleted, even one
+	// that doesn't parse as a time.
+	ts, found, _ := unstructured.NestedFieldNoCopy(u.Object, "metadata", "deletionTimestamp")
+	c.deleting = found && ts != nil
 
 	if md, ok := u.Object["metadata"].(map[string]any); ok {
 		delete(md, "managedFields")
@@ -92,7 +115,7 @@ func compactUnstructured(u *unstructured.Unstructured) (*cached, error) {
 	}
 	rest, err := json.Marshal(u.Object)
 	if err != nil {
-		return nil, fmt.Errorf("encoding %s/%s: %w", c.Namespace, c.Name, err)
+		return nil, fmt.Errorf("encoding %s/%s: %w", c.namespace, c.name, err)
 	}
 	if !hasStatus {
 		// Capped, so that appending to it can't write into the cache's.
@@ -101,7 +124,7 @@ func compactUnstructured(u *unstructured.Unstructured) (*cached, error) {
 	}
 	s, err := json.Marshal(status)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the status of %s/%s: %w", c.Namespace, c.Name, err)
+		return nil, fmt.Errorf("encoding the status of %s/%s: %w", c.namespace, c.name, err)
 	}
 	const member = `"status":`
 	// rest is {} or {...}: the status goes before its closing brace. One
@@ -122,27 +145,41 @@ func compactUnstructured(u *unstructured.Unstructured) (*cached, error) {
 	return c, nil
 }
 
-// slimMetadata is the owned informers' transform: it keeps of a
-// *metav1.PartialObjectMetadata only what the informer and the owned
-// resources' handler read (namespace, name, uid, resourceVersion and the
-// controller owner reference), so that no managedFields, labels,
-// annotations or apiVersion and kind are cached for the object. It is
-// idempotent, as client-go asks.
-func slimMetadata(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return obj, nil
+// owned is an object of an owned resource as its cache holds it: its key
+// and resourceVersion, and the key of the object of the controller's kind
+// its controller owner reference names, which is all the owned resources'
+// handler reads.
+type owned struct {
+	keyMeta
+	// owner is the key of the object that controls this one; ok is false
+	// when no object of the controller's kind does.
+	owner ports.Key
+	ok    bool
+}
+
+// GetObjectKind returns an empty kind: nothing that reads the cache asks
+// for it.
+func (o *owned) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject returns a copy of o.
+func (o *owned) DeepCopyObject() runtime.Object {
+	cp := *o
+	return &cp
+}
+
+// slimOwned returns the owned informers' transform for objects owner's
+// kind controls: it keeps of a *metav1.PartialObjectMetadata only what the
+// informer and the owned resources' handler read, so that no
+// managedFields, labels, annotations or owner references are cached for
+// the object. It is idempotent, as client-go asks.
+func slimOwned(owner owners.Owner) func(obj any) (any, error) {
+	return func(obj any) (any, error) {
+		m, ok := obj.(*metav1.PartialObjectMetadata)
+		if !ok {
+			return obj, nil
+		}
+		o := &owned{keyMeta: keyMeta{namespace: m.Namespace, name: m.Name, resourceVersion: m.ResourceVersion}}
+		o.owner, o.ok = owner.Key(m.Namespace, m.OwnerReferences)
+		return o, nil
 	}
-	slim := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-		Namespace:       m.Namespace,
-		Name:            m.Name,
-		UID:             m.UID,
-		ResourceVersion: m.ResourceVersion,
-	}}
-	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
-		slim.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion: ref.APIVersion, Kind: ref.Kind, Name: ref.Name, UID: ref.UID, Controller: ref.Controller,
-		}}
-	}
-	return slim, nil
 }

@@ -2,13 +2,15 @@ package informer
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+
+	"github.com/loam-dev/loam/domain/owners"
+	"github.com/loam-dev/loam/ports"
 )
 
 // decoders are the two ways an object reaches the cache: decoded by the
@@ -102,11 +104,15 @@ func TestCompact_reads_the_metadata_the_informer_and_the_domain_read(t *testing.
 			"labels":{"app":"memcached"},"annotations":{"note":"x"},"finalizers":["f","g"],
 			"ownerReferences":[{"apiVersion":"v1","kind":"Namespace","name":"ns","uid":"ns-uid"}]}}`)
 			require.NoError(t, err)
-			require.Equal(t, metav1.ObjectMeta{
-				Name: "a", Namespace: "ns", UID: "a-uid", ResourceVersion: "7",
-				DeletionTimestamp: ptr.To(metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC).Local())),
-				Annotations:       map[string]string{"note": "x"}, Finalizers: []string{"f", "g"},
-			}, c.ObjectMeta, "nothing more than the informer and the domain read")
+			require.Equal(t, &cached{
+				keyMeta:     keyMeta{name: "a", namespace: "ns", resourceVersion: "7"},
+				uid:         "a-uid",
+				deleting:    true,
+				annotations: map[string]string{"note": "x"},
+				finalizers:  []string{"f", "g"},
+				json:        c.json,
+			}, c, "nothing more than the informer and the domain read")
+			require.NotNil(t, c.GetDeletionTimestamp())
 			require.Equal(t, schema.GroupVersionKind{}, c.GetObjectKind().GroupVersionKind())
 		})
 	}
@@ -117,11 +123,12 @@ func TestCompact_takes_any_deletionTimestamp_for_a_deletion(t *testing.T) {
 		for _, ts := range []string{`"yesterday"`, `7`, `{}`} {
 			c, err := d.decode(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a","deletionTimestamp":`+ts+`}}`)
 			require.NoError(t, err)
-			require.NotNil(t, c.DeletionTimestamp, "%s: %s", d.name, ts)
+			require.True(t, c.deleting, "%s: %s", d.name, ts)
 		}
 		c, err := d.decode(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a","deletionTimestamp":null}}`)
 		require.NoError(t, err)
-		require.Nil(t, c.DeletionTimestamp, "%s: null", d.name)
+		require.False(t, c.deleting, "%s: null", d.name)
+		require.Nil(t, c.GetDeletionTimestamp())
 	}
 }
 
@@ -144,13 +151,13 @@ func TestCached_DeepCopyObject_copies_the_metadata(t *testing.T) {
 	c := obj.(*cached)
 	cp := c.DeepCopyObject().(*cached)
 	require.Equal(t, c, cp)
-	cp.Annotations["note"] = "changed"
-	cp.Finalizers[0] = "changed"
-	require.Equal(t, "x", c.Annotations["note"])
-	require.Equal(t, []string{"f"}, c.Finalizers)
+	cp.annotations["note"] = "changed"
+	cp.finalizers[0] = "changed"
+	require.Equal(t, "x", c.annotations["note"])
+	require.Equal(t, []string{"f"}, c.finalizers)
 }
 
-func TestSlimMetadata_keeps_the_controller_reference_and_the_key(t *testing.T) {
+func TestSlimOwned_keeps_the_key_and_the_owner_s(t *testing.T) {
 	yes := ptr.To(true)
 	full := &metav1.PartialObjectMetadata{
 		TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
@@ -165,18 +172,17 @@ func TestSlimMetadata_keeps_the_controller_reference_and_the_key(t *testing.T) {
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 		},
 	}
-	want := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-		Name: "a", Namespace: "ns", UID: "a-uid", ResourceVersion: "7",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "cache.example.com/v1alpha1", Kind: "Memcached", Name: "m", UID: "m-uid", Controller: yes}},
-	}}
-	once, err := slimMetadata(full)
+	slim := slimOwned(owners.Owner{Group: "cache.example.com", Kind: "Memcached", Namespaced: true})
+	want := &owned{keyMeta: keyMeta{namespace: "ns", name: "a", resourceVersion: "7"}, owner: ports.Key{Namespace: "ns", Name: "m"}, ok: true}
+	once, err := slim(full)
 	require.NoError(t, err)
 	require.Equal(t, want, once)
-	twice, err := slimMetadata(once)
+	twice, err := slim(once)
 	require.NoError(t, err)
 	require.Equal(t, want, twice, "idempotent")
+	require.Equal(t, want, once.(*owned).DeepCopyObject())
 
-	none, err := slimMetadata(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}})
+	none, err := slim(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}})
 	require.NoError(t, err)
-	require.Equal(t, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}, none)
+	require.Equal(t, &owned{keyMeta: keyMeta{namespace: "ns", name: "b"}}, none)
 }

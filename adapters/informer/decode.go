@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -177,34 +176,27 @@ func readMetadata(data []byte, m member, c *cached) {
 	v := data[m.valueStart:m.valueEnd]
 	switch {
 	case m.key(data, "name"):
-		c.Name = text(v)
+		c.name = text(v)
 	case m.key(data, "namespace"):
-		c.Namespace = text(v)
+		c.namespace = text(v)
 	case m.key(data, "uid"):
-		c.UID = types.UID(text(v))
+		c.uid = types.UID(text(v))
 	case m.key(data, "resourceVersion"):
-		c.ResourceVersion = text(v)
+		c.resourceVersion = text(v)
 	case m.key(data, "finalizers"):
-		c.Finalizers = nil
-		if json.Unmarshal(v, &c.Finalizers) != nil {
-			c.Finalizers = nil
+		c.finalizers = nil
+		if json.Unmarshal(v, &c.finalizers) != nil {
+			c.finalizers = nil
 		}
 	case m.key(data, "annotations"):
-		c.Annotations = nil
-		if json.Unmarshal(v, &c.Annotations) != nil {
-			c.Annotations = nil
+		c.annotations = nil
+		if json.Unmarshal(v, &c.annotations) != nil {
+			c.annotations = nil
 		}
 	case m.key(data, "deletionTimestamp"):
-		c.DeletionTimestamp = nil
-		if string(v) == "null" {
-			return
-		}
 		// Any deletionTimestamp means the object is being deleted, even
 		// one that doesn't parse as a time.
-		c.DeletionTimestamp = &metav1.Time{}
-		if json.Unmarshal(v, c.DeletionTimestamp) != nil {
-			c.DeletionTimestamp = &metav1.Time{}
-		}
+		c.deleting = string(v) != "null"
 	}
 }
 

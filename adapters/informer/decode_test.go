@@ -38,7 +38,7 @@ func TestDecodeCompact_cuts_managedFields_wherever_they_are(t *testing.T) {
 				"the JSON as sent, but for managedFields and the white space after it")
 			require.Equal(t, `{"ready":true}`, string(c.status))
 			if tc.want != `{}` {
-				require.Equal(t, "a", c.Name)
+				require.Equal(t, "a", c.name)
 			}
 		})
 	}
@@ -160,13 +160,11 @@ func FuzzDecodeCompact(f *testing.F) {
 		if err != nil {
 			return
 		}
-		require.Equal(t, want.Name, c.Name)
-		require.Equal(t, want.Namespace, c.Namespace)
-		require.Equal(t, want.UID, c.UID)
-		require.Equal(t, want.ResourceVersion, c.ResourceVersion)
-		require.Equal(t, want.Finalizers, c.Finalizers)
-		require.Equal(t, want.Annotations, c.Annotations)
-		require.Equal(t, want.DeletionTimestamp != nil, c.DeletionTimestamp != nil)
+		require.Equal(t, want.keyMeta, c.keyMeta)
+		require.Equal(t, want.uid, c.uid)
+		require.Equal(t, want.finalizers, c.finalizers)
+		require.Equal(t, want.annotations, c.annotations)
+		require.Equal(t, want.deleting, c.deleting)
 		require.Equal(t, semantic(t, want.json), semantic(t, c.json))
 		require.Equal(t, semantic(t, want.status), semantic(t, c.status))
 	})

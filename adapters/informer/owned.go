@@ -28,7 +28,7 @@ type Owned struct {
 // informer that has run.
 func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner owners.Owner, c Config) (*Owned, error) {
 	inf := metadatainformer.NewFilteredMetadataInformer(client, gvr, c.Namespace, c.Resync, cache.Indexers{}, nil).Informer()
-	if err := inf.SetTransform(slimMetadata); err != nil {
+	if err := inf.SetTransform(slimOwned(owner)); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
 	notify := func(key ports.Key, resync bool) { c.Notify(ports.Event{Key: key, Resync: resync}) }
@@ -69,6 +69,9 @@ func (o *Owned) Informer() cache.SharedIndexInformer { return o.informer }
 func ownerKey(owner owners.Owner, obj any) (ports.Key, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
+	}
+	if o, ok := obj.(*owned); ok {
+		return o.owner, o.ok
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {

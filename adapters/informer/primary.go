@@ -84,10 +84,10 @@ func (p *Primary) Get(key ports.Key) (ports.Object, bool, error) {
 		return ports.Object{}, false, fmt.Errorf("the cache of %s holds a %T, not a compact object", p.gvr, item)
 	}
 	return ports.Object{
-		UID:         c.UID,
-		Deleting:    c.DeletionTimestamp != nil,
-		Finalizers:  c.Finalizers,
-		Annotations: c.Annotations,
+		UID:         c.uid,
+		Deleting:    c.deleting,
+		Finalizers:  c.finalizers,
+		Annotations: c.annotations,
 		Status:      c.status,
 		JSON:        c.json,
 	}, true, nil
