@@ -13,7 +13,7 @@ TOOLS := $(CURDIR)/.tools
 GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 # Every module of the repository. The library first: the others build on it.
-MODULES := . kubetest examples
+MODULES := . kubetest examples benchmarks
 
 # The library's tests run with the race detector. The kubetest module's
 # test binaries link a whole API server and etcd; their race build costs
@@ -21,7 +21,7 @@ MODULES := . kubetest examples
 TESTFLAGS ?= -race -count=1
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: scale chaos fuzz demo test tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test tools bench
+.PHONY: scale chaos compare fuzz demo test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test examples-test benchmarks-test tools bench
 
 # The demo: a Kubernetes API server in-process, the Memcached operator
 # against it, and a failure-injection experiment; about 20s once built, and
@@ -29,7 +29,7 @@ KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 demo:
 	cd examples && go run ./cmd/demo $(ARGS)
 
-test: tidy-check fmt-check vet lint lint-selftest unit kubetest-test examples-test fuzz
+test: tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test examples-test benchmarks-test fuzz
 
 fmt-check:
 	@out="$$($(GOFMT) -l $$(git ls-files '*.go'))"; \
@@ -61,6 +61,20 @@ lint-selftest: $(GOLANGCI_LINT)
 	done; \
 	[ $$missing = 0 ] && echo "lint-selftest: every forbidden call was reported"
 
+# The benchmarks module may import controller-runtime in its crcontroller
+# package only: every import marked "want:" in its lint self-test, another
+# package of the same module, has to be reported.
+BENCH_LINT_SELFTEST := benchmarks/internal/lintselftest/forbidden.go
+benchmarks-lint-selftest: $(GOLANGCI_LINT)
+	@out="$$(cd benchmarks && $(GOLANGCI_LINT) run --allow-parallel-runners --config $(CURDIR)/.golangci.yml --build-tags lintselftest ./internal/lintselftest/ 2>&1)"; \
+	missing=0; \
+	for n in $$(grep -n 'want:' $(BENCH_LINT_SELFTEST) | cut -d: -f1); do \
+		if ! printf '%s\n' "$$out" | grep -q "forbidden.go:$$n:.*(depguard)"; then \
+			echo "benchmarks-lint-selftest: line $$n of $(BENCH_LINT_SELFTEST) was not reported:"; sed -n "$${n}p" $(BENCH_LINT_SELFTEST); missing=1; \
+		fi; \
+	done; \
+	[ $$missing = 0 ] && echo "benchmarks-lint-selftest: controller-runtime is reported outside crcontroller"
+
 unit:
 	go test $(TESTFLAGS) ./...
 
@@ -69,6 +83,12 @@ kubetest-test:
 
 examples-test:
 	cd examples && go test $(KUBETEST_TESTFLAGS) ./...
+
+# The benchmarks module: its helpers' tests, and TestCompare, which runs
+# `make compare` tiny (200 objects, one repeat) and checks that every mode
+# settled every object with the writes it should.
+benchmarks-test:
+	cd benchmarks && go test $(KUBETEST_TESTFLAGS) ./...
 
 # Every fuzz target of every module, briefly, on top of its kept corpus:
 # `make fuzz FUZZTIME=10m` runs each for longer.
@@ -85,6 +105,16 @@ bench:
 SCALE_ARGS ?= -scale.n=1000,10000 -scale.w=1,4,16
 scale:
 	cd kubetest && go test -count=1 -timeout 120m -v -run Scale ./scale -args $(SCALE_ARGS)
+
+# loam against controller-runtime, side by side on one in-process API
+# server: the raw write limit, controller-runtime's controller and loam's,
+# N objects created at once, medians of interleaved repeats, as a Markdown
+# table (benchmarks/README.md). COMPARE_ARGS picks N, W and the repeats;
+# add -out FILE to keep the table. About 5 minutes at full size, plus the
+# first build.
+COMPARE_ARGS ?= -n 5000 -w 4 -r 3
+compare:
+	cd benchmarks && go run ./cmd/compare $(COMPARE_ARGS)
 
 # The chaos suite of docs/reliability.md at full size; `make test` runs it
 # with bounded sizes.

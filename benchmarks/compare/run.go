@@ -1,0 +1,295 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loam-dev/loam/benchmarks/internal/apimetrics"
+	"github.com/loam-dev/loam/benchmarks/internal/probe"
+	"github.com/loam-dev/loam/benchmarks/internal/proc"
+	"github.com/loam-dev/loam/benchmarks/loamcontroller"
+)
+
+// leaseName is both controllers' Lease, in the run's namespace, which is
+// fresh: so every run's Lease is new, and taken at once.
+const leaseName = "memcached-controller"
+
+// Result is what one run measured.
+type Result struct {
+	Mode Mode
+	// Repeat counts from 1.
+	Repeat int
+	// Namespace is the run's own.
+	Namespace string
+	// Settled is how many objects the harness's watch saw settled: all
+	// of them, since a run that doesn't settle every object fails.
+	Settled int
+	// Convergence is the time from the first create until the harness's
+	// watch had seen every object settled.
+	Convergence time.Duration
+	// ControllerCPU is the controller process's CPU time (user and
+	// system) in that window; zero in the limit.
+	ControllerCPU time.Duration
+	// Started is what the controller reported before it started: its Go
+	// runtime and its heap.
+	Started probe.Started
+	// Converged is what it reported once every object had settled: its
+	// heap and its reconciles.
+	Converged probe.Converged
+	// PeakRSS is the controller process's peak resident memory, in bytes,
+	// read once every object had settled.
+	PeakRSS uint64
+	// HarnessCPU is the CPU time of the harness's process in the window:
+	// the API server's and etcd's, with the harness's creates and watch
+	// (and, in the limit, its applies).
+	HarnessCPU time.Duration
+	// Requests are the API server's count of the requests it served in
+	// the run, from just before the first create until every object had
+	// settled, for the kinds the run uses: Memcacheds, ConfigMaps and
+	// Leases.
+	Requests apimetrics.Requests
+	// Left is the number of Memcacheds, ConfigMaps and Leases in the whole
+	// cluster once the run had deleted its own, and StoredObjects the API
+	// server's apiserver_storage_objects then, which it refreshes once a
+	// minute.
+	Left          int
+	StoredObjects float64
+}
+
+// run runs mode once, in a namespace of its own, and deletes what it
+// made.
+func (h *harness) run(ctx context.Context, mode Mode, repeat int) (Result, error) {
+	ns := mode.short() + "-" + strconv.Itoa(repeat)
+	res := Result{Mode: mode, Repeat: repeat, Namespace: ns}
+	if _, err := h.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return res, fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	watch, err := watchSettled(ctx, h.memcacheds, ns, h.cfg.N)
+	if err != nil {
+		return res, err
+	}
+	defer watch.close()
+
+	var c *child
+	if mode.controller() {
+		if c, err = h.startController(ctx, mode, ns); err != nil {
+			return res, err
+		}
+		defer func() { _ = c.stop() }() // on the paths that fail before the run stops it
+	}
+
+	before, err := apimetrics.Read(ctx, h.kube.Discovery().RESTClient())
+	if err != nil {
+		return res, err
+	}
+	harness0, controller0, err := h.cpu(c)
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
+	runCtx, cancel := context.WithTimeoutCause(ctx, h.cfg.Timeout,
+		fmt.Errorf("%d objects did not settle within %v", h.cfg.N, h.cfg.Timeout))
+	defer cancel()
+	if err := h.settle(runCtx, mode, ns); err != nil {
+		return res, err
+	}
+	settledAt, err := h.awaitSettled(runCtx, watch, c)
+	if err != nil {
+		return res, err
+	}
+	harness1, controller1, err := h.cpu(c)
+	if err != nil {
+		return res, err
+	}
+	res.Settled, res.Convergence = watch.count(), settledAt.Sub(start)
+	res.HarnessCPU, res.ControllerCPU = harness1-harness0, controller1-controller0
+
+	if c != nil {
+		if res.PeakRSS, err = proc.PeakRSS(c.pid()); err != nil {
+			return res, err
+		}
+		if res.Converged, err = c.converged(ctx); err != nil {
+			return res, err
+		}
+	}
+	after, err := apimetrics.Read(ctx, h.kube.Discovery().RESTClient())
+	if err != nil {
+		return res, err
+	}
+	res.Requests = after.Requests.Since(before.Requests)
+	for k := range res.Requests {
+		if !runsKind(k) {
+			delete(res.Requests, k)
+		}
+	}
+	if c != nil {
+		res.Started = c.startedWith
+		if err := c.stop(); err != nil {
+			return res, err
+		}
+	}
+
+	watch.close()
+	if err := h.cleanup(ctx, ns); err != nil {
+		return res, err
+	}
+	if res.Left, err = h.left(ctx); err != nil {
+		return res, err
+	}
+	stored, err := apimetrics.Read(ctx, h.kube.Discovery().RESTClient())
+	if err != nil {
+		return res, err
+	}
+	res.StoredObjects = stored.StoredObjects
+	return res, nil
+}
+
+// startController starts mode's controller for ns and returns once it
+// has reported its heap and taken its Lease: from then on it reconciles
+// whatever is created.
+func (h *harness) startController(ctx context.Context, mode Mode, ns string) (*child, error) {
+	var args, env []string
+	switch mode {
+	case ControllerRuntime:
+		args = []string{"-namespace", ns, "-workers", strconv.Itoa(h.cfg.Workers), "-leader-election-id", leaseName}
+		env = h.env
+	case Loam:
+		env = append(append([]string(nil), h.env...),
+			loamcontroller.NameVariable+"="+leaseName,
+			loamcontroller.NamespaceVariable+"="+ns,
+			loamcontroller.WorkersVariable+"="+strconv.Itoa(h.cfg.Workers),
+			loamcontroller.IdentityVariable+"="+ns,
+		)
+	}
+	c, err := startChild(mode, h.bins[mode], args, env)
+	if err != nil {
+		return nil, err
+	}
+	startCtx, cancel := context.WithTimeoutCause(ctx, 2*time.Minute, errors.New("no report within 2 minutes"))
+	defer cancel()
+	if c.startedWith, err = c.started(startCtx); err != nil {
+		_ = c.stop()
+		return nil, err
+	}
+	if err := h.awaitLeader(startCtx, ns, c); err != nil {
+		_ = c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// awaitLeader polls the Lease of ns until it has a holder: the child, the
+// only candidate.
+func (h *harness) awaitLeader(ctx context.Context, ns string, c *child) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		l, err := h.kube.CoordinationV1().Leases(ns).Get(ctx, leaseName, metav1.GetOptions{})
+		switch {
+		case err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "":
+			return nil
+		case err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil:
+			return fmt.Errorf("read Lease %s/%s: %w", ns, leaseName, err)
+		case !c.running():
+			return fmt.Errorf("%s exited before it took Lease %s/%s%s", c.mode, ns, leaseName, c.stderr.report())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s never took Lease %s/%s: %w%s", c.mode, ns, leaseName, context.Cause(ctx), c.stderr.report())
+		case <-tick.C:
+		}
+	}
+}
+
+// cpu returns the CPU time of the harness's process and of c's, or zero
+// for a nil c.
+func (h *harness) cpu(c *child) (harness, controller time.Duration, err error) {
+	if harness, err = proc.SelfCPU(); err != nil || c == nil {
+		return harness, 0, err
+	}
+	controller, err = proc.CPU(c.pid())
+	return harness, controller, err
+}
+
+// settle creates the run's objects with the harness's creators, as fast
+// as the API server takes them. In the limit, W goroutines make each
+// created object's two applies as the creators hand them over; otherwise
+// the controller makes them.
+func (h *harness) settle(ctx context.Context, mode Mode, ns string) error {
+	g, ctx := errgroup.WithContext(ctx)
+	var created chan object
+	if mode == Limit {
+		created = make(chan object, h.cfg.N) // a creator never waits for an applier
+	}
+	var (
+		next     atomic.Int64
+		creators sync.WaitGroup
+	)
+	for range min(h.cfg.Creators, h.cfg.N) {
+		creators.Add(1)
+		g.Go(func() error {
+			defer creators.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= h.cfg.N {
+					return nil
+				}
+				o, err := h.raw.create(ctx, ns, i)
+				if err != nil {
+					return err
+				}
+				if created != nil {
+					created <- o
+				}
+			}
+		})
+	}
+	if created != nil {
+		g.Go(func() error {
+			creators.Wait()
+			close(created)
+			return nil
+		})
+		for range h.cfg.Workers {
+			g.Go(func() error {
+				for o := range created {
+					if err := h.raw.applyBoth(ctx, o); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+	}
+	return g.Wait()
+}
+
+// awaitSettled waits until watch has seen every object settled, and
+// returns when it had. It fails early when the controller c, if any,
+// exits.
+func (h *harness) awaitSettled(ctx context.Context, watch *settledWatch, c *child) (time.Time, error) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-watch.done:
+			return watch.settledAt(), nil
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("%d of %d objects settled: %w", watch.count(), h.cfg.N, context.Cause(ctx))
+		case <-tick.C:
+			if c != nil && !c.running() {
+				return time.Time{}, fmt.Errorf("%s exited with %d of %d objects settled%s", c.mode, watch.count(), h.cfg.N, c.stderr.report())
+			}
+		}
+	}
+}

@@ -1,0 +1,134 @@
+// Package probe is how a controller's process reports its own figures to
+// the harness that started it. The child writes JSON lines on its
+// standard output, and reads the harness's word on its standard input:
+//
+//   - once its clients and controller are built, and before the controller
+//     starts, it writes a Started line with its heap after garbage
+//     collection and its Go runtime's settings;
+//   - when the harness writes "converged" to it, it collects garbage again
+//     and writes a Converged line with its heap and its reconcile count.
+//
+// Only the child measures its heap, since only the child can run its
+// collector; the harness reads the child's CPU time and peak RSS from
+// /proc itself.
+package probe
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/metrics"
+	"sync/atomic"
+)
+
+// ConvergedWord is the line the harness writes when every object has
+// settled.
+const ConvergedWord = "converged"
+
+// Started is what a child reports before its controller starts.
+type Started struct {
+	// GoVersion, OS and Arch are the child's runtime.Version, GOOS and
+	// GOARCH.
+	GoVersion string `json:"goVersion"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	// GOMAXPROCS is the child's, as the Go runtime chose it.
+	GOMAXPROCS int `json:"gomaxprocs"`
+	// GOGC is the collector's target percentage, and MemoryLimit the
+	// runtime's soft memory limit, as the runtime runs with them: 100 and
+	// math.MaxInt64 unless something set them.
+	GOGC        uint64 `json:"gogc"`
+	MemoryLimit uint64 `json:"memoryLimit"`
+	// HeapBytes is the live heap after garbage collection.
+	HeapBytes uint64 `json:"heapBytes"`
+}
+
+// Converged is what a child reports once the harness says every object
+// has settled.
+type Converged struct {
+	// HeapBytes is the live heap after garbage collection.
+	HeapBytes uint64 `json:"heapBytes"`
+	// Reconciles is how many reconciles the child's Reconciler began.
+	Reconciles int64 `json:"reconciles"`
+}
+
+// Heap collects garbage twice, so that objects freed by finalizers of the
+// first collection are gone too, and returns the live heap: the bytes of
+// the objects that are still reachable (HeapAlloc).
+func Heap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// Child is a controller's side of the protocol.
+type Child struct {
+	// In is where the harness's words arrive: the process's stdin.
+	In io.Reader
+	// Out is where the reports go: the process's stdout, which nothing
+	// else may write to.
+	Out io.Writer
+	// Reconciles counts the Reconciler's reconciles.
+	Reconciles *atomic.Int64
+}
+
+// Start writes the Started line. The child calls it once everything its
+// controller needs is built, right before the controller starts.
+func (c Child) Start() error {
+	s := Started{
+		GoVersion:   runtime.Version(),
+		OS:          runtime.GOOS,
+		Arch:        runtime.GOARCH,
+		GOMAXPROCS:  runtime.GOMAXPROCS(0),
+		GOGC:        readUint("/gc/gogc:percent"),
+		MemoryLimit: readUint("/gc/gomemlimit:bytes"),
+		HeapBytes:   Heap(),
+	}
+	return c.write(s)
+}
+
+// Answer reads the harness's words until In ends, and answers each
+// "converged" with a Converged line. The harness ends In before it stops
+// the child, so Answer returns when the child is about to stop.
+func (c Child) Answer() error {
+	sc := bufio.NewScanner(c.In)
+	for sc.Scan() {
+		if sc.Text() != ConvergedWord {
+			return fmt.Errorf("probe: unexpected word %q from the harness", sc.Text())
+		}
+		heap := Heap()
+		if err := c.write(Converged{HeapBytes: heap, Reconciles: c.Reconciles.Load()}); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("probe: read the harness's words: %w", err)
+	}
+	return nil
+}
+
+func (c Child) write(v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("probe: encode %T: %w", v, err)
+	}
+	if _, err := c.Out.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("probe: write %T: %w", v, err)
+	}
+	return nil
+}
+
+// readUint reads one uint64 sample of runtime/metrics, or 0 when the
+// runtime doesn't have it.
+func readUint(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}

@@ -1,0 +1,160 @@
+package loamcontroller
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/config"
+	"github.com/loam-dev/loam/benchmarks/internal/probe"
+	"github.com/loam-dev/loam/kube"
+)
+
+// The environment variables Init reads. The harness sets them; the names
+// are this program's own, as loam defines none.
+const (
+	// KubeconfigVariable names the kubeconfig to connect with, as
+	// controller-runtime's child reads it too.
+	KubeconfigVariable = "KUBECONFIG"
+	// NamespaceVariable is the one namespace the controller watches, which
+	// also holds its Lease.
+	NamespaceVariable = "CONTROLLER_NAMESPACE"
+	// WorkersVariable is the number of reconciles at once.
+	WorkersVariable = "CONTROLLER_WORKERS"
+	// NameVariable is the controller's name: its Lease and field manager.
+	NameVariable = "CONTROLLER_NAME"
+	// IdentityVariable is the replica's identity in the Lease.
+	IdentityVariable = "POD_NAME"
+)
+
+// Init returns the App's Init: it builds a Client from the kubeconfig, a
+// clientset on it, and a Controller of Memcacheds that owns ConfigMaps,
+// with loam's default Settings but for the name, namespace and workers.
+// Once all is built it reports its heap to the harness, and it serves the
+// Controller and the harness's probe. stdin is where the harness's words
+// arrive: a Process has no standard input of its own.
+func Init(stdin io.Reader) app.Init {
+	return func(ctx context.Context, s *app.Setup) ([]app.Service, error) {
+		settings, kubeconfig, err := readSettings(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := fromKubeconfig(s.Host.FS, kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", KubeconfigVariable, kubeconfig, err)
+		}
+		client, err := kube.NewClient(s, conn)
+		if err != nil {
+			return nil, err
+		}
+		kc, err := kubernetes.NewForConfig(client.Config())
+		if err != nil {
+			return nil, err
+		}
+		var reconciles atomic.Int64
+		ctrl, err := kube.NewController(s, client, settings, Resource,
+			Reconciler{Kube: kc, Reconciles: &reconciles},
+			kube.Owns(corev1.SchemeGroupVersion.WithResource("configmaps")))
+		if err != nil {
+			return nil, err
+		}
+
+		p := probe.Child{In: stdin, Out: s.Process.Stdout, Reconciles: &reconciles}
+		if err := p.Start(); err != nil {
+			return nil, err
+		}
+		return []app.Service{ctrl, probeService{p}}, nil
+	}
+}
+
+// readSettings sources the Controller's Settings and the kubeconfig's path
+// from the Process's environment, reporting every bad variable at once.
+func readSettings(ctx context.Context, s *app.Setup) (kube.Settings, string, error) {
+	env := func(name string) config.Value[string] { return config.Env(s.Process.Environment, name) }
+	type both struct {
+		settings   kube.Settings
+		kubeconfig string
+	}
+	d := kube.DefaultSettings()
+	v, err := config.Struct(func(r *config.Resolver) both {
+		k := d
+		k.Name = r.Get(env(NameVariable).Validate(kube.CheckName))
+		k.Namespace = r.Get(env(NamespaceVariable).Validate(kube.CheckNamespace))
+		k.Workers = r.Get(env(WorkersVariable).Parse(strconv.Atoi).Default(d.Workers).Validate(kube.CheckWorkers))
+		k.LeaderElection.Namespace = k.Namespace
+		k.LeaderElection.Identity = r.Get(env(IdentityVariable).Validate(kube.CheckIdentity))
+		return both{settings: k, kubeconfig: r.Get(env(KubeconfigVariable))}
+	}).Read(ctx)
+	return v.settings, v.kubeconfig, err
+}
+
+// fromKubeconfig fills a Connection from the kubeconfig at path, read
+// through fsys: the server, CA and token of its current context, embedded
+// in the file, as kubetest writes them.
+func fromKubeconfig(fsys app.FS, path string) (kube.Connection, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return kube.Connection{}, err
+	}
+	b, err := io.ReadAll(f)
+	_ = f.Close()
+	if err != nil {
+		return kube.Connection{}, err
+	}
+	kc, err := clientcmd.Load(b)
+	if err != nil {
+		return kube.Connection{}, err
+	}
+	current, ok := kc.Contexts[kc.CurrentContext]
+	if !ok {
+		return kube.Connection{}, fmt.Errorf("no context %q", kc.CurrentContext)
+	}
+	cluster, user := kc.Clusters[current.Cluster], kc.AuthInfos[current.AuthInfo]
+	if cluster == nil || user == nil {
+		return kube.Connection{}, errors.New("the current context names no cluster or no user")
+	}
+	u, err := url.Parse(cluster.Server)
+	if err != nil {
+		return kube.Connection{}, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(cluster.CertificateAuthorityData) {
+		return kube.Connection{}, errors.New("the cluster embeds no CA")
+	}
+	token := user.Token
+	return kube.Connection{
+		Server: u.Host,
+		TLS:    &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		Token:  func(context.Context) (string, error) { return token, nil },
+	}, nil
+}
+
+// probeService serves the harness's probe beside the Controller.
+type probeService struct{ p probe.Child }
+
+// Serve answers the harness until it ends stdin, which it does before it
+// stops the App, and then waits for the App to stop.
+func (s probeService) Serve(ctx context.Context) error {
+	if err := s.p.Answer(); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// Shutdown returns at once: Serve returns when ctx is done.
+func (probeService) Shutdown(context.Context) error { return nil }
+
+// String names the Service in the App's records.
+func (probeService) String() string { return "harness probe" }
