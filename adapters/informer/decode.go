@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -201,9 +202,11 @@ func readMetadata(data []byte, m member, c *cached) {
 }
 
 // text returns the string the JSON value v holds, or "" when v is not a
-// string.
+// string. A string with an escape or a byte that isn't UTF-8 is decoded
+// by encoding/json, which replaces such bytes as the dynamic client's
+// decoding does.
 func text(v []byte) string {
-	if len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+	if len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
 		return string(v[1 : len(v)-1])
 	}
 	var s string
