@@ -66,6 +66,10 @@ type Config struct {
 	// Timeout bounds each run, from its first create until every object
 	// has settled.
 	Timeout time.Duration
+	// Profile, when not empty, is a directory where each run writes a CPU
+	// profile of the harness's process in its window: what the API server
+	// did to serve that mode (with the harness's creators and watch).
+	Profile string
 	// Log receives a line as each step and each run ends; nil discards
 	// them.
 	Log io.Writer

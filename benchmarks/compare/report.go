@@ -23,6 +23,8 @@ type Results struct {
 // loam's median against controller-runtime's, if there is one.
 type figure struct {
 	name string
+	// goalName names the figure in the goals' lines.
+	goalName string
 	// controller figures are the controller process's own: the limit has
 	// none.
 	controller bool
@@ -35,13 +37,13 @@ type figure struct {
 
 // figures are the table's rows.
 var figures = []figure{
-	{name: "convergence (s)", digits: 2, goal: 0.95,
+	{name: "convergence (s)", goalName: "convergence", digits: 2, goal: 0.95,
 		value: func(r Result, _ int) float64 { return r.Convergence.Seconds() }},
-	{name: "controller CPU (s)", controller: true, digits: 2, goal: 0.5,
+	{name: "controller CPU (s)", goalName: "controller CPU", controller: true, digits: 2, goal: 0.5,
 		value: func(r Result, _ int) float64 { return r.ControllerCPU.Seconds() }},
-	{name: "heap per object (B)", controller: true, digits: 0, goal: 0.5,
+	{name: "heap per object (B)", goalName: "heap per object", controller: true, digits: 0, goal: 0.5,
 		value: func(r Result, n int) float64 { return r.HeapPerObject(n) }},
-	{name: "peak RSS (MiB)", controller: true, digits: 1, goal: 0.6,
+	{name: "peak RSS (MiB)", goalName: "peak RSS", controller: true, digits: 1, goal: 0.6,
 		value: func(r Result, _ int) float64 { return float64(r.PeakRSS) / (1 << 20) }},
 	{name: "reconciles/object", controller: true, digits: 2,
 		value: func(r Result, n int) float64 { return float64(r.Converged.Reconciles) / float64(n) }},
@@ -85,11 +87,11 @@ func (res *Results) Markdown(w io.Writer, command string) error {
 		ratio, ok := res.ratio(f)
 		switch {
 		case !ok:
-			fmt.Fprintf(&b, "- %s ≤ %.2g×: not measured\n", name, f.goal)
+			fmt.Fprintf(&b, "- %s ≤ %.2g×: not measured\n", f.goalName, f.goal)
 		case ratio <= f.goal:
-			fmt.Fprintf(&b, "- %s ≤ %.2g×: %.2f×, met\n", name, f.goal, ratio)
+			fmt.Fprintf(&b, "- %s ≤ %.2g×: %.2f×, met\n", f.goalName, f.goal, ratio)
 		default:
-			fmt.Fprintf(&b, "- %s ≤ %.2g×: %.2f×, missed\n", name, f.goal, ratio)
+			fmt.Fprintf(&b, "- %s ≤ %.2g×: %.2f×, missed\n", f.goalName, f.goal, ratio)
 		}
 	}
 
@@ -111,9 +113,13 @@ Convergence is from the first create until the harness's own watch has seen ever
 			}
 			fmt.Fprintf(&b, " | %s", format(f.value(r, cfg.N), f.digits))
 		}
-		fmt.Fprintf(&b, " | %d | %.0f |\n", r.Left, r.StoredObjects)
+		stored := "—" // the API server hasn't counted yet
+		if r.StoredObjects > 0 {
+			stored = format(r.StoredObjects, 0)
+		}
+		fmt.Fprintf(&b, " | %d | %s |\n", r.Left, stored)
 	}
-	b.WriteString("\nLeft after cleanup: the Memcacheds, ConfigMaps and Leases of the whole cluster once the run had deleted its own. apiserver_storage_objects is every stored object as the API server last counted them; it counts once a minute, so it lags.\n")
+	b.WriteString("\nLeft after cleanup: the Memcacheds, ConfigMaps and Leases of the whole cluster once the run had deleted its own. apiserver_storage_objects is every stored object as the API server last counted them; it counts once a minute, so it lags, and is — until it first has.\n")
 
 	b.WriteString("\n### Requests per object\n\nThe API server's count of each kind of request over all runs of a mode, over N × runs; it includes the harness's creates (POST memcacheds) and its watch.\n\n")
 	b.WriteString(res.requestsTable())

@@ -96,6 +96,11 @@ func (h *harness) run(ctx context.Context, mode Mode, repeat int) (Result, error
 	if err != nil {
 		return res, err
 	}
+	profile, err := startProfile(h.cfg.Profile, ns)
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = profile.stop() }() // on the paths that fail before the run stops it
 	start := time.Now()
 	runCtx, cancel := context.WithTimeoutCause(ctx, h.cfg.Timeout,
 		fmt.Errorf("%d objects did not settle within %v", h.cfg.N, h.cfg.Timeout))
@@ -109,6 +114,9 @@ func (h *harness) run(ctx context.Context, mode Mode, repeat int) (Result, error
 	}
 	harness1, controller1, err := h.cpu(c)
 	if err != nil {
+		return res, err
+	}
+	if err := profile.stop(); err != nil {
 		return res, err
 	}
 	res.Settled, res.Convergence = watch.count(), settledAt.Sub(start)

@@ -85,17 +85,23 @@ func (m *Memcached) DeepCopy() *Memcached {
 // DeepCopyObject implements runtime.Object.
 func (m *Memcached) DeepCopyObject() runtime.Object { return m.DeepCopy() }
 
-// DeepCopyObject implements runtime.Object.
-func (l *MemcachedList) DeepCopyObject() runtime.Object {
-	if l == nil {
-		return nil
-	}
-	out := &MemcachedList{TypeMeta: l.TypeMeta}
+// DeepCopyInto copies l into out, sharing nothing that either may change.
+func (l *MemcachedList) DeepCopyInto(out *MemcachedList) {
+	out.TypeMeta = l.TypeMeta
 	l.ListMeta.DeepCopyInto(&out.ListMeta)
 	out.Items = make([]Memcached, len(l.Items))
 	for i := range l.Items {
 		l.Items[i].DeepCopyInto(&out.Items[i])
 	}
+}
+
+// DeepCopyObject implements runtime.Object.
+func (l *MemcachedList) DeepCopyObject() runtime.Object {
+	if l == nil {
+		return nil
+	}
+	out := new(MemcachedList)
+	l.DeepCopyInto(out)
 	return out
 }
 

@@ -45,6 +45,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	modes := fs.String("modes", "", "comma-separated modes to run (default all: limit,controller-runtime,loam)")
 	fs.StringVar(&cfg.Bin, "bin", "", "directory holding crcontroller and loamcontroller (default: build them)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "bound on each run's convergence (default 10m)")
+	fs.StringVar(&cfg.Profile, "profile", "", "write a CPU profile of the harness's process (the API server's) in each run's window into this directory")
 	out := fs.String("out", "", "also write the table to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
