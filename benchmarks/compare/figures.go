@@ -47,7 +47,8 @@ func (r Result) Conflicts() float64 {
 }
 
 // LeaseWrites is the number of writes to Leases in the run: the
-// controller's renewals.
+// controller's renewals, and the API server's of its own identity Lease,
+// which its count doesn't tell apart.
 func (r Result) LeaseWrites() float64 {
 	return r.Requests.Sum(func(k apimetrics.Request) bool { return isLease(k) && apimetrics.IsWrite(k.Verb) })
 }
