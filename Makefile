@@ -110,8 +110,8 @@ scale:
 # server: the raw write limit, controller-runtime's controller and loam's,
 # N objects created at once, medians of interleaved repeats, as a Markdown
 # table (benchmarks/README.md). COMPARE_ARGS picks N, W and the repeats;
-# add -out FILE to keep the table. About 5 minutes at full size, plus the
-# first build.
+# add -out FILE to keep the table. 5–10 minutes at full size on two cores,
+# plus the first build.
 COMPARE_ARGS ?= -n 5000 -w 4 -r 3
 compare:
 	cd benchmarks && go run ./cmd/compare $(COMPARE_ARGS)
