@@ -86,53 +86,71 @@ func (h *harness) run(ctx context.Context, mode Mode, repeat int) (Result, error
 			return res, err
 		}
 		defer func() { _ = c.stop() }() // on the paths that fail before the run stops it
+		res.Started = c.startedWith
 	}
+	if err := h.measure(ctx, &res, watch, c); err != nil {
+		return res, err
+	}
+	if c != nil {
+		if err := c.stop(); err != nil {
+			return res, err
+		}
+	}
+	watch.close()
+	return res, h.afterRun(ctx, &res)
+}
 
+// measure runs res's mode from the first create until watch has seen
+// every object settled, and fills in res what it measured: the time, the
+// CPU of the harness and of the controller c, if any, the controller's
+// memory and reconciles, and the API server's count of the requests.
+func (h *harness) measure(ctx context.Context, res *Result, watch *settledWatch, c *child) error {
 	before, err := apimetrics.Read(ctx, h.kube.Discovery().RESTClient())
 	if err != nil {
-		return res, err
+		return err
 	}
 	harness0, controller0, err := h.cpu(c)
 	if err != nil {
-		return res, err
+		return err
 	}
-	profile, err := startProfile(h.cfg.Profile, ns)
+	profile, err := startProfile(h.cfg.Profile, res.Namespace)
 	if err != nil {
-		return res, err
+		return err
 	}
-	defer func() { _ = profile.stop() }() // on the paths that fail before the run stops it
+	defer func() { _ = profile.stop() }() // on the paths that fail before it is stopped
+
 	start := time.Now()
 	runCtx, cancel := context.WithTimeoutCause(ctx, h.cfg.Timeout,
 		fmt.Errorf("%d objects did not settle within %v", h.cfg.N, h.cfg.Timeout))
 	defer cancel()
-	if err := h.settle(runCtx, mode, ns); err != nil {
-		return res, err
+	if err := h.settle(runCtx, res.Mode, res.Namespace); err != nil {
+		return err
 	}
 	settledAt, err := h.awaitSettled(runCtx, watch, c)
 	if err != nil {
-		return res, err
+		return err
 	}
 	harness1, controller1, err := h.cpu(c)
 	if err != nil {
-		return res, err
+		return err
 	}
 	if err := profile.stop(); err != nil {
-		return res, err
+		return err
 	}
 	res.Settled, res.Convergence = watch.count(), settledAt.Sub(start)
 	res.HarnessCPU, res.ControllerCPU = harness1-harness0, controller1-controller0
 
 	if c != nil {
 		if res.PeakRSS, err = proc.PeakRSS(c.pid()); err != nil {
-			return res, err
+			return err
 		}
 		if res.Converged, err = c.converged(ctx); err != nil {
-			return res, err
+			return err
 		}
 	}
 	after, err := apimetrics.Read(ctx, h.kube.Discovery().RESTClient())
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Requests = after.Requests.Since(before.Requests)
 	for k := range res.Requests {
@@ -140,26 +158,25 @@ func (h *harness) run(ctx context.Context, mode Mode, repeat int) (Result, error
 			delete(res.Requests, k)
 		}
 	}
-	if c != nil {
-		res.Started = c.startedWith
-		if err := c.stop(); err != nil {
-			return res, err
-		}
-	}
+	return nil
+}
 
-	watch.close()
-	if err := h.cleanup(ctx, ns); err != nil {
-		return res, err
+// afterRun deletes what res's run made, and fills in res what is left in the
+// store.
+func (h *harness) afterRun(ctx context.Context, res *Result) error {
+	if err := h.cleanup(ctx, res.Namespace); err != nil {
+		return err
 	}
+	var err error
 	if res.Left, err = h.left(ctx); err != nil {
-		return res, err
+		return err
 	}
 	stored, err := apimetrics.Read(ctx, h.kube.Discovery().RESTClient())
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.StoredObjects = stored.StoredObjects
-	return res, nil
+	return nil
 }
 
 // startController starts mode's controller for ns and returns once it
