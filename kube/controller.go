@@ -170,7 +170,13 @@ func clientsOf(c *Client) (clients, error) {
 			return lease.New(lc)
 		},
 		writer: func(ac apply.Config) (ports.Writer, error) {
-			ac.Client = dyn
+			// A REST client of its own, which reads no more of an answer
+			// than the writer uses, on the Client's transport.
+			applies, err := apply.NewClient(c.Config())
+			if err != nil {
+				return nil, fmt.Errorf("the apply client: %w", err)
+			}
+			ac.Client = applies
 			return apply.New(ac)
 		},
 	}, errors.Join(errs...)

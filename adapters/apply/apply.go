@@ -1,7 +1,14 @@
 // Package apply makes a controller's own writes with server-side apply,
-// through client-go's dynamic client: the status an object's reconcile
+// through a client-go REST client: the status an object's reconcile
 // returns, to the status subresource, and the controller's finalizer, as
 // an apply of the object's metadata. It implements ports.Writer.
+//
+// A Writer reads no more of a response than it uses. The API server
+// answers an apply with the whole object, but a status apply and the
+// apply that adds the finalizer need only its status code; the apply that
+// removes the finalizer, only the object's finalizers and managedFields.
+// An error's body, a metav1.Status, becomes an *apierrors.StatusError as
+// client-go's other clients return it.
 //
 // Every apply names the object's uid. An apply that would create an object
 // fails when its body names a uid, so the controller never recreates an
@@ -19,23 +26,29 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"path"
 	"slices"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/utils/ptr"
+	"k8s.io/client-go/rest"
 
 	"github.com/loam-dev/loam/ports"
 )
 
 // Config is the resource a Writer writes, and as whom.
 type Config struct {
-	// Client is the dynamic client the applies are sent through.
-	Client dynamic.Interface
+	// Client is the REST client the applies are sent through, as
+	// NewClient returns it: each request names its whole path, so the
+	// client needs no group version of its own, and it must decode an
+	// error's JSON body into a *metav1.Status.
+	Client rest.Interface
 	// GVR names the resource.
 	GVR schema.GroupVersionResource
 	// Kind is the kind of the resource's objects, such as Memcached.
@@ -45,10 +58,46 @@ type Config struct {
 	FieldManager string
 }
 
+// NewClient returns the REST client a Writer sends its applies through,
+// on a copy of c: its transport, host and rate limits are c's, so the
+// applies pass through the same layers as every other request made on c.
+// It speaks JSON only, as client-go's dynamic client does by default, and
+// decodes nothing but an error's metav1.Status.
+func NewClient(c *rest.Config) (*rest.RESTClient, error) {
+	c = rest.CopyConfig(c)
+	c.GroupVersion = nil
+	c.APIPath = ""
+	c.ContentType = "application/json"
+	c.AcceptContentTypes = "application/json"
+	c.NegotiatedSerializer = statusSerializer()
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	return rest.UnversionedRESTClientFor(c)
+}
+
+// statusSerializer decodes the JSON of a metav1.Status, the body of every
+// error the API server returns, keeping its kind and apiVersion, as the
+// dynamic client's does.
+func statusSerializer() runtime.NegotiatedSerializer {
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	return runtime.NewSimpleNegotiatedSerializer(runtime.SerializerInfo{
+		MediaType:        "application/json",
+		MediaTypeType:    "application",
+		MediaTypeSubType: "json",
+		EncodesAsText:    true,
+		Serializer:       kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, scheme, scheme, kjson.SerializerOptions{}),
+	})
+}
+
 // Writer applies the statuses and the finalizer of one resource's objects.
 type Writer struct {
 	c          Config
 	apiVersion string
+	// prefix is the path of the resource's group version: /api/v1 for the
+	// core group, /apis/<group>/<version> for the others.
+	prefix string
 }
 
 var _ ports.Writer = (*Writer)(nil)
@@ -72,7 +121,11 @@ func New(c Config) (*Writer, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Writer{c: c, apiVersion: c.GVR.GroupVersion().String()}, nil
+	prefix := path.Join("/apis", c.GVR.Group, c.GVR.Version)
+	if c.GVR.Group == "" {
+		prefix = path.Join("/api", c.GVR.Version)
+	}
+	return &Writer{c: c, apiVersion: c.GVR.GroupVersion().String(), prefix: prefix}, nil
 }
 
 // metadata is the metadata every apply sends: the object's name and uid,
@@ -110,7 +163,12 @@ func (w *Writer) ApplyStatus(ctx context.Context, key ports.Key, uid types.UID, 
 	}
 	b := w.body(key, uid)
 	b.Status = status
-	return w.apply(ctx, key, b, true, "status")
+	answer, err := w.send(ctx, key, b, true, "status")
+	if err != nil {
+		return err
+	}
+	discard(answer)
+	return nil
 }
 
 // ApplyFinalizer applies the metadata of the object key and uid name with
@@ -130,17 +188,40 @@ func (w *Writer) ApplyFinalizer(ctx context.Context, key ports.Key, uid types.UI
 	}
 	// Not forced: finalizers are a set, whose items two managers can share
 	// without conflict, so a conflict is news worth failing on.
-	u, err := w.send(ctx, key, b, false)
+	answer, err := w.send(ctx, key, b, false, "")
 	if err != nil && !present && gone(err) {
 		return nil
 	}
-	if err != nil || present {
+	if err != nil {
 		return err
 	}
-	if !slices.Contains(u.GetFinalizers(), finalizer) {
+	if present {
+		discard(answer)
 		return nil
 	}
-	return &ports.FinalizerHeldError{Finalizer: finalizer, Managers: holders(u.GetManagedFields(), finalizer, w.c.FieldManager)}
+	// Of the object, only what tells whether the finalizer stayed, and who
+	// holds it.
+	var o struct {
+		Metadata struct {
+			Finalizers    []string       `json:"finalizers"`
+			ManagedFields []managedEntry `json:"managedFields"`
+		} `json:"metadata"`
+	}
+	err = json.NewDecoder(answer).Decode(&o)
+	discard(answer)
+	if err != nil {
+		return fmt.Errorf("reading the answer to the apply of %s: %w", key, err)
+	}
+	if !slices.Contains(o.Metadata.Finalizers, finalizer) {
+		return nil
+	}
+	return &ports.FinalizerHeldError{Finalizer: finalizer, Managers: holders(o.Metadata.ManagedFields, finalizer, w.c.FieldManager)}
+}
+
+// managedEntry is what holders reads of a managedFields entry.
+type managedEntry struct {
+	Manager  string          `json:"manager"`
+	FieldsV1 json.RawMessage `json:"fieldsV1"`
 }
 
 // gone reports whether err says the object an apply named is no longer
@@ -165,23 +246,59 @@ func gone(err error) bool {
 	return true
 }
 
-func (w *Writer) apply(ctx context.Context, key ports.Key, b body, force bool, subresources ...string) error {
-	_, err := w.send(ctx, key, b, force, subresources...)
-	return err
-}
-
-func (w *Writer) send(ctx context.Context, key ports.Key, b body, force bool, subresources ...string) (*unstructured.Unstructured, error) {
+// send applies b to the object key, or to its subresource unless that is
+// empty. When the API server accepts the apply, send returns the body of
+// its answer, the whole object, unread, for the caller to read what it
+// needs of it and then discard. When it refuses it, send returns the
+// error client-go's clients return: the Status the API server sent, as an
+// *apierrors.StatusError. The path, the query and the checks of key's
+// names are those of client-go's dynamic client.
+func (w *Writer) send(ctx context.Context, key ports.Key, b body, force bool, subresource string) (io.ReadCloser, error) {
+	if key.Name == "" {
+		return nil, errors.New("name is required")
+	}
+	if msgs := rest.IsValidPathSegmentName(key.Namespace); len(msgs) != 0 {
+		return nil, fmt.Errorf("invalid namespace %q: %v", key.Namespace, msgs)
+	}
+	if msgs := rest.IsValidPathSegmentName(key.Name); len(msgs) != 0 {
+		return nil, fmt.Errorf("invalid resource name %q: %v", key.Name, msgs)
+	}
 	data, err := json.Marshal(b)
 	if err != nil {
 		return nil, err
 	}
-	return w.c.Client.Resource(w.c.GVR).Namespace(key.Namespace).Patch(ctx, key.Name, types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: w.c.FieldManager, Force: ptr.To(force)}, subresources...)
+	segments := make([]string, 0, 6)
+	segments = append(segments, w.prefix)
+	if key.Namespace != "" {
+		segments = append(segments, "namespaces", key.Namespace)
+	}
+	segments = append(segments, w.c.GVR.Resource, key.Name)
+	if subresource != "" {
+		segments = append(segments, subresource)
+	}
+	// Stream, not Do: Do reads the whole answer into a buffer, and a
+	// success needs none of it. An answer that isn't a success Stream
+	// reads and decodes as Do does, retries included.
+	return w.c.Client.Patch(types.ApplyPatchType).
+		AbsPath(segments...).
+		Param("fieldManager", w.c.FieldManager).
+		Param("force", strconv.FormatBool(force)).
+		Body(data).
+		Stream(ctx)
+}
+
+// discard reads the rest of answer, the body of an accepted apply's
+// answer, without keeping it, so that its connection serves the next
+// request, and closes it. An answer cut short changes nothing: its status
+// code said the apply was made.
+func discard(answer io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, answer)
+	_ = answer.Close()
 }
 
 // holders returns the field managers other than self whose managed fields
 // hold finalizer, in the order the object lists them.
-func holders(entries []metav1.ManagedFieldsEntry, finalizer, self string) []string {
+func holders(entries []managedEntry, finalizer, self string) []string {
 	// A set's item is keyed by its value's JSON: v:"example.com/finalizer".
 	value, err := json.Marshal(finalizer)
 	if err != nil {
@@ -198,7 +315,7 @@ func holders(entries []metav1.ManagedFieldsEntry, finalizer, self string) []stri
 				Finalizers map[string]json.RawMessage `json:"f:finalizers"`
 			} `json:"f:metadata"`
 		}
-		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
+		if json.Unmarshal(e.FieldsV1, &fields) != nil {
 			continue
 		}
 		if _, ok := fields.Metadata.Finalizers[item]; ok {

@@ -21,7 +21,9 @@ func TestApplyWriter_against_the_API_server(t *testing.T) {
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
 	admin := adminClients(t, c)
-	w, err := apply.New(apply.Config{Client: admin.dynamic, GVR: r.GVR(), Kind: r.Kind, FieldManager: "memcached-controller"})
+	client, err := apply.NewClient(c.RESTConfig())
+	require.NoError(t, err)
+	w, err := apply.New(apply.Config{Client: client, GVR: r.GVR(), Kind: r.Kind, FieldManager: "memcached-controller"})
 	require.NoError(t, err)
 	objects := admin.dynamic.Resource(r.GVR()).Namespace(ns)
 	key := func(name string) ports.Key { return ports.Key{Namespace: ns, Name: name} }
