@@ -69,7 +69,10 @@ func (c *fixedClock) AfterFunc(time.Duration, func()) func() bool {
 const (
 	cachedStatus  = `{"conditions":[{"lastTransitionTime":"2026-01-02T03:04:05Z","message":"Deployment has minimum availability.","observedGeneration":3,"reason":"MinimumReplicasAvailable","status":"True","type":"Available"}],"readyReplicas":3}`
 	endUserStatus = `{"readyReplicas":3,"conditions":[{"type":"Available","status":"True","observedGeneration":3,"lastTransitionTime":"2026-01-02T03:04:05Z","reason":"MinimumReplicasAvailable","message":"Deployment has minimum availability."}]}`
-	changedStatus = `{"readyReplicas":2,"conditions":[{"type":"Available","status":"True","observedGeneration":3,"lastTransitionTime":"2026-01-02T03:04:05Z","reason":"MinimumReplicasAvailable","message":"Deployment has minimum availability."}]}`
+	// A status whose nil slice the API server keeps as a null.
+	nullCachedStatus  = `{"conditions":[{"lastTransitionTime":"2026-01-02T03:04:05Z","message":"Deployment has minimum availability.","observedGeneration":3,"reason":"MinimumReplicasAvailable","status":"True","type":"Available"}],"nodes":null,"readyReplicas":3}`
+	nullEndUserStatus = `{"readyReplicas":3,"nodes":null,"conditions":[{"type":"Available","status":"True","observedGeneration":3,"lastTransitionTime":"2026-01-02T03:04:05Z","reason":"MinimumReplicasAvailable","message":"Deployment has minimum availability."}]}`
+	changedStatus     = `{"readyReplicas":2,"conditions":[{"type":"Available","status":"True","observedGeneration":3,"lastTransitionTime":"2026-01-02T03:04:05Z","reason":"MinimumReplicasAvailable","message":"Deployment has minimum availability."}]}`
 )
 
 func BenchmarkLoop_Reconcile(b *testing.B) {
@@ -107,6 +110,30 @@ func BenchmarkLoop_Reconcile(b *testing.B) {
 			}
 			if clk.timers != 0 || (w.applies > 0) != bc.apply {
 				b.Fatalf("timers %d, applies %d: the benchmark didn't take the path it names", clk.timers, w.applies)
+			}
+		})
+	}
+}
+
+// BenchmarkStatusChanged compares the end user's status, in its fields'
+// order, with the cached one, keys sorted: the comparison every pass that
+// returns a status makes.
+func BenchmarkStatusChanged(b *testing.B) {
+	for _, bc := range []struct {
+		name, cached, next string
+		changed            bool
+	}{
+		{name: "unchanged", cached: cachedStatus, next: endUserStatus},
+		{name: "changed", cached: cachedStatus, next: changedStatus, changed: true},
+		{name: "unchanged, a null kept", cached: nullCachedStatus, next: nullEndUserStatus},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			cached, next := []byte(bc.cached), []byte(bc.next)
+			b.ReportAllocs()
+			for b.Loop() {
+				if reconcile.StatusChanged(cached, next) != bc.changed {
+					b.Fatal("wrong answer")
+				}
 			}
 		})
 	}
