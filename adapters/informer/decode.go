@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,8 +53,14 @@ type compactSerializers struct {
 func newCompactSerializers(ns runtime.NegotiatedSerializer) compactSerializers {
 	infos := append([]runtime.SerializerInfo(nil), ns.SupportedMediaTypes()...)
 	for i := range infos {
-		if infos[i].MediaType == runtime.ContentTypeJSON {
-			infos[i].Serializer = compactSerializer{infos[i].Serializer}
+		if infos[i].MediaType != runtime.ContentTypeJSON {
+			continue
+		}
+		infos[i].Serializer = compactSerializer{infos[i].Serializer}
+		if stream := infos[i].StreamSerializer; stream != nil {
+			events := *stream
+			events.Serializer = watchEventSerializer{stream.Serializer}
+			infos[i].StreamSerializer = &events
 		}
 	}
 	return compactSerializers{NegotiatedSerializer: ns, infos: infos}
@@ -83,6 +90,55 @@ func (s compactSerializer) Decode(data []byte, defaults *schema.GroupVersionKind
 		return nil, nil, err
 	}
 	return c, nil, nil
+}
+
+// watchEventSerializer reads a watch event's envelope, its type and its
+// object's bytes, with the scanner, in place of the reflection of the
+// serializer it wraps, which also walks the whole object to find its end.
+// Anything but a *metav1.WatchEvent it decodes with the serializer it
+// wraps.
+type watchEventSerializer struct{ runtime.Serializer }
+
+// Decode decodes data into into when into is a *metav1.WatchEvent, and
+// with the wrapped serializer otherwise.
+func (s watchEventSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	ev, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	if err := decodeWatchEvent(data, ev); err != nil {
+		return nil, nil, err
+	}
+	return ev, nil, nil
+}
+
+// decodeWatchEvent reads the watch event data encodes into ev: its type,
+// and a copy of its object's bytes, since data is the stream's buffer,
+// which the next event overwrites. It fails on JSON encoding/json would
+// refuse.
+func decodeWatchEvent(data []byte, ev *metav1.WatchEvent) error {
+	s := scanner{data: data}
+	err := s.object(0, func(m member) error {
+		v := data[m.valueStart:m.valueEnd]
+		switch {
+		case m.key(data, "type"):
+			ev.Type = text(v)
+		case m.key(data, "object"):
+			if string(v) == "null" {
+				ev.Object.Raw = nil
+			} else {
+				ev.Object.Raw = append(ev.Object.Raw[:0:0], v...)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if s.peek() != 0 {
+		return s.fail("data after the event")
+	}
+	return nil
 }
 
 // errStatus is decodeCompact's answer for a Status, which isn't an object

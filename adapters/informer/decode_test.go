@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -216,4 +217,55 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// FuzzDecodeWatchEvent holds the envelope's reader to the dynamic client's
+// serializer: whatever it accepts, encoding/json accepts, and where both
+// read an event they read the same type and object bytes.
+func FuzzDecodeWatchEvent(f *testing.F) {
+	f.Add([]byte(`{"type":"ADDED","object":{"kind":"Memcached","metadata":{"name":"a"}}}`))
+	f.Add([]byte(`{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","code":410}}` + "\n"))
+	f.Add([]byte(`{"object":null,"type":"BOOKMARK","\u0074ype":"X"}`))
+	var stream runtime.Serializer
+	for _, info := range dynamic.ConfigFor(&rest.Config{}).NegotiatedSerializer.SupportedMediaTypes() {
+		if info.MediaType == runtime.ContentTypeJSON {
+			stream = info.StreamSerializer.Serializer
+		}
+	}
+	require.NotNil(f, stream)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got metav1.WatchEvent
+		if decodeWatchEvent(data, &got) != nil {
+			return
+		}
+		require.True(t, json.Valid(data), "accepted JSON encoding/json refuses: %q", data)
+		var want metav1.WatchEvent
+		if _, _, err := stream.Decode(data, nil, &want); err != nil {
+			return
+		}
+		require.Equal(t, want.Type, got.Type)
+		require.Equal(t, string(want.Object.Raw), string(got.Object.Raw))
+	})
+}
+
+func TestWatchEventSerializer_reads_the_envelope_and_leaves_the_rest_to_the_serializer_it_wraps(t *testing.T) {
+	s := newCompactSerializers(dynamic.ConfigFor(&rest.Config{}).NegotiatedSerializer)
+	var events runtime.Serializer
+	for _, info := range s.SupportedMediaTypes() {
+		if info.MediaType == runtime.ContentTypeJSON {
+			events = info.StreamSerializer.Serializer
+		}
+	}
+	require.IsType(t, watchEventSerializer{}, events)
+	buf := []byte(`{"type":"MODIFIED","object":{"kind":"Memcached","metadata":{"name":"a"}}}`)
+	var ev metav1.WatchEvent
+	_, _, err := events.Decode(buf, nil, &ev)
+	require.NoError(t, err)
+	require.Equal(t, "MODIFIED", ev.Type)
+	require.Equal(t, `{"kind":"Memcached","metadata":{"name":"a"}}`, string(ev.Object.Raw))
+	copy(buf, bytes.Repeat([]byte("x"), len(buf)))
+	require.Equal(t, `{"kind":"Memcached","metadata":{"name":"a"}}`, string(ev.Object.Raw), "the object is a copy: the stream reuses its buffer")
+
+	_, _, err = events.Decode([]byte(`{"type":"ADDED","object":`), nil, &ev)
+	require.ErrorIs(t, err, errSyntax)
 }
