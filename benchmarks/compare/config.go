@@ -68,7 +68,9 @@ type Config struct {
 	Timeout time.Duration
 	// Profile, when not empty, is a directory where each run writes a CPU
 	// profile of the harness's process in its window: what the API server
-	// did to serve that mode (with the harness's creators and watch).
+	// did to serve that mode (with the harness's creators and watch); and
+	// each controller writes one of its own process, from its start until
+	// every object settled, as <namespace>-<mode>.pprof.
 	Profile string
 	// Log receives a line as each step and each run ends; nil discards
 	// them.

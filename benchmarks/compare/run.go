@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -195,6 +196,10 @@ func (h *harness) startController(ctx context.Context, mode Mode, ns string) (*c
 			loamcontroller.WorkersVariable+"="+strconv.Itoa(h.cfg.Workers),
 			loamcontroller.IdentityVariable+"="+ns,
 		)
+	}
+	if h.cfg.Profile != "" {
+		env = append(append([]string(nil), env...),
+			probe.CPUProfileVariable+"="+filepath.Join(h.cfg.Profile, ns+"-"+string(mode)+".pprof"))
 	}
 	c, err := startChild(mode, h.bins[mode], args, env)
 	if err != nil {

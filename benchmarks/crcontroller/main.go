@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,7 +90,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	p := probe.Child{In: stdin, Out: stdout, Reconciles: &reconciles}
+	p := &probe.Child{In: stdin, Out: stdout, Reconciles: &reconciles,
+		CPUProfile: os.Getenv(probe.CPUProfileVariable)} //nolint:forbidigo // the harness's word, as KUBECONFIG is ctrl.GetConfig's
 	if err := mgr.Add(probeRunnable{p}); err != nil {
 		log.Error(err, "unable to add the harness's probe")
 		return 1
@@ -107,7 +109,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // probeRunnable serves the harness's probe beside the controller, on
 // every replica, leader or not.
-type probeRunnable struct{ p probe.Child }
+type probeRunnable struct{ p *probe.Child }
 
 // Start answers the harness until it ends stdin, which it does before it
 // stops the process, and then waits for the Manager to stop.

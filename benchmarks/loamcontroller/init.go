@@ -46,13 +46,13 @@ const (
 // arrive: a Process has no standard input of its own.
 func Init(stdin io.Reader) app.Init {
 	return func(ctx context.Context, s *app.Setup) ([]app.Service, error) {
-		settings, kubeconfig, err := readSettings(ctx, s)
+		e, err := readEnvironment(ctx, s)
 		if err != nil {
 			return nil, err
 		}
-		conn, err := fromKubeconfig(s.Host.FS, kubeconfig)
+		conn, err := fromKubeconfig(s.Host.FS, e.kubeconfig)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", KubeconfigVariable, kubeconfig, err)
+			return nil, fmt.Errorf("%s %s: %w", KubeconfigVariable, e.kubeconfig, err)
 		}
 		client, err := kube.NewClient(s, conn)
 		if err != nil {
@@ -63,14 +63,14 @@ func Init(stdin io.Reader) app.Init {
 			return nil, err
 		}
 		var reconciles atomic.Int64
-		ctrl, err := kube.NewController(s, client, settings, Resource,
+		ctrl, err := kube.NewController(s, client, e.settings, Resource,
 			Reconciler{Kube: kc, Reconciles: &reconciles},
 			kube.Owns(corev1.SchemeGroupVersion.WithResource("configmaps")))
 		if err != nil {
 			return nil, err
 		}
 
-		p := probe.Child{In: stdin, Out: s.Process.Stdout, Reconciles: &reconciles}
+		p := &probe.Child{In: stdin, Out: s.Process.Stdout, Reconciles: &reconciles, CPUProfile: e.profile}
 		if err := p.Start(); err != nil {
 			return nil, err
 		}
@@ -78,25 +78,34 @@ func Init(stdin io.Reader) app.Init {
 	}
 }
 
-// readSettings sources the Controller's Settings and the kubeconfig's path
-// from the Process's environment, reporting every bad variable at once.
-func readSettings(ctx context.Context, s *app.Setup) (kube.Settings, string, error) {
+// environment is what the harness tells the App through its
+// environment.
+type environment struct {
+	settings   kube.Settings
+	kubeconfig string
+	// profile is where the probe writes a CPU profile; "" for none.
+	profile string
+}
+
+// readEnvironment sources the Controller's Settings, the kubeconfig's path
+// and the profile's from the Process's environment, reporting every bad
+// variable at once.
+func readEnvironment(ctx context.Context, s *app.Setup) (environment, error) {
 	env := func(name string) config.Value[string] { return config.Env(s.Process.Environment, name) }
-	type both struct {
-		settings   kube.Settings
-		kubeconfig string
-	}
 	d := kube.DefaultSettings()
-	v, err := config.Struct(func(r *config.Resolver) both {
+	return config.Struct(func(r *config.Resolver) environment {
 		k := d
 		k.Name = r.Get(env(NameVariable).Validate(kube.CheckName))
 		k.Namespace = r.Get(env(NamespaceVariable).Validate(kube.CheckNamespace))
 		k.Workers = r.Get(env(WorkersVariable).Parse(strconv.Atoi).Default(d.Workers).Validate(kube.CheckWorkers))
 		k.LeaderElection.Namespace = k.Namespace
 		k.LeaderElection.Identity = r.Get(env(IdentityVariable).Validate(kube.CheckIdentity))
-		return both{settings: k, kubeconfig: r.Get(env(KubeconfigVariable))}
+		return environment{
+			settings:   k,
+			kubeconfig: r.Get(env(KubeconfigVariable)),
+			profile:    r.Get(env(probe.CPUProfileVariable).Default("")),
+		}
 	}).Read(ctx)
-	return v.settings, v.kubeconfig, err
 }
 
 // fromKubeconfig fills a Connection from the kubeconfig at path, read
@@ -141,7 +150,7 @@ func fromKubeconfig(fsys app.FS, path string) (kube.Connection, error) {
 }
 
 // probeService serves the harness's probe beside the Controller.
-type probeService struct{ p probe.Child }
+type probeService struct{ p *probe.Child }
 
 // Serve answers the harness until it ends stdin, which it does before it
 // stops the App, and then waits for the App to stop.

@@ -10,7 +10,9 @@
 //
 // Only the child measures its heap, since only the child can run its
 // collector; the harness reads the child's CPU time and peak RSS from
-// /proc itself.
+// /proc itself. When the harness names a file in CPUProfileVariable, the
+// child also writes a CPU profile of itself there, from Start until
+// "converged": where a controller's CPU goes.
 package probe
 
 import (
@@ -18,14 +20,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"sync/atomic"
 )
 
 // ConvergedWord is the line the harness writes when every object has
 // settled.
 const ConvergedWord = "converged"
+
+// CPUProfileVariable is the environment variable in which the harness
+// names the file a child writes its CPU profile to; unset, it writes
+// none.
+const CPUProfileVariable = "PROBE_CPU_PROFILE"
 
 // Started is what a child reports before its controller starts.
 type Started struct {
@@ -74,11 +83,30 @@ type Child struct {
 	Out io.Writer
 	// Reconciles counts the Reconciler's reconciles.
 	Reconciles *atomic.Int64
+	// CPUProfile, when not empty, is the file Start begins a CPU profile
+	// in, which the harness's "converged" ends: CPUProfileVariable's
+	// value.
+	CPUProfile string
+	// profile is the open CPU profile, between Start and "converged".
+	profile *os.File
 }
 
-// Start writes the Started line. The child calls it once everything its
-// controller needs is built, right before the controller starts.
-func (c Child) Start() error {
+// Start writes the Started line, and starts the CPU profile if one is
+// asked for. The child calls it once everything its controller needs is
+// built, right before the controller starts.
+func (c *Child) Start() error {
+	if c.CPUProfile != "" {
+		//nolint:forbidigo // writing the profile the harness asked for is what it is for
+		f, err := os.Create(c.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("probe: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("probe: CPU profile %s: %w", c.CPUProfile, err)
+		}
+		c.profile = f
+	}
 	s := Started{
 		GoVersion:   runtime.Version(),
 		OS:          runtime.GOOS,
@@ -94,11 +122,15 @@ func (c Child) Start() error {
 // Answer reads the harness's words until In ends, and answers each
 // "converged" with a Converged line. The harness ends In before it stops
 // the child, so Answer returns when the child is about to stop.
-func (c Child) Answer() error {
+func (c *Child) Answer() error {
+	defer c.stopProfile()
 	sc := bufio.NewScanner(c.In)
 	for sc.Scan() {
 		if sc.Text() != ConvergedWord {
 			return fmt.Errorf("probe: unexpected word %q from the harness", sc.Text())
+		}
+		if err := c.stopProfile(); err != nil {
+			return err
 		}
 		heap := Heap()
 		if err := c.write(Converged{HeapBytes: heap, Reconciles: c.Reconciles.Load()}); err != nil {
@@ -111,7 +143,21 @@ func (c Child) Answer() error {
 	return nil
 }
 
-func (c Child) write(v any) error {
+// stopProfile ends the CPU profile, if one runs, and closes its file.
+func (c *Child) stopProfile() error {
+	if c.profile == nil {
+		return nil
+	}
+	pprof.StopCPUProfile()
+	err := c.profile.Close()
+	c.profile = nil
+	if err != nil {
+		return fmt.Errorf("probe: CPU profile %s: %w", c.CPUProfile, err)
+	}
+	return nil
+}
+
+func (c *Child) write(v any) error {
 	line, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("probe: encode %T: %w", v, err)
