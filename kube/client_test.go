@@ -34,6 +34,7 @@ type apiServer struct {
 	mu       sync.Mutex
 	auth     []string // each request's Authorization header
 	clientCN []string // each request's client certificate's subject, if any
+	headers  []http.Header
 	conns    atomic.Int32
 	closed   atomic.Int32
 }
@@ -41,6 +42,7 @@ type apiServer struct {
 func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	a.auth = append(a.auth, r.Header.Get("Authorization"))
+	a.headers = append(a.headers, r.Header.Clone())
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		a.clientCN = append(a.clientCN, r.TLS.PeerCertificates[0].Subject.CommonName)
 	}
@@ -395,6 +397,25 @@ func TestClient_Config_returns_a_new_config_each_call(t *testing.T) {
 	require.Equal(t, "https://api.test:443", b.Host)
 	require.Less(t, b.QPS, float32(0), "a negative QPS turns client-go's limiter off")
 	require.Zero(t, b.Timeout)
+}
+
+func TestClient_asks_for_protobuf_falls_back_to_JSON_and_never_asks_for_gzip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, ca, api := apptest.NewHost(t), apptest.NewCA(t), &apiServer{}
+		serve(t, h, ca, "api.test:443", api, "api.test")
+		c := newClient(t, setup(h, apptest.NewTelemetry()), kube.Connection{
+			Server: "api.test:443",
+			TLS:    &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
+		})
+		// The stand-in answers JSON alone, as the API server does for a
+		// kind without a protobuf form.
+		require.NoError(t, listNamespaces(t.Context(), c))
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		require.Len(t, api.headers, 1)
+		require.Equal(t, "application/vnd.kubernetes.protobuf,application/json", api.headers[0].Get("Accept"))
+		require.Empty(t, api.headers[0].Get("Accept-Encoding"), "no gzip beside the API server")
+	})
 }
 
 func TestNewClient_reports_every_mistake_together(t *testing.T) {

@@ -92,10 +92,16 @@ func New(o Options) (*Transport, error) {
 	base := &http.Transport{
 		// Never http.ProxyFromEnvironment: nothing reads the real
 		// environment behind the end user's back.
-		Proxy:               nil,
-		DialContext:         open.dial(o.Dial),
-		TLSClientConfig:     cfg,
-		ForceAttemptHTTP2:   true,
+		Proxy:             nil,
+		DialContext:       open.dial(o.Dial),
+		TLSClientConfig:   cfg,
+		ForceAttemptHTTP2: true,
+		// No gzip: a controller runs beside its API server, where
+		// compressing every response and watch event costs both ends
+		// CPU and saves bandwidth nobody is short of. Kubernetes' own
+		// controller manager and scheduler turn it off for that reason
+		// (kubernetes#80919).
+		DisableCompression:  true,
 		MaxIdleConnsPerHost: 25,
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 10 * time.Second,
