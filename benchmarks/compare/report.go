@@ -45,6 +45,10 @@ var figures = []figure{
 		value: func(r Result, n int) float64 { return r.HeapPerObject(n) }},
 	{name: "peak RSS (MiB)", goalName: "peak RSS", controller: true, digits: 1, goal: 0.6,
 		value: func(r Result, _ int) float64 { return float64(r.PeakRSS) / (1 << 20) }},
+	{name: "peak RSS before the first object (MiB)", controller: true, digits: 1,
+		value: func(r Result, _ int) float64 { return float64(r.StartRSS) / (1 << 20) }},
+	{name: "heap before the first object (MiB)", controller: true, digits: 1,
+		value: func(r Result, _ int) float64 { return float64(r.Started.HeapBytes) / (1 << 20) }},
 	{name: "reconciles/object", controller: true, digits: 2,
 		value: func(r Result, n int) float64 { return float64(r.Converged.Reconciles) / float64(n) }},
 	{name: "writes/object", digits: 2,
@@ -98,7 +102,7 @@ func (res *Results) Markdown(w io.Writer, command string) error {
 	fmt.Fprintf(&b, "\nCommand: `%s`\n\n", command)
 	b.WriteString(res.environment())
 	b.WriteString(`
-Convergence is from the first create until the harness's own watch has seen every object's status settled: Ready, observing its generation. Controller CPU (user and system, from /proc/<pid>/stat, so Linux only) is the controller process's in that window, and peak RSS its VmHWM at its end. Heap per object is the controller's heap after two garbage collections (HeapAlloc) once every object had settled, less the same before its controller started, over N. Writes, 409s and Lease writes are the API server's own count (apiserver_request_total) of the run's requests: writes are applies, patches, updates and creates of the ConfigMaps and of the Memcacheds' status, not the harness's creates; Lease writes are the leader's renewals, with the API server's own identity Lease's (one every 10 s). API server CPU is the harness's process in the window: kube-apiserver and etcd, with the harness's creators and its watch, and in the limit its applies.
+Convergence is from the first create until the harness's own watch has seen every object's status settled: Ready, observing its generation. Controller CPU (user and system, from /proc/<pid>/stat, so Linux only) is the controller process's in that window, and peak RSS its VmHWM at its end; the peak RSS and the heap before the first object are the same once its clients and controller were built and it had reported in. Heap per object is the controller's heap after two garbage collections (HeapAlloc) once every object had settled, less the same before its controller started, over N. Writes, 409s and Lease writes are the API server's own count (apiserver_request_total) of the run's requests: writes are applies, patches, updates and creates of the ConfigMaps and of the Memcacheds' status, not the harness's creates; Lease writes are the leader's renewals, with the API server's own identity Lease's (one every 10 s). API server CPU is the harness's process in the window: kube-apiserver and etcd, with the harness's creators and its watch, and in the limit its applies.
 `)
 
 	b.WriteString("\n### Every run\n\n")

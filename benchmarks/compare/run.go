@@ -50,6 +50,10 @@ type Result struct {
 	// PeakRSS is the controller process's peak resident memory, in bytes,
 	// read once every object had settled.
 	PeakRSS uint64
+	// StartRSS is its peak resident memory once it had reported Started,
+	// with its clients and controller built and not one object yet: what
+	// the program costs before the objects do.
+	StartRSS uint64
 	// HarnessCPU is the CPU time of the harness's process in the window:
 	// the API server's and etcd's, with the harness's creates and watch
 	// (and, in the limit, its applies).
@@ -88,6 +92,9 @@ func (h *harness) run(ctx context.Context, mode Mode, repeat int) (Result, error
 		}
 		defer func() { _ = c.stop() }() // on the paths that fail before the run stops it
 		res.Started = c.startedWith
+		if res.StartRSS, err = proc.PeakRSS(c.pid()); err != nil {
+			return res, err
+		}
 	}
 	if err := h.measure(ctx, &res, watch, c); err != nil {
 		return res, err

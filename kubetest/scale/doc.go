@@ -32,8 +32,11 @@
 // applies of a custom object's status, issued by plain client-go with W
 // parallel workers and no client-side rate limit, on objects created
 // beforehand, until the harness's own watch has seen every status. It is
-// the API server's own pace for the writes a reconcile makes: no
-// controller can settle N objects faster. Two variants tell costs apart:
+// client-go's pace for the writes a reconcile makes, not the API server's
+// raw limit: client-go decodes every answer, on the same two cores as the
+// API server. The raw write limit, whose answers are never decoded, is
+// the limit mode of the comparison in the benchmarks module (make
+// compare). Two variants tell costs apart:
 // the same writes through a kube.Client (loam's transport), and the same
 // writes while informers like the Controller's watch the objects and the
 // ConfigMaps (the cost of watching, which the limit leaves out and every

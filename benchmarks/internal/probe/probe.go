@@ -12,7 +12,8 @@
 // collector; the harness reads the child's CPU time and peak RSS from
 // /proc itself. When the harness names a file in CPUProfileVariable, the
 // child also writes a CPU profile of itself there, from Start until
-// "converged": where a controller's CPU goes.
+// "converged", and a heap profile beside it at "converged": where a
+// controller's CPU and memory go.
 package probe
 
 import (
@@ -123,13 +124,16 @@ func (c *Child) Start() error {
 // "converged" with a Converged line. The harness ends In before it stops
 // the child, so Answer returns when the child is about to stop.
 func (c *Child) Answer() error {
-	defer c.stopProfile()
+	defer func() { _ = c.stopProfile() }() // on the paths that return before "converged"
 	sc := bufio.NewScanner(c.In)
 	for sc.Scan() {
 		if sc.Text() != ConvergedWord {
 			return fmt.Errorf("probe: unexpected word %q from the harness", sc.Text())
 		}
 		if err := c.stopProfile(); err != nil {
+			return err
+		}
+		if err := c.writeHeapProfile(); err != nil {
 			return err
 		}
 		heap := Heap()
@@ -153,6 +157,29 @@ func (c *Child) stopProfile() error {
 	c.profile = nil
 	if err != nil {
 		return fmt.Errorf("probe: CPU profile %s: %w", c.CPUProfile, err)
+	}
+	return nil
+}
+
+// writeHeapProfile writes a heap profile beside the CPU profile, if one
+// was asked for, as <CPUProfile>.heap: what the converged controller
+// holds, and what it allocated on the way.
+func (c *Child) writeHeapProfile() error {
+	if c.CPUProfile == "" {
+		return nil
+	}
+	runtime.GC()
+	//nolint:forbidigo // writing the profile the harness asked for is what it is for
+	f, err := os.Create(c.CPUProfile + ".heap")
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("probe: heap profile: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("probe: heap profile: %w", err)
 	}
 	return nil
 }
