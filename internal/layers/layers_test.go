@@ -33,6 +33,7 @@ func TestCheck_finds_every_broken_rule(t *testing.T) {
 		"adapters/queue/queue.go":  "package queue\nimport _ \"github.com/loam-dev/loam/kube\"\n",
 		"kube/kube.go":             "package kube\nimport _ \"sigs.k8s.io/controller-runtime/pkg/client\"\n",
 		"app/app.go":               "package app\nimport _ \"github.com/loam-dev/loam/kube\"\n",
+		"kube/bench.go":            "package kube\nimport _ \"github.com/loam-dev/loam/benchmarks/compare\"\n",
 		"other/go.mod":             "module other\n",
 		"other/x.go":               "package x\nimport _ \"sigs.k8s.io/controller-runtime\"\n",
 		"testdata/x.go":            "package x\nimport _ \"sigs.k8s.io/controller-runtime\"\n",
@@ -62,6 +63,7 @@ func TestCheck_finds_every_broken_rule(t *testing.T) {
 		"adapters/queue/queue.go github.com/loam-dev/loam/kube",
 		"kube/kube.go sigs.k8s.io/controller-runtime/pkg/client",
 		"app/app.go github.com/loam-dev/loam/kube",
+		"kube/bench.go github.com/loam-dev/loam/benchmarks/compare",
 	}, got)
 }
 

@@ -36,6 +36,11 @@ func Rules() []Rule {
 		},
 		{
 			Scope: Module,
+			Why:   "the benchmarks module measures the library against controller-runtime; the library never depends on it",
+			Deny:  []string{own("benchmarks")},
+		},
+		{
+			Scope: Module,
 			Why:   "the library's module never links the API server: only kubetest and examples, modules of their own, do",
 			Deny:  []string{"k8s.io/kubernetes", "go.etcd.io/etcd/server"},
 		},
