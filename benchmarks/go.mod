@@ -4,6 +4,7 @@ go 1.27
 
 require (
 	github.com/loam-dev/loam v0.0.0
+	github.com/loam-dev/loam/examples v0.0.0
 	github.com/loam-dev/loam/kubetest v0.0.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
@@ -181,6 +182,7 @@ require (
 
 replace (
 	github.com/loam-dev/loam => ../
+	github.com/loam-dev/loam/examples => ../examples
 	github.com/loam-dev/loam/kubetest => ../kubetest
 )
 

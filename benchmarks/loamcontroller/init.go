@@ -2,22 +2,18 @@ package loamcontroller
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/config"
 	"github.com/loam-dev/loam/benchmarks/internal/probe"
+	"github.com/loam-dev/loam/examples/connection"
 	"github.com/loam-dev/loam/kube"
 )
 
@@ -50,7 +46,7 @@ func Init(stdin io.Reader) app.Init {
 		if err != nil {
 			return nil, err
 		}
-		conn, err := fromKubeconfig(s.Host.FS, e.kubeconfig)
+		conn, err := connection.FromKubeconfig(s.Host.FS, e.kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", KubeconfigVariable, e.kubeconfig, err)
 		}
@@ -106,47 +102,6 @@ func readEnvironment(ctx context.Context, s *app.Setup) (environment, error) {
 			profile:    r.Get(env(probe.CPUProfileVariable).Default("")),
 		}
 	}).Read(ctx)
-}
-
-// fromKubeconfig fills a Connection from the kubeconfig at path, read
-// through fsys: the server, CA and token of its current context, embedded
-// in the file, as kubetest writes them.
-func fromKubeconfig(fsys app.FS, path string) (kube.Connection, error) {
-	f, err := fsys.Open(path)
-	if err != nil {
-		return kube.Connection{}, err
-	}
-	b, err := io.ReadAll(f)
-	_ = f.Close()
-	if err != nil {
-		return kube.Connection{}, err
-	}
-	kc, err := clientcmd.Load(b)
-	if err != nil {
-		return kube.Connection{}, err
-	}
-	current, ok := kc.Contexts[kc.CurrentContext]
-	if !ok {
-		return kube.Connection{}, fmt.Errorf("no context %q", kc.CurrentContext)
-	}
-	cluster, user := kc.Clusters[current.Cluster], kc.AuthInfos[current.AuthInfo]
-	if cluster == nil || user == nil {
-		return kube.Connection{}, errors.New("the current context names no cluster or no user")
-	}
-	u, err := url.Parse(cluster.Server)
-	if err != nil {
-		return kube.Connection{}, err
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(cluster.CertificateAuthorityData) {
-		return kube.Connection{}, errors.New("the cluster embeds no CA")
-	}
-	token := user.Token
-	return kube.Connection{
-		Server: u.Host,
-		TLS:    &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-		Token:  func(context.Context) (string, error) { return token, nil },
-	}, nil
 }
 
 // probeService serves the harness's probe beside the Controller.
