@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
@@ -28,6 +29,8 @@ func Forbidden() {
 	otel.SetTracerProvider(noop.NewTracerProvider())     // want: otel.SetTracerProvider
 	klog.SetLogger(logr.Discard())                       // want: klog.SetLogger
 	_, _ = rest.InClusterConfig()                        // want: rest.InClusterConfig
+	_ = debug.SetGCPercent(50)                           // want: debug.SetGCPercent
+	_ = debug.SetMemoryLimit(1 << 30)                    // want: debug.SetMemoryLimit
 	_ = context.Background()
 	os.Exit(0) // want: os.Exit
 }
