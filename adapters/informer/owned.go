@@ -3,7 +3,6 @@ package informer
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -33,7 +32,7 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 	}
 	notify := func(key ports.Key, resync bool) { c.Notify(ports.Event{Key: key, Resync: resync}) }
 	enqueue := func(obj any) {
-		if key, ok := ownerKey(owner, obj); ok {
+		if key, ok := ownerKey(obj); ok {
 			notify(key, false)
 		}
 	}
@@ -43,8 +42,8 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 		UpdateFunc: func(old, obj any) {
 			// A changed reference moves the object from one owner to
 			// another: both are reconciled, the old one to see it go.
-			prev, hadPrev := ownerKey(owner, old)
-			next, hasNext := ownerKey(owner, obj)
+			prev, hadPrev := ownerKey(old)
+			next, hasNext := ownerKey(obj)
 			resync := resynced(old, obj)
 			if hadPrev && (!hasNext || prev != next) {
 				notify(prev, resync)
@@ -64,18 +63,17 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 // Informer returns the client-go informer, for Start.
 func (o *Owned) Informer() cache.SharedIndexInformer { return o.informer }
 
-// ownerKey returns the key of the object of owner's kind that controls
-// obj, a cached object or the tombstone of a deleted one.
-func ownerKey(owner owners.Owner, obj any) (ports.Key, bool) {
+// ownerKey returns the key of the object of the controller's kind that
+// controls obj, a cached object or the tombstone of a deleted one. The
+// transform made every object the metadata informer caches an *owned,
+// with that key worked out once.
+func ownerKey(obj any) (ports.Key, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	if o, ok := obj.(*owned); ok {
-		return o.owner, o.ok
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
+	o, ok := obj.(*owned)
+	if !ok {
 		return ports.Key{}, false
 	}
-	return owner.Key(m.GetNamespace(), m.GetOwnerReferences())
+	return o.owner, o.ok
 }
