@@ -101,8 +101,10 @@ type noRecorder struct{}
 func (noRecorder) ReconcileStarted(ctx context.Context, _ ports.Key) context.Context { return ctx }
 func (noRecorder) ScenarioStripped(context.Context, error)                           {}
 func (noRecorder) ReconcileEnded(context.Context, ports.Key, ports.Report)           {}
+func (noRecorder) ReconcileCaused(context.Context, []ports.Cause, int)               {}
 func (noRecorder) LeaderElectionUnfenced(context.Context, time.Duration, time.Duration, time.Duration) {
 }
+func (noRecorder) MappingPanicked(context.Context, string, ports.Cause, *ports.Panic) {}
 
 // fixedClock never moves, and counts the timers set on it, which never
 // fire.

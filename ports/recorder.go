@@ -6,13 +6,23 @@ import (
 	"time"
 )
 
-// Recorder is where the controller reports each reconcile: the telemetry
-// adapter turns the calls into a span, log records and the
-// reconcile.duration histogram.
+// Recorder is where the controller reports each reconcile, and what its
+// informers recover from the end user's code: the telemetry adapter turns
+// the calls into a span, log records and the reconcile.duration
+// histogram.
 type Recorder interface {
 	// ReconcileStarted is called as a reconcile of key starts, and returns
 	// the context the reconcile runs in, such as one carrying its span.
 	ReconcileStarted(ctx context.Context, key Key) context.Context
+	// ReconcileCaused reports the related objects whose changes queued the
+	// reconcile in ctx, the context ReconcileStarted returned. It is called
+	// right after ReconcileStarted, and only when related changes queued
+	// the key since a pass last took it. causes are the distinct objects,
+	// at most a bound of them; dropped counts the changes beyond the bound
+	// of objects not among causes, and an object that changed twice counts
+	// twice, since telling the changes apart would mean keeping every
+	// object. causes is the Recorder's to keep.
+	ReconcileCaused(ctx context.Context, causes []Cause, dropped int)
 	// ScenarioStripped reports a failure scenario that an object's
 	// annotation carried and its reconcile does not: err says why the
 	// annotation couldn't be read, and is nil when the object isn't
@@ -25,6 +35,13 @@ type Recorder interface {
 	// off from the API server reconcile after a standby may have taken the
 	// Lease: LeaseDuration not longer than RenewDeadline + RetryPeriod.
 	LeaderElectionUnfenced(ctx context.Context, leaseDuration, renewDeadline, retryPeriod time.Duration)
+	// MappingPanicked reports a panic of an end user's function that an
+	// informer calls and recovers: the mapping of a related watch or an
+	// index function. what names the function, such as "the mapping of
+	// configmaps" or `index "configMap"`, and cause the object it was
+	// called with, zero when that is unknown. ctx is the informer's: no
+	// reconcile is running.
+	MappingPanicked(ctx context.Context, what string, cause Cause, p *Panic)
 }
 
 // Report is how one reconcile ended.

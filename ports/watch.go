@@ -4,8 +4,9 @@ import "context"
 
 // Event is what a Watch tells the controller of one of its objects.
 type Event struct {
-	// Key names the object to reconcile: the one that changed, or the one
-	// that controls an owned object that changed.
+	// Key names the object to reconcile: the one that changed, the one
+	// that controls an owned object that changed, or one that a related
+	// object's change maps to.
 	Key Key
 	// Resync is true when the informer's periodic resync handed the object
 	// again unchanged, and false for a change: an object added, deleted,
@@ -13,10 +14,34 @@ type Event struct {
 	// writes included. A change cancels a key's pending retry or After; a
 	// resync doesn't.
 	Resync bool
+	// Cause, when not zero, is the related object whose change queued
+	// Key. It is zero for the Controller's own objects, for the objects it
+	// owns, and for resyncs: those say why by themselves.
+	Cause Cause
 }
 
+// Cause names a related object whose change queued a key: an object of a
+// resource the Controller watches without owning it, such as a ConfigMap
+// its objects read. The reconcile it queues reports it, so a reconcile
+// that no change of its own object explains can be traced to one.
+type Cause struct {
+	// Resource names the related resource as its GroupVersionResource's
+	// String() reads.
+	Resource string
+	// Key names the related object.
+	Key Key
+}
+
+// IsZero reports whether c names no object: the Cause of an event that no
+// related change caused.
+func (c Cause) IsZero() bool { return c == Cause{} }
+
+// String returns the resource and the object's key, separated by a space.
+func (c Cause) String() string { return c.Resource + " " + c.Key.String() }
+
 // Watch is the controller's informers: one on the resource it reconciles,
-// whose cache is its ObjectSource, and one on each resource it owns.
+// whose cache is its ObjectSource, one on each resource it owns, and one on
+// each related resource it watches.
 type Watch interface {
 	ObjectSource
 	// Check lists the resource and each owned resource once, with a limit

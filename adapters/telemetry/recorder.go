@@ -38,6 +38,7 @@ const (
 	reconcileSpanPrefix   = "reconcile "
 	reconcileFailedBody   = "reconcile failed"
 	reconcilePanickedBody = "reconcile panicked"
+	mappingPanickedBody   = "mapping panicked"
 	unfencedBody          = "leadership is not fenced"
 	exceptionEventName    = "exception"
 )
@@ -50,10 +51,27 @@ const (
 	// OutcomeKey is on reconcile.duration's data points: success, error or
 	// panic.
 	OutcomeKey = attribute.Key("loam.kube.controller.reconcile.outcome")
-	// NamespaceKey is on a namespaced object's reconcile span and records.
+	// NamespaceKey is on a namespaced object's reconcile span and records,
+	// and on the record of a mapping that panicked over a namespaced
+	// related object.
 	NamespaceKey = attribute.Key("k8s.namespace.name")
-	// ObjectNameKey is on every reconcile span and record.
+	// ObjectNameKey is on every reconcile span and record, and on the
+	// record of a mapping that panicked over a related object it knows.
 	ObjectNameKey = attribute.Key("loam.kube.object.name")
+	// RelatedChangesKey is on the span of a reconcile that related changes
+	// queued: each related object, as ports.Cause's String reads, at most
+	// reconcile.MaxCauses of them.
+	RelatedChangesKey = attribute.Key("loam.kube.controller.related.changes")
+	// RelatedDroppedKey is on the span of a reconcile that more related
+	// changes queued than RelatedChangesKey holds: how many more.
+	RelatedDroppedKey = attribute.Key("loam.kube.controller.related.dropped")
+	// MappingKey is on the record of a mapping that panicked: the end
+	// user's function it was, such as "the mapping of configmaps".
+	MappingKey = attribute.Key("loam.kube.controller.mapping")
+	// RelatedResourceKey is on the record of a mapping that panicked over a
+	// related object it knows: the object's resource, with ObjectNameKey
+	// and NamespaceKey naming the object.
+	RelatedResourceKey = attribute.Key("loam.kube.related.resource")
 
 	exceptionTypeKey    = attribute.Key("exception.type")
 	exceptionMessageKey = attribute.Key("exception.message")
@@ -188,6 +206,25 @@ func (r *Recorder) ReconcileStarted(ctx context.Context, key ports.Key) context.
 	return ctx
 }
 
+// ReconcileCaused sets, on the reconcile's span in ctx, the related objects
+// whose changes queued it, and how many more changes were dropped when
+// there were any. A span that isn't recording gets nothing, so an
+// unsampled reconcile spells out no cause.
+func (r *Recorder) ReconcileCaused(ctx context.Context, causes []ports.Cause, dropped int) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	changes := make([]string, len(causes))
+	for i, c := range causes {
+		changes[i] = c.String()
+	}
+	span.SetAttributes(RelatedChangesKey.StringSlice(changes))
+	if dropped > 0 {
+		span.SetAttributes(RelatedDroppedKey.Int(dropped))
+	}
+}
+
 // ScenarioStripped adds the event loam.fit.strip to the reconcile's span
 // in ctx: with no attributes when err is nil, an object that isn't
 // trusted, and with error.type and error.message when err says why the
@@ -245,19 +282,44 @@ func (r *Recorder) failed(ctx context.Context, span trace.Span, key ports.Key, e
 // panicked records a panic: an exception event on the span and an ERROR
 // record, both with the panic's type, message and stack.
 func (r *Recorder) panicked(ctx context.Context, span trace.Span, key ports.Key, p *ports.Panic) {
-	if p == nil {
-		p = &ports.Panic{}
-	}
-	message := fmt.Sprint(p.Value)
-	exception := []attribute.KeyValue{
-		exceptionTypeKey.String(fmt.Sprintf("%T", p.Value)),
-		exceptionMessageKey.String(message),
-		exceptionStackKey.String(string(p.Stack)),
-	}
+	exception, message := exceptionAttributes(p)
 	span.AddEvent(exceptionEventName, trace.WithAttributes(exception...))
 	span.SetStatus(codes.Error, "panic: "+message)
 
 	rec := r.record(log.SeverityError, reconcilePanickedBody, key)
+	rec.AddAttributes(exception...)
+	r.logger.Emit(ctx, rec)
+}
+
+// exceptionAttributes returns what a panic's span event and record say of
+// it: its value's type, its message and its stack, and the message alone.
+func exceptionAttributes(p *ports.Panic) (attrs []attribute.KeyValue, message string) {
+	if p == nil {
+		p = &ports.Panic{}
+	}
+	message = fmt.Sprint(p.Value)
+	return []attribute.KeyValue{
+		exceptionTypeKey.String(fmt.Sprintf("%T", p.Value)),
+		exceptionMessageKey.String(message),
+		exceptionStackKey.String(string(p.Stack)),
+	}, message
+}
+
+// MappingPanicked records, as an ERROR record "mapping panicked", a panic
+// an informer recovered from the end user's mapping or index function:
+// what names the function, cause the related object it was called with,
+// when known, and the panic's type, message and stack are as a reconcile
+// panic's. No reconcile runs, so it is a record and no span.
+func (r *Recorder) MappingPanicked(ctx context.Context, what string, cause ports.Cause, p *ports.Panic) {
+	rec := r.newRecord(log.SeverityError, mappingPanickedBody)
+	rec.AddAttributes(MappingKey.String(what))
+	if cause.Resource != "" {
+		rec.AddAttributes(RelatedResourceKey.String(cause.Resource))
+	}
+	if cause.Key != (ports.Key{}) {
+		rec.AddAttributes(objectAttributes(cause.Key)...)
+	}
+	exception, _ := exceptionAttributes(p)
 	rec.AddAttributes(exception...)
 	r.logger.Emit(ctx, rec)
 }

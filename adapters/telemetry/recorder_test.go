@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/log"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -258,5 +259,110 @@ func outcome(outcome string) map[string]string {
 	return map[string]string{
 		"loam.kube.controller.name":              controllerName,
 		"loam.kube.controller.reconcile.outcome": outcome,
+	}
+}
+
+func TestTheRelatedChangesThatQueuedAReconcileAreOnItsSpan(t *testing.T) {
+	flags := ports.Cause{Resource: "/v1, Resource=configmaps", Key: ports.Key{Namespace: "cache", Name: "flags"}}
+	issuer := ports.Cause{Resource: "cert-manager.io/v1, Resource=clusterissuers", Key: ports.Key{Name: "letsencrypt"}}
+	// onSpan is the reconcile span's attributes: the object's and kvs.
+	onSpan := func(kvs ...attribute.KeyValue) []attribute.KeyValue {
+		return append([]attribute.KeyValue{telemetry.NamespaceKey.String("cache"), telemetry.ObjectNameKey.String("m1")}, kvs...)
+	}
+	for _, tc := range []struct {
+		name    string
+		causes  []ports.Cause
+		dropped int
+		want    []attribute.KeyValue
+	}{
+		{
+			name:   "every cause, namespaced or not",
+			causes: []ports.Cause{flags, issuer},
+			want: onSpan(telemetry.RelatedChangesKey.StringSlice([]string{
+				"/v1, Resource=configmaps cache/flags",
+				"cert-manager.io/v1, Resource=clusterissuers letsencrypt",
+			})),
+		},
+		{
+			name:    "the changes dropped beyond the bound are counted",
+			causes:  []ports.Cause{flags},
+			dropped: 3,
+			want: onSpan(
+				telemetry.RelatedChangesKey.StringSlice([]string{"/v1, Resource=configmaps cache/flags"}),
+				telemetry.RelatedDroppedKey.Int(3)),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, tel := newRecorder(t)
+			ctx := rec.ReconcileStarted(context.Background(), namespaced)
+			rec.ReconcileCaused(ctx, tc.causes, tc.dropped)
+			rec.ReconcileEnded(ctx, namespaced, ports.Report{Outcome: ports.OutcomeSuccess})
+
+			span := tel.SpansNamed("reconcile Memcached")[0]
+			require.ElementsMatch(t, tc.want, span.Attributes)
+			require.Empty(t, span.Events)
+			require.Empty(t, tel.Records(), "a cause is no failure")
+		})
+	}
+}
+
+func TestAMappingPanicIsOneErrorRecord(t *testing.T) {
+	stack := []byte("goroutine 9 [running]:\nmain.flagsOf(...)\n\t/src/memcached.go:80 +0x2a\n")
+	for _, tc := range []struct {
+		name  string
+		what  string
+		cause ports.Cause
+		// object is the record's attributes that name the related object.
+		object map[string]string
+	}{
+		{
+			name:  "a namespaced related object",
+			what:  "the mapping of configmaps",
+			cause: ports.Cause{Resource: "/v1, Resource=configmaps", Key: ports.Key{Namespace: "cache", Name: "flags"}},
+			object: map[string]string{
+				"loam.kube.related.resource": "/v1, Resource=configmaps",
+				"k8s.namespace.name":         "cache",
+				"loam.kube.object.name":      "flags",
+			},
+		},
+		{
+			name:  "a cluster-scoped related object",
+			what:  `index "issuer"`,
+			cause: ports.Cause{Resource: "cert-manager.io/v1, Resource=clusterissuers", Key: ports.Key{Name: "letsencrypt"}},
+			object: map[string]string{
+				"loam.kube.related.resource": "cert-manager.io/v1, Resource=clusterissuers",
+				"loam.kube.object.name":      "letsencrypt",
+			},
+		},
+		{
+			name:   "an object it doesn't know",
+			what:   `index "configMap"`,
+			object: map[string]string{},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, tel := newRecorder(t)
+			rec.MappingPanicked(context.Background(), tc.what, tc.cause, &ports.Panic{Value: "no flags", Stack: stack})
+
+			records := tel.Records()
+			require.Len(t, records, 1)
+			r := records[0]
+			require.Equal(t, "mapping panicked", r.Body().AsString())
+			require.Equal(t, log.SeverityError, r.Severity())
+			require.Equal(t, "ERROR", r.SeverityText())
+			require.Equal(t, telemetry.ScopeName, r.InstrumentationScope().Name)
+			want := map[string]string{
+				"loam.kube.controller.name":    controllerName,
+				"loam.kube.controller.mapping": tc.what,
+				"exception.type":               "string",
+				"exception.message":            "no flags",
+				"exception.stacktrace":         string(stack),
+			}
+			for k, v := range tc.object {
+				want[k] = v
+			}
+			require.Equal(t, want, recordAttrs(r))
+			require.Empty(t, tel.Spans(), "no reconcile runs")
+		})
 	}
 }

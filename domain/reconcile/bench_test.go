@@ -49,8 +49,10 @@ type fakeRecorder struct{}
 func (fakeRecorder) ReconcileStarted(ctx context.Context, _ ports.Key) context.Context { return ctx }
 func (fakeRecorder) ScenarioStripped(context.Context, error)                           {}
 func (fakeRecorder) ReconcileEnded(context.Context, ports.Key, ports.Report)           {}
+func (fakeRecorder) ReconcileCaused(context.Context, []ports.Cause, int)               {}
 func (fakeRecorder) LeaderElectionUnfenced(context.Context, time.Duration, time.Duration, time.Duration) {
 }
+func (fakeRecorder) MappingPanicked(context.Context, string, ports.Cause, *ports.Panic) {}
 
 // fixedClock never moves, and counts the timers set on it, which never
 // fire.

@@ -882,6 +882,78 @@ func (c *MockRecorderLeaderElectionUnfencedCall) DoAndReturn(f func(context.Cont
 	return c
 }
 
+// MappingPanicked mocks base method.
+func (m *MockRecorder) MappingPanicked(ctx context.Context, what string, cause ports.Cause, p *ports.Panic) {
+	m.ctrl.T.Helper()
+	m.ctrl.Call(m, "MappingPanicked", ctx, what, cause, p)
+}
+
+// MappingPanicked indicates an expected call of MappingPanicked.
+func (mr *MockRecorderMockRecorder) MappingPanicked(ctx, what, cause, p any) *MockRecorderMappingPanickedCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "MappingPanicked", reflect.TypeOf((*MockRecorder)(nil).MappingPanicked), ctx, what, cause, p)
+	return &MockRecorderMappingPanickedCall{Call: call}
+}
+
+// MockRecorderMappingPanickedCall wrap *gomock.Call
+type MockRecorderMappingPanickedCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockRecorderMappingPanickedCall) Return() *MockRecorderMappingPanickedCall {
+	c.Call = c.Call.Return()
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockRecorderMappingPanickedCall) Do(f func(context.Context, string, ports.Cause, *ports.Panic)) *MockRecorderMappingPanickedCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockRecorderMappingPanickedCall) DoAndReturn(f func(context.Context, string, ports.Cause, *ports.Panic)) *MockRecorderMappingPanickedCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// ReconcileCaused mocks base method.
+func (m *MockRecorder) ReconcileCaused(ctx context.Context, causes []ports.Cause, dropped int) {
+	m.ctrl.T.Helper()
+	m.ctrl.Call(m, "ReconcileCaused", ctx, causes, dropped)
+}
+
+// ReconcileCaused indicates an expected call of ReconcileCaused.
+func (mr *MockRecorderMockRecorder) ReconcileCaused(ctx, causes, dropped any) *MockRecorderReconcileCausedCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "ReconcileCaused", reflect.TypeOf((*MockRecorder)(nil).ReconcileCaused), ctx, causes, dropped)
+	return &MockRecorderReconcileCausedCall{Call: call}
+}
+
+// MockRecorderReconcileCausedCall wrap *gomock.Call
+type MockRecorderReconcileCausedCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockRecorderReconcileCausedCall) Return() *MockRecorderReconcileCausedCall {
+	c.Call = c.Call.Return()
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockRecorderReconcileCausedCall) Do(f func(context.Context, []ports.Cause, int)) *MockRecorderReconcileCausedCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockRecorderReconcileCausedCall) DoAndReturn(f func(context.Context, []ports.Cause, int)) *MockRecorderReconcileCausedCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // ReconcileEnded mocks base method.
 func (m *MockRecorder) ReconcileEnded(ctx context.Context, key ports.Key, report ports.Report) {
 	m.ctrl.T.Helper()
