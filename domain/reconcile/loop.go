@@ -16,6 +16,12 @@
 // event with a new resourceVersion, the controller's own status write
 // included; a resync is not, so it leaves the timer alone.
 //
+// A change of a related object, one the controller watches without owning
+// it, queues the keys it maps to like any change, and the Loop keeps it as
+// a cause of each: the next pass over the key takes the key's causes and
+// reports them to the Recorder, at most MaxCauses of them, so a reconcile
+// that no change of its own object explains says what did.
+//
 // The Loop runs no goroutine of its own: each of the controller's workers
 // calls Next until it returns false, and its timers run on the Clock's.
 package reconcile
@@ -73,6 +79,7 @@ type Loop struct {
 	stopped atomic.Bool
 	limiter *backoff.Limiter[ports.Key]
 	timers  *timers
+	causes  *causes
 }
 
 // New returns a Loop that drives c's ports. It fails when a port is
@@ -104,15 +111,23 @@ func New(c Config) (*Loop, error) {
 		c:       c,
 		limiter: backoff.NewLimiter[ports.Key](c.Retry, c.Clock),
 		timers:  newTimers(c.Clock, c.Queue.Add),
+		causes:  newCauses(),
 	}, nil
 }
 
 // Notify queues the key an informer's event names. A change drops the
 // key's pending retry or After, since the pass it queues settles the key
-// anew; a resync leaves it.
+// anew; a resync leaves it. An event's Cause is kept for the key's next
+// pass to report.
 func (l *Loop) Notify(ev ports.Event) {
 	if !ev.Resync {
 		l.timers.drop(ev.Key)
+	}
+	// Kept before the key is queued, so the pass the event queues finds
+	// it. Most events are the primary's own and carry none; they pay for
+	// no lock.
+	if !ev.Cause.IsZero() {
+		l.causes.add(ev.Key, ev.Cause)
 	}
 	l.c.Queue.Add(ev.Key)
 }
@@ -138,20 +153,25 @@ func (l *Loop) Next(ctx context.Context) bool {
 	return true
 }
 
-// Stop stops the Loop taking keys: it cancels every pending timer, shuts
-// the queue down, without draining it, and from then on Next returns
-// false. A pass in flight goes on; its context is the caller's to cancel.
+// Stop stops the Loop taking keys: it cancels every pending timer, drops
+// every key's causes, shuts the queue down, without draining it, and from
+// then on Next returns false. A pass in flight goes on; its context is the
+// caller's to cancel.
 func (l *Loop) Stop() {
 	l.stopped.Store(true)
 	l.timers.stop()
+	l.causes.stop()
 	l.c.Queue.ShutDown()
 }
 
 // Reconcile runs one pass over key in ctx and settles the key in the
 // queue. A pass that does something is a reconcile, which the Recorder is
-// told of as it starts and ends; skipping an object gone from the cache,
-// or one being deleted that the finalizer doesn't hold, is not.
+// told of as it starts and ends, and of the related changes that queued
+// it; skipping an object gone from the cache, or one being deleted that
+// the finalizer doesn't hold, is not. Every pass takes the key's causes,
+// a skip included, so those of a deleted object don't linger.
 func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
+	caused := l.causes.take(key)
 	obj, found, err := l.c.Source.Get(key)
 	step := StepSkip
 	if err == nil {
@@ -164,6 +184,9 @@ func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
 
 	start := l.c.Clock.Now()
 	ctx = l.c.Recorder.ReconcileStarted(ctx, key)
+	if len(caused.objects) > 0 {
+		l.c.Recorder.ReconcileCaused(ctx, caused.objects, caused.dropped)
+	}
 	var s settlement
 	if err != nil {
 		s = failed(fmt.Errorf("reading %s from the cache: %w", key, err))
