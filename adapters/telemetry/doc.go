@@ -17,7 +17,13 @@
 //
 //   - k8s.namespace.name: the object's namespace, for a namespaced object
 //     only;
-//   - loam.kube.object.name: the object's name.
+//   - loam.kube.object.name: the object's name;
+//   - loam.kube.controller.related.changes: when changes of related
+//     objects, ones the controller watches without owning them, queued
+//     the reconcile, each such object as its resource and key, such as
+//     "/v1, Resource=configmaps cache/flags", at most eight;
+//   - loam.kube.controller.related.dropped: how many more related changes
+//     queued it, beyond those eight, when any did.
 //
 // It is a root span because nothing that a trace could link to caused it:
 // an informer's event carries no trace context. The reconcile's context
@@ -44,6 +50,15 @@
 //   - ERROR "reconcile panicked", with exception.type, exception.message
 //     and exception.stacktrace, for every panic, and then no "reconcile
 //     failed".
+//
+// An informer runs the end user's mapping of a related resource, and its
+// index functions, outside any reconcile: when one panics, the informer
+// recovers, and the record is an ERROR "mapping panicked" with
+// loam.kube.controller.name, loam.kube.controller.mapping naming the
+// function, the panic's exception.type, exception.message and
+// exception.stacktrace, and, when the object it was called with is known,
+// loam.kube.related.resource, k8s.namespace.name (namespaced objects only)
+// and loam.kube.object.name naming it.
 //
 // # The instruments
 //
