@@ -63,9 +63,17 @@ type target struct {
 // nor Cluster; a nil Setup, Client or Reconciler; and in parts, an Owns of
 // a GVR without a Version or a Resource or owned twice, a second Finalize,
 // a Finalize of another type than Object[Spec, Status], with a nil
-// function, or whose finalizer isn't a qualified name with a domain, and a
+// function, or whose finalizer isn't a qualified name with a domain, a
 // second TrustScenario, or one whose annotation isn't a valid annotation
-// key or whose trust is nil. It opens no connection: Serve does.
+// key or whose trust is nil, a Watches of a nil Cache, of one with an
+// invalid Kind or Resource or selector, of one another Controller watches
+// or watched twice, or with the zero Mapping, a nil mapping function or a
+// ByIndex of an Index the Controller doesn't keep, and an Indexes of a nil
+// Index, of one without a name or keys function, over another type than
+// the Controller's objects, named as another, or kept by another
+// Controller. It also reports each Cache and Index the Reconciler holds in
+// its fields that the Controller doesn't watch or keep. It opens no
+// connection: Serve does.
 func NewController[Spec, Status any](s *app.Setup, c *Client, settings Settings, r Resource[Spec, Status], rec Reconciler[Spec, Status], parts ...Part) (*Controller, error) {
 	var errs []error
 	for _, m := range r.controllerMistakes() {
@@ -78,7 +86,7 @@ func NewController[Spec, Status any](s *app.Setup, c *Client, settings Settings,
 		reconcile = resourceReconcile(rec)
 	}
 	t := target{gvr: r.GVR(), kind: r.Kind, scope: r.Scope}
-	return assemble(s, c, settings, t, reconcile, parts, errs)
+	return assemble(s, c, settings, t, rec, reconcile, parts, errs)
 }
 
 // NewKindController returns the Controller that reconciles k's objects
@@ -100,12 +108,13 @@ func NewKindController[T any](s *app.Setup, c *Client, settings Settings, k Kind
 		reconcile = kindReconcile(rec)
 	}
 	t := target{gvr: k.GVR, kind: k.Kind, scope: k.Scope}
-	return assemble(s, c, settings, t, reconcile, parts, errs)
+	return assemble(s, c, settings, t, rec, reconcile, parts, errs)
 }
 
 // assemble checks what both constructors share, adding its mistakes to
-// errs, and builds the Controller of t's objects, decoded as T.
-func assemble[T any](s *app.Setup, c *Client, settings Settings, t target, reconcile func(context.Context, T) (ports.Result, error), ps []Part, errs []error) (*Controller, error) {
+// errs, and builds the Controller of t's objects, decoded as T and
+// reconciled by rec.
+func assemble[T any](s *app.Setup, c *Client, settings Settings, t target, rec any, reconcile func(context.Context, T) (ports.Result, error), ps []Part, errs []error) (*Controller, error) {
 	if s == nil {
 		errs = append(errs, errors.New("kube: the Setup is nil"))
 	}
@@ -122,6 +131,7 @@ func assemble[T any](s *app.Setup, c *Client, settings Settings, t target, recon
 	if err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, unwatchedHandles(rec, p.commonParts)...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -197,10 +207,19 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
+	related := make([]informer.RelatedConfig, len(p.related))
+	for i, r := range p.related {
+		related[i] = r.cache.related(settings.Namespace, r.mapping)
+	}
+	indexes := make([]informer.Index, len(p.indexes))
+	for i, x := range p.indexes {
+		indexes[i] = informer.Index{Name: x.indexName(), Keys: x.decodeKeys}
+	}
 	watch, err := informer.NewWatch(informer.WatchConfig{
 		Dynamic: cl.dynamic, Metadata: cl.metadata, Resource: t.gvr, Owns: p.owns,
 		Owner:     owners.Owner{Group: t.gvr.Group, Kind: t.kind, Namespaced: t.scope == Namespaced},
-		Namespace: settings.Namespace, Resync: settings.Resync, Logger: tel.logger,
+		Namespace: settings.Namespace, Resync: settings.Resync,
+		Related: related, Indexes: indexes, Recorder: tel.recorder, Logger: tel.logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kube: controller %s: %w", settings.Name, err)
@@ -227,7 +246,38 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
+	if err := bindHandles(settings.Name, p, related, watch); err != nil {
+		return nil, err
+	}
 	return &Controller{name: settings.Name, gvr: t.gvr, runtime: rt, synced: synced, logger: tel.logger}, nil
+}
+
+// bindHandles gives p's Caches and Indexes what they read from watch's
+// informers, which related configured, and fails, binding none, when
+// another Controller took one since partsOf checked it.
+func bindHandles(name string, p commonParts, related []informer.RelatedConfig, watch *informer.Watch) error {
+	var undo []func()
+	unbindAll := func() {
+		for _, u := range undo {
+			u()
+		}
+	}
+	stores := watch.Related()
+	for i, r := range p.related {
+		if !r.cache.bind(&cacheBinding{controller: name, namespace: related[i].Namespace, store: stores[i]}) {
+			unbindAll()
+			return fmt.Errorf("kube: %v: given to another Controller at the same time as to %s", r.cache, name)
+		}
+		undo = append(undo, r.cache.unbind)
+	}
+	for _, x := range p.indexes {
+		if !x.bind(&indexBinding{controller: name, primary: watch.Primary()}) {
+			unbindAll()
+			return fmt.Errorf("kube: %v: given to another Controller at the same time as to %s", x, name)
+		}
+		undo = append(undo, x.unbind)
+	}
+	return nil
 }
 
 // controllerMistakes returns what a Controller can't reconcile r's
@@ -284,14 +334,15 @@ func (c *Controller) Synced() health.Monitor { return c.synced }
 // Serve runs the Controller until ctx is done, Shutdown is called, or the
 // Lease is lost.
 //
-// It first lists the resource, and each resource an Owns names, once,
-// with a limit of 1, and fails with an error that names the resource when
-// one can't be listed, such as a CRD that isn't installed:
+// It first lists the resource, and each resource an Owns or a Watches
+// names, once, with a limit of 1, and fails with an error that names the
+// resource when one can't be listed, such as a CRD that isn't installed:
 //
 //	kube: listing cache.example.com/v1alpha1, Resource=memcacheds: the server could not find the requested resource
 //
-// It then starts the informers, limited to Settings.Namespace, waits for
-// their caches to sync, and campaigns for the Lease. The leader's
+// It then starts the informers, limited to Settings.Namespace (a Cache
+// whose options say so watches every namespace), waits for all their
+// caches to sync, Caches' included, and campaigns for the Lease. The leader's
 // Settings.Workers workers reconcile; a standby keeps its caches warm.
 //
 // When ctx is done, the Controller stops taking keys, lets the reconciles

@@ -14,9 +14,10 @@ import (
 )
 
 // Part adds to what a Controller does: Owns watches a resource its objects
-// own, Finalize holds each object until the end user's code has cleaned up
-// after it, and TrustScenario carries the failure scenario an object's
-// annotation holds into its reconciles. NewController and
+// own, Watches a related resource its objects depend on, Indexes keeps an
+// index over its objects, Finalize holds each object until the end user's
+// code has cleaned up after it, and TrustScenario carries the failure
+// scenario an object's annotation holds into its reconciles. NewController and
 // NewKindController take any number of Parts, and report every mistake in
 // them. The zero Part is a mistake.
 type Part struct {
@@ -31,6 +32,12 @@ type Part struct {
 	// annotation and trust are a TrustScenario's.
 	annotation string
 	trust      func(metav1.Object) bool
+	// cache and mapping are a Watches's; index and indexType an
+	// Indexes's, whose T is indexType.
+	cache     cacheHandle
+	mapping   Mapping
+	index     indexHandle
+	indexType reflect.Type
 }
 
 type partKind int
@@ -40,6 +47,8 @@ const (
 	partOwns
 	partFinalize
 	partTrustScenario
+	partWatches
+	partIndexes
 )
 
 // Owns reconciles an object again whenever a resource it controls is
@@ -80,6 +89,17 @@ func (p Part) String() string {
 		return fmt.Sprintf("Finalize(%q, func(context.Context, %v) error)", p.finalizer, p.fnType)
 	case partTrustScenario:
 		return fmt.Sprintf("TrustScenario(%q)", p.annotation)
+	case partWatches:
+		c := "Cache(nil)"
+		if p.cache != nil {
+			c = p.cache.String()
+		}
+		return fmt.Sprintf("Watches(%s, %v)", c, p.mapping)
+	case partIndexes:
+		if p.index == nil {
+			return "Indexes(nil)"
+		}
+		return fmt.Sprintf("Indexes(%v)", p.index)
 	}
 	return "Part{}"
 }
@@ -96,6 +116,15 @@ type commonParts struct {
 	finalizer string
 	// trust is the TrustScenario's, nil without one.
 	trust *scenarioTrust
+	// related is the Watches', and indexes the Indexes'.
+	related []relatedPart
+	indexes []indexHandle
+}
+
+// relatedPart is one Watches: its Cache and its Mapping.
+type relatedPart struct {
+	cache   cacheHandle
+	mapping Mapping
 }
 
 // partsOf checks ps for a Controller of T's objects and returns what they
@@ -119,14 +148,82 @@ func partsOf[T any](ps []Part) (parts[T], error) {
 		case partTrustScenario:
 			trusts++
 			mistakes = out.addTrust(p, trusts)
+		case partWatches:
+			mistakes = out.addWatches(p)
+		case partIndexes:
+			mistakes = addIndexes[T](&out.commonParts, p)
 		default:
-			mistakes = []string{"the zero Part: make Parts with Owns, Finalize or TrustScenario"}
+			mistakes = []string{"the zero Part: make Parts with Owns, Watches, Indexes, Finalize or TrustScenario"}
 		}
 		for _, m := range mistakes {
 			errs = append(errs, fmt.Errorf("kube: Part %d, %v: %s", i, p, m))
 		}
 	}
+	// A ByIndex may come before the Indexes that keeps its index.
+	kept := func(x indexHandle) bool {
+		return slices.ContainsFunc(ps, func(p Part) bool { return p.kind == partIndexes && p.index == x })
+	}
+	for i, p := range ps {
+		if p.kind != partWatches || p.mapping.index == nil || kept(p.mapping.index) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("kube: Part %d, %v: the Controller keeps no %v: pass kube.Indexes with it too", i, p, p.mapping.index))
+	}
 	return out, errors.Join(errs...)
+}
+
+// addWatches adds p, a Watches, and returns what is wrong with it.
+func (c *commonParts) addWatches(p Part) []string {
+	var mistakes []string
+	if p.cache == nil {
+		mistakes = append(mistakes, "the Cache is nil")
+	} else {
+		for _, err := range p.cache.cacheMistakes() {
+			mistakes = append(mistakes, err.Error())
+		}
+		if b := p.cache.binding(); b != nil {
+			mistakes = append(mistakes, fmt.Sprintf("the Cache is watched by Controller %s already: a Cache is watched by one Controller", b.controller))
+		}
+		if slices.ContainsFunc(c.related, func(r relatedPart) bool { return r.cache == p.cache }) {
+			mistakes = append(mistakes, "the Cache is watched twice")
+		}
+	}
+	mistakes = append(mistakes, p.mapping.mistakes()...)
+	if len(mistakes) == 0 {
+		c.related = append(c.related, relatedPart{cache: p.cache, mapping: p.mapping})
+	}
+	return mistakes
+}
+
+// addIndexes adds p, an Indexes, to a Controller of T's objects, and
+// returns what is wrong with it.
+func addIndexes[T any](c *commonParts, p Part) []string {
+	if p.index == nil {
+		return []string{"the Index is nil"}
+	}
+	var mistakes []string
+	if p.index.indexName() == "" {
+		mistakes = append(mistakes, "the Index has no name")
+	}
+	if !p.index.hasKeys() {
+		mistakes = append(mistakes, "the Index's keys function is nil")
+	}
+	if want := reflect.TypeFor[T](); p.indexType != want {
+		mistakes = append(mistakes, fmt.Sprintf("the Index is over %v, and the Controller's objects are %v", p.indexType, want))
+	}
+	if b := p.index.binding(); b != nil {
+		mistakes = append(mistakes, fmt.Sprintf("the Index is kept by Controller %s already: an Index is kept by one Controller", b.controller))
+	}
+	switch {
+	case slices.Contains(c.indexes, p.index):
+		mistakes = append(mistakes, "the Index is kept twice")
+	case slices.ContainsFunc(c.indexes, func(x indexHandle) bool { return x.indexName() == p.index.indexName() }):
+		mistakes = append(mistakes, fmt.Sprintf("another Index is named %q too: each of a Controller's Indexes has a name of its own", p.index.indexName()))
+	}
+	if len(mistakes) == 0 {
+		c.indexes = append(c.indexes, p.index)
+	}
+	return mistakes
 }
 
 // addOwns adds an Owns of gvr, and returns what is wrong with it.

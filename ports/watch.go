@@ -25,8 +25,8 @@ type Event struct {
 // its objects read. The reconcile it queues reports it, so a reconcile
 // that no change of its own object explains can be traced to one.
 type Cause struct {
-	// Resource names the related resource as its GroupVersionResource's
-	// String() reads.
+	// Resource names the related resource as its GroupResource's String()
+	// reads: configmaps, or memcacheds.cache.example.com.
 	Resource string
 	// Key names the related object.
 	Key Key
@@ -44,9 +44,9 @@ func (c Cause) String() string { return c.Resource + " " + c.Key.String() }
 // each related resource it watches.
 type Watch interface {
 	ObjectSource
-	// Check lists the resource and each owned resource once, with a limit
-	// of 1, and returns an error naming the first that can't be listed,
-	// such as a CRD that isn't installed.
+	// Check lists the resource and each owned and related resource once,
+	// with a limit of 1, and returns an error naming the first that can't
+	// be listed, such as a CRD that isn't installed.
 	Check(ctx context.Context) error
 	// Start runs every informer, each in a goroutine of its own, until ctx
 	// is done or Stop is called, telling notify of each event. notify is

@@ -30,7 +30,10 @@ var _ ports.ObjectSource = (*Primary)(nil)
 // NewDynamicClient decodes each watched object straight into the cache's
 // form; any other dynamic client's objects are converted as they arrive. It fails only when client-go refuses its transform or
 // handler, which it does only for an informer that has run.
-func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Config) (*Primary, error) {
+//
+// Each of indexes is kept over the cached objects, for related informers
+// to look up and for the end user to read through ByIndex.
+func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Config, indexes ...Index) (*Primary, error) {
 	resource := client.Resource(gvr).Namespace(c.Namespace)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -45,7 +48,7 @@ func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 	// which the transform makes *cached too, so the reflector must not
 	// hold events to one type.
 	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), nil,
-		cache.SharedIndexInformerOptions{ResyncPeriod: c.Resync, Indexers: cache.Indexers{}, ObjectDescription: gvr.String()})
+		cache.SharedIndexInformerOptions{ResyncPeriod: c.Resync, Indexers: indexers(indexes), ObjectDescription: gvr.String()})
 	if err := inf.SetTransform(compact); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
@@ -92,3 +95,79 @@ func (p *Primary) Get(key ports.Key) (ports.Object, bool, error) {
 		JSON:        c.json,
 	}, true, nil
 }
+
+// Index is an index over the primary's objects, by the related objects
+// each names: Keys returns the keys of those an object's JSON names. A
+// panic in Keys indexes none of the object's, and is handed to Panicked
+// when it is not nil, with the object's key.
+type Index struct {
+	Name     string
+	Keys     func(doc []byte) []ports.Key
+	Panicked func(key ports.Key, p *ports.Panic)
+}
+
+// indexers returns client-go's indexers of indexes: an object's values
+// are the keys its index names, as strings.
+func indexers(indexes []Index) cache.Indexers {
+	out := cache.Indexers{}
+	for _, ix := range indexes {
+		out[ix.Name] = func(obj any) ([]string, error) {
+			c, ok := obj.(*cached)
+			if !ok {
+				return nil, fmt.Errorf("index %q was handed a %T, not a compact object", ix.Name, obj)
+			}
+			var keys []ports.Key
+			if p := protect(func() { keys = ix.Keys(c.json) }); p != nil {
+				if ix.Panicked != nil {
+					ix.Panicked(ports.Key{Namespace: c.namespace, Name: c.name}, p)
+				}
+				return nil, nil
+			}
+			values := make([]string, len(keys))
+			for i, k := range keys {
+				values[i] = k.String()
+			}
+			return values, nil
+		}
+	}
+	return out
+}
+
+// indexKeys returns the keys of the cached objects whose index name holds
+// key.
+func (p *Primary) indexKeys(name string, key ports.Key) []ports.Key {
+	stored, err := p.informer.GetIndexer().IndexKeys(name, key.String())
+	if err != nil {
+		return nil
+	}
+	keys := make([]ports.Key, 0, len(stored))
+	for _, s := range stored {
+		ns, n, err := cache.SplitMetaNamespaceKey(s)
+		if err == nil {
+			keys = append(keys, ports.Key{Namespace: ns, Name: n})
+		}
+	}
+	return keys
+}
+
+// ByIndex returns the JSON of the cached objects whose index name holds
+// key. The JSON is the cache's own: nothing may modify it. It fails when
+// the primary keeps no index of that name.
+func (p *Primary) ByIndex(name string, key ports.Key) ([][]byte, error) {
+	items, err := p.informer.GetIndexer().ByIndex(name, key.String())
+	if err != nil {
+		return nil, fmt.Errorf("the cache of %s: %w", p.gvr, err)
+	}
+	out := make([][]byte, 0, len(items))
+	for _, item := range items {
+		c, ok := item.(*cached)
+		if !ok {
+			return nil, fmt.Errorf("the cache of %s holds a %T, not a compact object", p.gvr, item)
+		}
+		out = append(out, c.json)
+	}
+	return out, nil
+}
+
+// Synced reports whether the cache holds what its first list returned.
+func (p *Primary) Synced() bool { return p.informer.HasSynced() }

@@ -35,6 +35,13 @@ type WatchConfig struct {
 	// Owned resources never resync: the reconciled resource's own resync
 	// reconciles every owner already.
 	Resync time.Duration
+	// Related is the related resources, which never resync either.
+	Related []RelatedConfig
+	// Indexes is the indexes kept over the reconciled resource's objects.
+	Indexes []Index
+	// Recorder records the panics of the end user's mappings, indexes and
+	// transforms, which the informers recover.
+	Recorder ports.Recorder
 	// Logger receives client-go's records of the informers.
 	Logger logr.Logger
 }
@@ -45,6 +52,7 @@ type WatchConfig struct {
 type Watch struct {
 	c         WatchConfig
 	primary   *Primary
+	related   []*Related
 	informers []cache.SharedIndexInformer
 	// notify is set by Start, before any informer runs, and called by
 	// their handlers.
@@ -59,8 +67,12 @@ var _ ports.Watch = (*Watch)(nil)
 func NewWatch(c WatchConfig) (*Watch, error) {
 	w := &Watch{c: c}
 	cfg := Config{Namespace: c.Namespace, Resync: c.Resync, Notify: w.tell, Logger: c.Logger}
+	indexes := make([]Index, len(c.Indexes))
+	for i, ix := range c.Indexes {
+		indexes[i] = Index{Name: ix.Name, Keys: ix.Keys, Panicked: panicked(c.Recorder, c.Resource, ix.Name)}
+	}
 	var err error
-	if w.primary, err = NewPrimary(c.Dynamic, c.Resource, cfg); err != nil {
+	if w.primary, err = NewPrimary(c.Dynamic, c.Resource, cfg, indexes...); err != nil {
 		return nil, err
 	}
 	w.informers = append(w.informers, w.primary.Informer())
@@ -72,8 +84,34 @@ func NewWatch(c WatchConfig) (*Watch, error) {
 		}
 		w.informers = append(w.informers, o.Informer())
 	}
+	src := relatedSource{dynamic: c.Dynamic, metadata: c.Metadata, primary: w.primary, recorder: c.Recorder, config: cfg}
+	for _, rc := range c.Related {
+		r, err := newRelated(src, rc)
+		if err != nil {
+			return nil, err
+		}
+		w.related = append(w.related, r)
+		w.informers = append(w.informers, r.Informer())
+	}
 	return w, nil
 }
+
+// panicked returns the recorder of a panic in the end user's index
+// name over gvr's objects.
+func panicked(rec ports.Recorder, gvr schema.GroupVersionResource, name string) func(ports.Key, *ports.Panic) {
+	what := fmt.Sprintf("index %q", name)
+	return func(key ports.Key, p *ports.Panic) {
+		rec.MappingPanicked(context.Background(), what, ports.Cause{Resource: gvr.GroupResource().String(), Key: key}, p)
+	}
+}
+
+// Primary returns the informer of the reconciled resource, whose indexes
+// the end user reads.
+func (w *Watch) Primary() *Primary { return w.primary }
+
+// Related returns the informers of the related resources, in the order
+// of WatchConfig.Related.
+func (w *Watch) Related() []*Related { return w.related }
 
 func (w *Watch) tell(ev ports.Event) { w.notify(ev) }
 
@@ -91,6 +129,12 @@ func (w *Watch) Check(ctx context.Context) error {
 	for _, gvr := range w.c.Owns {
 		if _, err := w.c.Metadata.Resource(gvr).Namespace(w.c.Namespace).List(ctx, opts); err != nil {
 			return fmt.Errorf("listing %s: %w", gvr, err)
+		}
+	}
+	src := relatedSource{dynamic: w.c.Dynamic, metadata: w.c.Metadata}
+	for _, r := range w.related {
+		if err := r.check(ctx, src); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -21,7 +21,7 @@
 //   - loam.kube.controller.related.changes: when changes of related
 //     objects, ones the controller watches without owning them, queued
 //     the reconcile, each such object as its resource and key, such as
-//     "/v1, Resource=configmaps cache/flags", at most eight;
+//     "configmaps cache/flags", at most eight;
 //   - loam.kube.controller.related.dropped: how many more related changes
 //     queued it, beyond those eight, when any did.
 //

@@ -263,7 +263,7 @@ func outcome(outcome string) map[string]string {
 }
 
 func TestTheRelatedChangesThatQueuedAReconcileAreOnItsSpan(t *testing.T) {
-	flags := ports.Cause{Resource: "/v1, Resource=configmaps", Key: ports.Key{Namespace: "cache", Name: "flags"}}
+	flags := ports.Cause{Resource: "configmaps", Key: ports.Key{Namespace: "cache", Name: "flags"}}
 	issuer := ports.Cause{Resource: "cert-manager.io/v1, Resource=clusterissuers", Key: ports.Key{Name: "letsencrypt"}}
 	// onSpan is the reconcile span's attributes: the object's and kvs.
 	onSpan := func(kvs ...attribute.KeyValue) []attribute.KeyValue {
@@ -279,7 +279,7 @@ func TestTheRelatedChangesThatQueuedAReconcileAreOnItsSpan(t *testing.T) {
 			name:   "every cause, namespaced or not",
 			causes: []ports.Cause{flags, issuer},
 			want: onSpan(telemetry.RelatedChangesKey.StringSlice([]string{
-				"/v1, Resource=configmaps cache/flags",
+				"configmaps cache/flags",
 				"cert-manager.io/v1, Resource=clusterissuers letsencrypt",
 			})),
 		},
@@ -288,7 +288,7 @@ func TestTheRelatedChangesThatQueuedAReconcileAreOnItsSpan(t *testing.T) {
 			causes:  []ports.Cause{flags},
 			dropped: 3,
 			want: onSpan(
-				telemetry.RelatedChangesKey.StringSlice([]string{"/v1, Resource=configmaps cache/flags"}),
+				telemetry.RelatedChangesKey.StringSlice([]string{"configmaps cache/flags"}),
 				telemetry.RelatedDroppedKey.Int(3)),
 		},
 	} {
@@ -318,9 +318,9 @@ func TestAMappingPanicIsOneErrorRecord(t *testing.T) {
 		{
 			name:  "a namespaced related object",
 			what:  "the mapping of configmaps",
-			cause: ports.Cause{Resource: "/v1, Resource=configmaps", Key: ports.Key{Namespace: "cache", Name: "flags"}},
+			cause: ports.Cause{Resource: "configmaps", Key: ports.Key{Namespace: "cache", Name: "flags"}},
 			object: map[string]string{
-				"loam.kube.related.resource": "/v1, Resource=configmaps",
+				"loam.kube.related.resource": "configmaps",
 				"k8s.namespace.name":         "cache",
 				"loam.kube.object.name":      "flags",
 			},

@@ -15,7 +15,7 @@ import (
 )
 
 const (
-	configMaps = "/v1, Resource=configmaps"
+	configMaps = "configmaps"
 	secrets    = "/v1, Resource=secrets"
 )
 

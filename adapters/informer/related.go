@@ -1,0 +1,358 @@
+package informer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/loam-dev/loam/ports"
+)
+
+// RelatedConfig is one related resource a controller watches: objects its
+// own objects depend on without controlling them, such as the ConfigMap a
+// Memcached names. Its cache is read by the end user's code, and each
+// change to one of its objects queues the keys of the controller's objects
+// that Map or Index say depend on it.
+type RelatedConfig struct {
+	// Resource is the related resource.
+	Resource schema.GroupVersionResource
+	// MetadataOnly watches the resource through the metadata client, and
+	// caches each object's metadata alone, for an end user who reads no
+	// more of it.
+	MetadataOnly bool
+	// Namespace limits the informer to one namespace; "" watches all.
+	Namespace string
+	// LabelSelector and FieldSelector narrow what the API server lists
+	// and watches, so the cache holds only the objects that match. The
+	// caller has parsed them: a bad one fails every list.
+	LabelSelector, FieldSelector string
+	// Reshape, when not nil, rewrites each object's JSON before it is
+	// cached: the end user's transform, which keeps only what they read.
+	// A panic or an error in it caches the object as it was served, and
+	// is recorded.
+	Reshape func(doc []byte) ([]byte, error)
+	// Map, when not nil, returns the keys of the controller's objects to
+	// reconcile when obj is added, changes or is deleted. A panic in it
+	// queues nothing and is recorded.
+	Map func(obj metav1.Object) []ports.Key
+	// Index, when not "", names an index of the primary's: each change
+	// queues the controller's objects whose index values hold the related
+	// object's key.
+	Index string
+}
+
+// Related watches a related resource, and is its cache: Get and List read
+// the JSON of its objects.
+type Related struct {
+	c        RelatedConfig
+	informer cache.SharedIndexInformer
+}
+
+// relatedObject is an object of a related resource as its cache holds it:
+// its JSON, without metadata.managedFields and as the end user's transform
+// left it, and its labels, which List selects by.
+type relatedObject struct {
+	keyMeta
+	labels map[string]string
+	// json is shared with every reader: nothing modifies it once cached.
+	json []byte
+}
+
+// GetLabels returns the object's labels, as the API server served them.
+func (o *relatedObject) GetLabels() map[string]string { return o.labels }
+
+// GetObjectKind returns an empty kind: nothing that reads the cache asks
+// for it.
+func (o *relatedObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject returns a copy of o, which shares its labels and JSON:
+// nothing modifies either.
+func (o *relatedObject) DeepCopyObject() runtime.Object {
+	cp := *o
+	return &cp
+}
+
+// relatedSource is what the related informers read through besides the
+// config: the clients, the primary whose indexes a mapping may look up,
+// the recorder of the end user's panics, and the informers' Config.
+type relatedSource struct {
+	dynamic  dynamic.Interface
+	metadata metadata.Interface
+	primary  *Primary
+	recorder ports.Recorder
+	config   Config
+}
+
+// newRelated returns the informer of c's resource, not yet running.
+func newRelated(src relatedSource, c RelatedConfig) (*Related, error) {
+	tweak := func(opts *metav1.ListOptions) {
+		opts.LabelSelector = c.LabelSelector
+		opts.FieldSelector = c.FieldSelector
+	}
+	var inf cache.SharedIndexInformer
+	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	if c.MetadataOnly {
+		inf = metadatainformer.NewFilteredMetadataInformer(src.metadata, c.Resource, c.Namespace, 0, indexers, tweak).Informer()
+	} else {
+		resource := src.dynamic.Resource(c.Resource).Namespace(c.Namespace)
+		lw := &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				tweak(&opts)
+				return resource.List(ctx, opts)
+			},
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+				tweak(&opts)
+				return resource.Watch(ctx, opts)
+			},
+		}
+		inf = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, src.dynamic), nil,
+			cache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: c.Resource.String()})
+	}
+	r := &Related{c: c, informer: inf}
+	if err := inf.SetTransform(r.compact(src.recorder)); err != nil {
+		return nil, fmt.Errorf("informer of %s: %w", c.Resource, err)
+	}
+	logger := src.config.Logger
+	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { r.notify(src, obj, nil) },
+		UpdateFunc: func(old, obj any) {
+			// Related informers never resync, so every update is a
+			// change; both states are mapped, since a change may move the
+			// object from one dependant to another.
+			r.notify(src, obj, old)
+		},
+		DeleteFunc: func(obj any) { r.notify(src, obj, nil) },
+	}, cache.HandlerOptions{Logger: &logger})
+	if err != nil {
+		return nil, fmt.Errorf("informer of %s: %w", c.Resource, err)
+	}
+	return r, nil
+}
+
+// Informer returns the client-go informer, for Start.
+func (r *Related) Informer() cache.SharedIndexInformer { return r.informer }
+
+// Synced reports whether the cache holds what its first list returned.
+func (r *Related) Synced() bool { return r.informer.HasSynced() }
+
+// Get returns the JSON of the cached object key names, and false when the
+// cache holds none. The JSON is the cache's own: nothing may modify it.
+func (r *Related) Get(key ports.Key) ([]byte, bool, error) {
+	item, found, err := r.informer.GetIndexer().GetByKey(key.String())
+	if err != nil || !found {
+		return nil, false, err
+	}
+	o, ok := item.(*relatedObject)
+	if !ok {
+		return nil, false, fmt.Errorf("the cache of %s holds a %T, not a related object", r.c.Resource, item)
+	}
+	return o.json, true, nil
+}
+
+// List returns the JSON of every cached object in namespace, or in every
+// namespace the cache holds when namespace is "", whose labels selector
+// matches; a nil selector matches every object. The JSON is the cache's
+// own: nothing may modify it.
+func (r *Related) List(namespace string, selector labels.Selector) ([][]byte, error) {
+	var items []any
+	if namespace == "" {
+		items = r.informer.GetIndexer().List()
+	} else {
+		var err error
+		if items, err = r.informer.GetIndexer().ByIndex(cache.NamespaceIndex, namespace); err != nil {
+			return nil, fmt.Errorf("the cache of %s: %w", r.c.Resource, err)
+		}
+	}
+	var out [][]byte
+	for _, item := range items {
+		o, ok := item.(*relatedObject)
+		if !ok {
+			return nil, fmt.Errorf("the cache of %s holds a %T, not a related object", r.c.Resource, item)
+		}
+		if selector != nil && !selector.Matches(labels.Set(o.labels)) {
+			continue
+		}
+		out = append(out, o.json)
+	}
+	return out, nil
+}
+
+// compact is the related informer's transform: it turns what the client
+// decoded into a *relatedObject, reshaped by the end user's transform. It
+// is idempotent, as client-go asks.
+func (r *Related) compact(rec ports.Recorder) func(obj any) (any, error) {
+	return func(obj any) (any, error) {
+		var o *relatedObject
+		switch v := obj.(type) {
+		case *relatedObject:
+			return v, nil
+		case *cached:
+			o = &relatedObject{keyMeta: v.keyMeta, json: v.json}
+			o.labels = readLabels(v.json)
+		case *unstructured.Unstructured:
+			c, err := compactUnstructured(v)
+			if err != nil {
+				return nil, err
+			}
+			o = &relatedObject{keyMeta: c.keyMeta, json: c.json, labels: v.GetLabels()}
+		case *metav1.PartialObjectMetadata:
+			v.ManagedFields = nil
+			doc, err := json.Marshal(v)
+			if err != nil {
+				return nil, fmt.Errorf("encoding %s/%s: %w", v.Namespace, v.Name, err)
+			}
+			o = &relatedObject{
+				keyMeta: keyMeta{namespace: v.Namespace, name: v.Name, resourceVersion: v.ResourceVersion},
+				labels:  v.Labels, json: doc,
+			}
+		default:
+			return nil, fmt.Errorf("the informer of %s was handed a %T", r.c.Resource, obj)
+		}
+		if r.c.Reshape != nil {
+			o.json = r.reshape(rec, o)
+		}
+		return o, nil
+	}
+}
+
+// reshape returns o's JSON as the end user's transform leaves it, or as it
+// is when the transform fails or panics, which it records: an object
+// cached whole is better than one missing.
+func (r *Related) reshape(rec ports.Recorder, o *relatedObject) []byte {
+	cause := r.cause(o)
+	var doc []byte
+	var err error
+	p := protect(func() { doc, err = r.c.Reshape(o.json) })
+	switch {
+	case p != nil:
+		rec.MappingPanicked(context.Background(), fmt.Sprintf("the transform of %s", r.c.Resource.GroupResource()), cause, p)
+		return o.json
+	case err != nil:
+		rec.MappingPanicked(context.Background(), fmt.Sprintf("the transform of %s", r.c.Resource.GroupResource()), cause,
+			&ports.Panic{Value: err})
+		return o.json
+	}
+	return doc[:len(doc):len(doc)]
+}
+
+// notify queues the keys of the controller's objects that depend on obj,
+// and on old, its state before an update, when not nil.
+func (r *Related) notify(src relatedSource, obj, old any) {
+	key, ok := keyOf(obj)
+	if !ok {
+		return
+	}
+	cause := ports.Cause{Resource: r.c.Resource.GroupResource().String(), Key: key}
+	var keys []ports.Key
+	if r.c.Index != "" {
+		keys = append(keys, src.primary.indexKeys(r.c.Index, key)...)
+	}
+	if r.c.Map != nil {
+		keys = append(keys, r.mapped(src.recorder, cause, obj)...)
+		if old != nil {
+			keys = append(keys, r.mapped(src.recorder, cause, old)...)
+		}
+	}
+	seen := make(map[ports.Key]struct{}, len(keys))
+	for _, k := range keys {
+		if _, dup := seen[k]; dup {
+			continue
+		}
+		seen[k] = struct{}{}
+		src.config.Notify(ports.Event{Key: k, Cause: cause})
+	}
+}
+
+// mapped returns the keys Map returns for obj, a cached object or the
+// tombstone of one, or none when Map panics, which it records.
+func (r *Related) mapped(rec ports.Recorder, cause ports.Cause, obj any) []ports.Key {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	o, ok := obj.(*relatedObject)
+	if !ok {
+		// A tombstone without its object: nothing to map but its key,
+		// which an index mapping has used already.
+		return nil
+	}
+	var doc struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(o.json, &doc); err != nil {
+		rec.MappingPanicked(context.Background(), fmt.Sprintf("the mapping of %s", r.c.Resource.GroupResource()), cause,
+			&ports.Panic{Value: fmt.Errorf("decoding the metadata: %w", err)})
+		return nil
+	}
+	var keys []ports.Key
+	if p := protect(func() { keys = r.c.Map(&doc.Metadata) }); p != nil {
+		rec.MappingPanicked(context.Background(), fmt.Sprintf("the mapping of %s", r.c.Resource.GroupResource()), cause, p)
+		return nil
+	}
+	return keys
+}
+
+// cause names o as the cause of what its change queues.
+func (r *Related) cause(o *relatedObject) ports.Cause {
+	return ports.Cause{Resource: r.c.Resource.GroupResource().String(), Key: ports.Key{Namespace: o.namespace, Name: o.name}}
+}
+
+// check lists the resource once, with a limit of 1, as the informer will.
+func (r *Related) check(ctx context.Context, src relatedSource) error {
+	opts := metav1.ListOptions{Limit: 1, LabelSelector: r.c.LabelSelector, FieldSelector: r.c.FieldSelector}
+	var err error
+	if r.c.MetadataOnly {
+		_, err = src.metadata.Resource(r.c.Resource).Namespace(r.c.Namespace).List(ctx, opts)
+	} else {
+		_, err = src.dynamic.Resource(r.c.Resource).Namespace(r.c.Namespace).List(ctx, opts)
+	}
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", r.c.Resource, err)
+	}
+	return nil
+}
+
+// protect calls f, and returns what it panicked with, or nil.
+func protect(f func()) (p *ports.Panic) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &ports.Panic{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	f()
+	return nil
+}
+
+// readLabels returns the labels in doc's metadata, or nil when it has none
+// or they don't read as labels. doc is JSON the cache accepted, so any
+// error here is only a type the API server never sends.
+func readLabels(doc []byte) map[string]string {
+	s := scanner{data: doc}
+	var out map[string]string
+	_ = s.object(0, func(m member) error {
+		if !m.key(doc, "metadata") || doc[m.valueStart] != '{' {
+			return nil
+		}
+		ms := scanner{data: doc, pos: m.valueStart}
+		return ms.object(1, func(l member) error {
+			if l.key(doc, "labels") {
+				if json.Unmarshal(doc[l.valueStart:l.valueEnd], &out) != nil {
+					out = nil
+				}
+			}
+			return nil
+		})
+	})
+	return out
+}

@@ -1,0 +1,437 @@
+package kube
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loam-dev/loam/adapters/informer"
+	"github.com/loam-dev/loam/ports"
+)
+
+// Key names one object: its namespace, "" for a cluster-scoped object, and
+// its name.
+type Key = ports.Key
+
+// Cache is a Controller's cache of a related resource: objects its own
+// objects depend on without controlling them, such as the ConfigMap a
+// Memcached names or the Secret holding a Database's password. The
+// Controller lists and watches the resource, Watches says which of its
+// own objects each change reconciles, and the Reconciler reads the cache
+// with Get and List, which send no request.
+//
+// NewCache and NewResourceCache make one; Watches gives it to exactly one
+// Controller, which fills it from Serve on. Its T is the type each read
+// decodes a new copy into: client-go's struct for Kubernetes' own kinds,
+// such as corev1.ConfigMap, an Object[Spec, Status] for a custom
+// resource, or metav1.PartialObjectMetadata for a cache of metadata alone.
+type Cache[T any] struct {
+	gvr   schema.GroupVersionResource
+	kind  string
+	scope Scope
+	opts  CacheOptions[T]
+	// mistakes are NewCache's findings, which NewController reports.
+	mistakes []error
+	// bound is set once a Controller watches the cache.
+	bound atomic.Pointer[cacheBinding]
+}
+
+// CacheOptions narrows what a Cache holds.
+type CacheOptions[T any] struct {
+	// LabelSelector and FieldSelector narrow what the API server lists and
+	// watches, such as "app.kubernetes.io/part-of=memcached" or
+	// "type=kubernetes.io/tls": a watch of Secrets need not cache every
+	// Secret of the cluster. "" selects every object.
+	LabelSelector, FieldSelector string
+	// AllNamespaces watches the resource in every namespace, for objects
+	// that name related objects in other namespaces. Without it, a Cache
+	// holds the objects of Settings.Namespace, as the Controller's own
+	// informers do. A cluster-scoped resource is watched whole either
+	// way.
+	AllNamespaces bool
+	// Transform, when not nil, is called on each object before it is
+	// cached, to drop the fields the Reconciler never reads, such as every
+	// key of a Secret's data but one. It must not panic: a panic caches
+	// the object whole, and is recorded. Labels are selected by as the
+	// API server served them, whatever Transform leaves.
+	Transform func(obj *T)
+}
+
+// cacheBinding is what a Cache reads, once a Controller watches it.
+type cacheBinding struct {
+	controller string
+	// namespace is the one namespace the cache holds, "" for every one.
+	namespace string
+	store     *informer.Related
+}
+
+// NewCache returns a Cache of k's objects, narrowed as opts say. It
+// reports nothing itself: NewController reports each mistake in k and
+// opts, with every other.
+func NewCache[T any](k Kind[T], opts CacheOptions[T]) *Cache[T] {
+	c := &Cache[T]{gvr: k.GVR, kind: k.Kind, scope: k.Scope, opts: opts}
+	if err := k.validate(); err != nil {
+		c.mistakes = append(c.mistakes, fmt.Errorf("Kind %s: %w", k.name(), err))
+	}
+	c.mistakes = append(c.mistakes, selectorMistakes(opts.LabelSelector, opts.FieldSelector)...)
+	return c
+}
+
+// NewResourceCache returns a Cache of r's objects, decoded as
+// Object[Spec, Status], narrowed as opts say. NewController reports each
+// mistake in r and opts, with every other.
+func NewResourceCache[Spec, Status any](r Resource[Spec, Status], opts CacheOptions[Object[Spec, Status]]) *Cache[Object[Spec, Status]] {
+	c := &Cache[Object[Spec, Status]]{gvr: r.GVR(), kind: r.Kind, scope: r.Scope, opts: opts}
+	for _, m := range r.controllerMistakes() {
+		c.mistakes = append(c.mistakes, fmt.Errorf("Resource %s: %w", r.name(), m))
+	}
+	c.mistakes = append(c.mistakes, selectorMistakes(opts.LabelSelector, opts.FieldSelector)...)
+	return c
+}
+
+// selectorMistakes returns what is wrong with a label and a field
+// selector.
+func selectorMistakes(label, field string) []error {
+	var errs []error
+	if _, err := labels.Parse(label); err != nil {
+		errs = append(errs, fmt.Errorf("CacheOptions.LabelSelector %q: %w", label, err))
+	}
+	if _, err := fields.ParseSelector(field); err != nil {
+		errs = append(errs, fmt.Errorf("CacheOptions.FieldSelector %q: %w", field, err))
+	}
+	return errs
+}
+
+// String names the Cache by its resource, as errors do.
+func (c *Cache[T]) String() string {
+	if c == nil {
+		return "Cache(nil)"
+	}
+	return fmt.Sprintf("Cache(%s)", c.gvr)
+}
+
+// Get returns a new copy of the cached object namespace/name, and false
+// when the cache holds none: no such object exists, as far as the watch
+// has seen, or it doesn't match the Cache's selectors. It sends no
+// request. It fails when no Controller watches the Cache, before the
+// Controller's caches have synced, for a namespace outside the one the
+// Cache holds, or for a namespace given for a cluster-scoped resource.
+func (c *Cache[T]) Get(namespace, name string) (T, bool, error) {
+	var zero T
+	b, err := c.reading(namespace)
+	if err != nil {
+		return zero, false, err
+	}
+	doc, found, err := b.store.Get(Key{Namespace: namespace, Name: name})
+	if err != nil || !found {
+		return zero, false, c.readError(err)
+	}
+	v, err := decode[T](doc)
+	return v, true, c.readError(err)
+}
+
+// List returns a new copy of every cached object in namespace, or in
+// every namespace the Cache holds when namespace is "", whose labels
+// selector matches; a nil selector matches all. It sends no request, and
+// fails as Get does.
+func (c *Cache[T]) List(namespace string, selector labels.Selector) ([]T, error) {
+	b, err := c.reading(namespace)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := b.store.List(namespace, selector)
+	if err != nil {
+		return nil, c.readError(err)
+	}
+	return decodeAll[T](docs, c.readError)
+}
+
+// reading returns what c reads, and fails when it can't be read in
+// namespace yet, or ever.
+func (c *Cache[T]) reading(namespace string) (*cacheBinding, error) {
+	b := c.bound.Load()
+	switch {
+	case b == nil:
+		return nil, fmt.Errorf("kube: %v is watched by no Controller: pass kube.Watches with it to NewController", c)
+	case !b.store.Synced():
+		return nil, fmt.Errorf("kube: %v has not synced yet: read it in a reconcile, which starts once every cache of Controller %s has synced", c, b.controller)
+	case c.scope == Cluster && namespace != "":
+		return nil, fmt.Errorf("kube: %v: namespace %q: %s is cluster-scoped, so its objects are in no namespace: want \"\"", c, namespace, c.kind)
+	case b.namespace != "" && namespace != b.namespace && namespace != "":
+		return nil, fmt.Errorf("kube: %v: namespace %q is outside the Cache, which holds namespace %q only, as Controller %s's Settings.Namespace: set CacheOptions.AllNamespaces to watch every namespace", c, namespace, b.namespace, b.controller)
+	}
+	return b, nil
+}
+
+func (c *Cache[T]) readError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("kube: %v: %w", c, err)
+}
+
+// decodeAll decodes each of docs into a new T, naming the source of any
+// error through wrap.
+func decodeAll[T any](docs [][]byte, wrap func(error) error) ([]T, error) {
+	out := make([]T, 0, len(docs))
+	for _, doc := range docs {
+		v, err := decode[T](doc)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// related returns the informer's config of c, watched within namespace
+// unless c says otherwise, reconciling as m says, and the binding to set
+// once the Controller is built.
+func (c *Cache[T]) related(namespace string, m Mapping) informer.RelatedConfig {
+	if c.opts.AllNamespaces || c.scope == Cluster {
+		namespace = ""
+	}
+	rc := informer.RelatedConfig{
+		Resource:      c.gvr,
+		MetadataOnly:  reflect.TypeFor[T]() == reflect.TypeFor[metav1.PartialObjectMetadata](),
+		Namespace:     namespace,
+		LabelSelector: c.opts.LabelSelector,
+		FieldSelector: c.opts.FieldSelector,
+		Map:           m.fn,
+	}
+	if m.index != nil {
+		rc.Index = m.index.indexName()
+	}
+	if t := c.opts.Transform; t != nil {
+		rc.Reshape = func(doc []byte) ([]byte, error) {
+			v, err := decode[T](doc)
+			if err != nil {
+				return nil, err
+			}
+			t(&v)
+			return json.Marshal(v)
+		}
+	}
+	return rc
+}
+
+// Mapping says which of a Controller's objects a change to a related
+// object reconciles: MapFunc's function, or ByIndex's index. The zero
+// Mapping is a mistake.
+type Mapping struct {
+	fn    func(metav1.Object) []Key
+	index indexHandle
+	// kind tells a Mapping made by MapFunc or ByIndex from the zero one,
+	// and ByIndex(nil) from MapFunc(nil).
+	kind mappingKind
+}
+
+type mappingKind int
+
+const (
+	mappingNone mappingKind = iota
+	mappingFunc
+	mappingIndex
+)
+
+// MapFunc reconciles the objects f returns for each related object that is
+// added, changes or is deleted: its state before and after a change both,
+// since a change may move it from one dependant to another. f is handed
+// the related object's metadata, and runs on the informer's goroutine, so
+// it must be quick and must not block; a panic in it reconciles nothing
+// and is recorded, as a Reconciler's panic is.
+func MapFunc(f func(related metav1.Object) []Key) Mapping {
+	return Mapping{fn: f, kind: mappingFunc}
+}
+
+// ByIndex reconciles, for each related object that is added, changes or
+// is deleted, exactly the Controller's objects whose index idx holds the
+// related object's key: the common mapping of a reference by name, with
+// no function to write. The Controller must keep idx: pass Indexes(idx)
+// to NewController too.
+func ByIndex[T any](idx *Index[T]) Mapping {
+	m := Mapping{kind: mappingIndex}
+	if idx != nil {
+		m.index = idx
+	}
+	return m
+}
+
+// String describes the Mapping as the end user wrote it, for errors.
+func (m Mapping) String() string {
+	switch m.kind {
+	case mappingFunc:
+		return "MapFunc(...)"
+	case mappingIndex:
+		if m.index == nil {
+			return "ByIndex(nil)"
+		}
+		return fmt.Sprintf("ByIndex(%q)", m.index.indexName())
+	}
+	return "Mapping{}"
+}
+
+// mistakes returns what is wrong with m.
+func (m Mapping) mistakes() []string {
+	switch m.kind {
+	case mappingFunc:
+		if m.fn == nil {
+			return []string{"the mapping function is nil"}
+		}
+	case mappingIndex:
+		if m.index == nil {
+			return []string{"the Index is nil"}
+		}
+	default:
+		return []string{"the zero Mapping: make one with kube.MapFunc or kube.ByIndex"}
+	}
+	return nil
+}
+
+// Watches reconciles the Controller's objects that m names whenever an
+// object of c's resource is added, changes or is deleted, and fills c for
+// the Reconciler to read. The Controller lists and watches the resource
+// as c's options say, checks at Serve that it is served, and reconciles
+// nothing until c has synced; it needs list and watch on it. A Cache is
+// watched by one Controller.
+func Watches[T any](c *Cache[T], m Mapping) Part {
+	p := Part{kind: partWatches, mapping: m}
+	if c != nil {
+		p.cache = c
+	}
+	return p
+}
+
+// cacheHandle is a Cache of any type, as a Part holds it.
+type cacheHandle interface {
+	fmt.Stringer
+	cacheMistakes() []error
+	related(namespace string, m Mapping) informer.RelatedConfig
+	binding() *cacheBinding
+	bind(b *cacheBinding) bool
+	unbind()
+}
+
+func (c *Cache[T]) cacheMistakes() []error    { return c.mistakes }
+func (c *Cache[T]) binding() *cacheBinding    { return c.bound.Load() }
+func (c *Cache[T]) bind(b *cacheBinding) bool { return c.bound.CompareAndSwap(nil, b) }
+func (c *Cache[T]) unbind()                   { c.bound.Store(nil) }
+func (c *Cache[T]) handlePointer() uintptr    { return reflect.ValueOf(c).Pointer() }
+
+// Index is an index over a Controller's own objects by the related
+// objects each names, such as "the ConfigMap each Memcached names": a
+// related object's change reconciles exactly the objects whose index
+// holds its key (ByIndex), and the Reconciler reads which objects name a
+// related one (List). NewIndex makes one; Indexes gives it to exactly one
+// Controller, whose objects are T.
+type Index[T any] struct {
+	name  string
+	keys  func(T) []Key
+	bound atomic.Pointer[indexBinding]
+}
+
+// indexBinding is what an Index reads, once a Controller keeps it.
+type indexBinding struct {
+	controller string
+	primary    *informer.Primary
+}
+
+// NewIndex returns the Index named name whose values for an object are the
+// keys keys returns: the related objects the object names. keys runs on
+// the informer's goroutine each time an object is cached, so it must be
+// quick; a panic in it indexes none of the object's keys and is recorded.
+// NewController reports a name that is empty or that another of the
+// Controller's Indexes has, and a nil keys.
+func NewIndex[T any](name string, keys func(obj T) []Key) *Index[T] {
+	return &Index[T]{name: name, keys: keys}
+}
+
+func (x *Index[T]) indexName() string         { return x.name }
+func (x *Index[T]) objectType() reflect.Type  { return reflect.TypeFor[T]() }
+func (x *Index[T]) hasKeys() bool             { return x.keys != nil }
+func (x *Index[T]) binding() *indexBinding    { return x.bound.Load() }
+func (x *Index[T]) bind(b *indexBinding) bool { return x.bound.CompareAndSwap(nil, b) }
+func (x *Index[T]) unbind()                   { x.bound.Store(nil) }
+func (x *Index[T]) handlePointer() uintptr    { return reflect.ValueOf(x).Pointer() }
+
+// String names the Index as errors do.
+func (x *Index[T]) String() string {
+	if x == nil {
+		return "Index(nil)"
+	}
+	return fmt.Sprintf("Index(%q)", x.name)
+}
+
+// decodeKeys decodes doc, a cached object's JSON, and returns its index
+// values; an object that doesn't decode has none, since the Reconciler's
+// own decoding will report it.
+func (x *Index[T]) decodeKeys(doc []byte) []Key {
+	v, err := decode[T](doc)
+	if err != nil {
+		return nil
+	}
+	return x.keys(v)
+}
+
+// List returns a new copy of each of the Controller's objects whose index
+// holds key: those that name the related object key. It sends no
+// request. It fails when no Controller keeps the Index, or before the
+// Controller's caches have synced.
+func (x *Index[T]) List(key Key) ([]T, error) {
+	b := x.bound.Load()
+	if b == nil {
+		return nil, fmt.Errorf("kube: %s is kept by no Controller: pass kube.Indexes with it to NewController", x.String())
+	}
+	if !b.primary.Synced() {
+		return nil, fmt.Errorf("kube: %s has not synced yet: read it in a reconcile, which starts once every cache of Controller %s has synced", x.String(), b.controller)
+	}
+	wrap := func(err error) error { return fmt.Errorf("kube: %s: %w", x.String(), err) }
+	docs, err := b.primary.ByIndex(x.name, key)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return decodeAll[T](docs, wrap)
+}
+
+// Indexes keeps idx over the Controller's objects, which must be idx's T:
+// the Controller's Object[Spec, Status], or NewKindController's T. An
+// Index is kept by one Controller.
+func Indexes[T any](idx *Index[T]) Part {
+	p := Part{kind: partIndexes, indexType: reflect.TypeFor[T]()}
+	if idx != nil {
+		p.index = idx
+	}
+	return p
+}
+
+// indexHandle is an Index of any type, as a Part and a Mapping hold it.
+type indexHandle interface {
+	fmt.Stringer
+	indexName() string
+	objectType() reflect.Type
+	hasKeys() bool
+	decodeKeys(doc []byte) []Key
+	binding() *indexBinding
+	bind(b *indexBinding) bool
+	unbind()
+}
+
+// handle is a Cache or an Index, which NewController finds in the
+// Reconciler to check the Controller watches or keeps it.
+type handle interface {
+	fmt.Stringer
+	handlePointer() uintptr
+}
+
+var (
+	_ handle      = (*Cache[struct{}])(nil)
+	_ handle      = (*Index[struct{}])(nil)
+	_ cacheHandle = (*Cache[struct{}])(nil)
+	_ indexHandle = (*Index[struct{}])(nil)
+)
