@@ -98,8 +98,8 @@ func NewController[Spec, Status any](s *app.Setup, c *Client, settings Settings,
 // KindReconciler, all in one error. It opens no connection: Serve does.
 func NewKindController[T any](s *app.Setup, c *Client, settings Settings, k Kind[T], rec KindReconciler[T], parts ...Part) (*Controller, error) {
 	var errs []error
-	if err := k.validate(); err != nil {
-		errs = append(errs, fmt.Errorf("kube: Kind %s: %w", k.name(), err))
+	for _, m := range k.mistakes() {
+		errs = append(errs, fmt.Errorf("kube: Kind %s: %w", k.name(), m))
 	}
 	var reconcile func(context.Context, T) (ports.Result, error)
 	if isNil(rec) {

@@ -24,10 +24,10 @@ type Kind[T any] struct {
 	Scope Scope
 }
 
-// validate returns one error naming every mistake in k: a GVR without a
+// mistakes returns an error for each mistake in k: a GVR without a
 // Version or a Resource, a missing Kind, a Scope that is neither
 // Namespaced nor Cluster, and a T whose pointer isn't a metav1.Object.
-func (k Kind[T]) validate() error {
+func (k Kind[T]) mistakes() []error {
 	var errs []error
 	if k.GVR.Version == "" {
 		errs = append(errs, errors.New("the GVR has no Version"))
@@ -44,5 +44,5 @@ func (k Kind[T]) validate() error {
 	if _, ok := any(new(T)).(metav1.Object); !ok {
 		errs = append(errs, fmt.Errorf("%T is no metav1.Object, so its objects have no metadata to reconcile by", new(T)))
 	}
-	return errors.Join(errs...)
+	return errs
 }

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -8,17 +9,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-func TestKind_validate_accepts_a_kind_of_Kubernetes_own(t *testing.T) {
+func TestKind_mistakes_accepts_a_kind_of_Kubernetes_own(t *testing.T) {
 	namespaces := Kind[corev1.Namespace]{
 		GVR:   corev1.SchemeGroupVersion.WithResource("namespaces"),
 		Kind:  "Namespace",
 		Scope: Cluster,
 	}
-	require.NoError(t, namespaces.validate())
+	require.Empty(t, namespaces.mistakes())
 }
 
-func TestKind_validate_names_every_mistake(t *testing.T) {
-	err := Kind[corev1.NamespaceSpec]{GVR: schema.GroupVersionResource{Group: "apps"}, Scope: "Nowhere"}.validate()
+func TestKind_mistakes_names_every_mistake(t *testing.T) {
+	err := errors.Join(Kind[corev1.NamespaceSpec]{GVR: schema.GroupVersionResource{Group: "apps"}, Scope: "Nowhere"}.mistakes()...)
 	require.EqualError(t, err, "the GVR has no Version\n"+
 		"the GVR has no Resource\n"+
 		"the Kind is missing\n"+

@@ -76,8 +76,8 @@ type cacheBinding struct {
 // opts, with every other.
 func NewCache[T any](k Kind[T], opts CacheOptions[T]) *Cache[T] {
 	c := &Cache[T]{gvr: k.GVR, kind: k.Kind, scope: k.Scope, opts: opts}
-	if err := k.validate(); err != nil {
-		c.mistakes = append(c.mistakes, fmt.Errorf("Kind %s: %w", k.name(), err))
+	for _, m := range k.mistakes() {
+		c.mistakes = append(c.mistakes, fmt.Errorf("Kind %s: %w", k.name(), m))
 	}
 	c.mistakes = append(c.mistakes, selectorMistakes(opts.LabelSelector, opts.FieldSelector)...)
 	return c
