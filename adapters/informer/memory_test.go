@@ -236,9 +236,10 @@ func (s *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // cacheVariant builds one kind of informer over the server's objects.
 type cacheVariant struct {
 	name string
-	// owned is true for a variant of the metadata informer.
-	owned bool
-	build func(t testing.TB, c testClients, enqueue func()) cache.SharedIndexInformer
+	// owned is true for a variant of the metadata informer of
+	// Deployments, and related for one of ConfigMaps.
+	owned, related bool
+	build          func(t testing.TB, c testClients, enqueue func()) cache.SharedIndexInformer
 }
 
 // testClients are the clients a cacheVariant may build its informer on.
@@ -326,6 +327,76 @@ var cacheVariants = []cacheVariant{
 			return o.Informer()
 		},
 	},
+	{
+		name: "related/unstructured with managedFields", related: true,
+		build: func(t testing.TB, c testClients, enqueue func()) cache.SharedIndexInformer {
+			inf := dynamicinformer.NewFilteredDynamicInformer(c.dynamic, memoryConfigMaps, "", 0, cache.Indexers{}, nil).Informer()
+			_, err := inf.AddEventHandler(counting(enqueue))
+			require.NoError(t, err)
+			return inf
+		},
+	},
+	{
+		name: "related/loam", related: true,
+		build: func(t testing.TB, c testClients, enqueue func()) cache.SharedIndexInformer {
+			return relatedConfigMaps(t, c, enqueue, false)
+		},
+	},
+	{
+		name: "related/loam, metadata only", related: true,
+		build: func(t testing.TB, c testClients, enqueue func()) cache.SharedIndexInformer {
+			return relatedConfigMaps(t, c, enqueue, true)
+		},
+	},
+}
+
+// relatedConfigMaps is a related informer of ConfigMaps through the
+// client c picks, caching metadata alone when metadataOnly.
+func relatedConfigMaps(t testing.TB, c testClients, enqueue func(), metadataOnly bool) cache.SharedIndexInformer {
+	r, err := informer.NewRelated(c.wire, c.metadata, informer.Config{Notify: func(ports.Event) { enqueue() }, Logger: logr.Discard()},
+		informer.RelatedConfig{
+			Resource: memoryConfigMaps, MetadataOnly: metadataOnly,
+			// Every ConfigMap is named by one Memcached, so each one
+			// queues a key, as the handler counts.
+			Map: func(obj metav1.Object) []ports.Key {
+				return []ports.Key{{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+			},
+		})
+	require.NoError(t, err)
+	return r.Informer()
+}
+
+var memoryConfigMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// configMapJSON is the i-th ConfigMap a Memcached names, as the API server
+// sends it: a handful of memcached's flags, labels, and the managedFields
+// of the kubectl apply that made it.
+func configMapJSON(i int) []byte {
+	name := fmt.Sprintf("memcached-%05d-flags", i)
+	o := map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": metav1.ObjectMeta{
+			Name: name, Namespace: "team-a", UID: uid("ConfigMap", i),
+			ResourceVersion: fmt.Sprint(4841337 + i), CreationTimestamp: created,
+			Labels: map[string]string{"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": fmt.Sprintf("memcached-%05d", i)},
+			Annotations: map[string]string{
+				"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","data":{"conn-limit":"1024","max-item-size":"2m","memory-limit":"512","threads":"4"},"kind":"ConfigMap"}`,
+			},
+			ManagedFields: []metav1.ManagedFieldsEntry{{
+				Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+				Time: &created, FieldsType: "FieldsV1",
+				FieldsV1: fields(`{"f:data":{".":{},"f:conn-limit":{},"f:max-item-size":{},"f:memory-limit":{},"f:threads":{}},` +
+					`"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}},` +
+					`"f:labels":{".":{},"f:app.kubernetes.io/instance":{},"f:app.kubernetes.io/name":{}}}}`),
+			}},
+		},
+		"data": map[string]string{"conn-limit": "1024", "max-item-size": "2m", "memory-limit": "512", "threads": "4"},
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // cacheFigures is what measureCache finds, per cached object.
@@ -360,9 +431,13 @@ func measureCache(t testing.TB, v cacheVariant, n int) cacheFigures {
 		itemKind: "Memcached", version: "cache.example.com/v1alpha1", items: make([][]byte, n),
 	}
 	encode := memcachedJSON
-	if v.owned {
+	switch {
+	case v.owned:
 		s.path, s.listKind, s.itemKind, s.version = "/apis/apps/v1/deployments", "PartialObjectMetadataList", "PartialObjectMetadata", "meta.k8s.io/v1"
 		encode = deploymentJSON
+	case v.related:
+		s.path, s.listKind, s.itemKind, s.version = "/api/v1/configmaps", "ConfigMapList", "ConfigMap", "v1"
+		encode = configMapJSON
 	}
 	var figures cacheFigures
 	for i := range n {
@@ -460,4 +535,14 @@ func indexOf(t *testing.T, name string) int {
 	}
 	t.Fatalf("no variant %q", name)
 	return -1
+}
+
+// TestRelated_caches_an_object_in_at_most_one_and_a_half_times_its_JSON
+// holds a related cache to the primary's memory goal: a cached ConfigMap
+// takes no more heap than its JSON on the wire plus half.
+func TestRelated_caches_an_object_in_at_most_one_and_a_half_times_its_JSON(t *testing.T) {
+	f := measureCache(t, cacheVariants[indexOf(t, "related/loam")], 1_000)
+	t.Logf("%.0f B/object cached, %.0f B/object on the wire, %.0f B/object without managedFields: %.2f× the wire",
+		f.heap, f.wire, f.stripped, f.heap/f.wire)
+	require.LessOrEqual(t, f.heap, 1.5*f.wire)
 }
