@@ -31,8 +31,11 @@
 // is handed its own decoded copy of the object and returns its status; the
 // controller applies the status with server-side apply when it changed.
 // NewKindController does the same for a Kind with a KindReconciler. Owns
-// reconciles an object again when a resource it controls changes; Finalize
-// keeps an object until the end user's cleanup has run. Every replica
+// reconciles an object again when a resource it controls changes; Watches
+// reconciles the objects that depend on a related resource's changed
+// object, as MapFunc or an Index says, and fills a Cache the Reconciler
+// reads with no request; Finalize keeps an object until the end user's
+// cleanup has run. Every replica
 // keeps warm caches and only the holder of the Lease reconciles. A
 // Controller is an app.Service: its Serve lists, watches and campaigns,
 // and Synced reports readiness.
