@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +31,10 @@ const (
 // defaultProbeAddress is where the probes Service listens unless
 // PROBE_ADDRESS says otherwise; deploy/deployment.yaml's probes name it.
 const defaultProbeAddress = ":8081"
+
+// UserAgent is the User-Agent of the Reconcilers' own requests: the
+// Deployments and PodDisruptionBudgets they apply.
+const UserAgent = "memcached-operator"
 
 // scenarioAnnotation is the annotation that carries a failure scenario into
 // a Memcached's reconciles, and on to its Deployment's.
@@ -63,7 +68,12 @@ func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	kc, err := kubernetes.NewForConfig(client.Config())
+	cfg := client.Config()
+	// The Reconcilers' requests name the operator, so the API server's
+	// audit log and metrics tell them from those of loam's informers,
+	// Leases and status applies, which go with client-go's default.
+	cfg.UserAgent = UserAgent
+	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -80,13 +90,55 @@ func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 	return []app.Service{memcacheds, budgets, probes}, nil
 }
 
+// ConfigMaps is Kubernetes' own ConfigMap kind, which the Memcached
+// controller watches and caches for the flags a Memcached names.
+var ConfigMaps = kube.Kind[corev1.ConfigMap]{
+	GVR:   corev1.SchemeGroupVersion.WithResource("configmaps"),
+	Kind:  "ConfigMap",
+	Scope: kube.Namespaced,
+}
+
+// configMapIndex names the Index of Memcacheds by the ConfigMap each
+// names.
+const configMapIndex = "configMap"
+
+// configMapOf is the Index's keys: the ConfigMap m names, in m's
+// namespace, or none.
+func configMapOf(m Object) []kube.Key {
+	if m.Spec.ConfigMap == "" {
+		return nil
+	}
+	return []kube.Key{{Namespace: m.Namespace, Name: m.Spec.ConfigMap}}
+}
+
+// keepData is the ConfigMap cache's Transform: it keeps what the
+// Reconciler reads, the data, and drops what it never reads, the binary
+// data and the annotations, where kubectl apply keeps a second copy of the
+// whole ConfigMap. The cache holds every ConfigMap of the namespaces the
+// operator watches, not only those a Memcached names, since a Memcached
+// may name one before it exists.
+func keepData(cm *corev1.ConfigMap) {
+	cm.BinaryData = nil
+	cm.Annotations = nil
+}
+
 // operator returns the operator's two controllers: the Memcached
 // controller, which trusts the scenario on a Memcached in
 // scenarioNamespace, and Budget's, which carries the scenario a Memcached's
 // reconcile sets on its Deployment into the Deployment's reconciles.
+//
+// The Memcached controller watches ConfigMaps into a cache that its
+// Reconciler reads, so reading a Memcached's flags sends no request, and
+// keeps an Index of Memcacheds by the ConfigMap each names, so a
+// ConfigMap's change, its creation included, reconciles exactly the
+// Memcacheds that name it.
 func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.Settings, kc kubernetes.Interface) (*kube.Controller, *kube.Controller, error) {
-	memcacheds, err := kube.NewController(s, client, settings, Memcached, Reconciler{Kube: kc},
+	configMaps := kube.NewCache(ConfigMaps, kube.CacheOptions[corev1.ConfigMap]{Transform: keepData})
+	byConfigMap := kube.NewIndex(configMapIndex, configMapOf)
+	memcacheds, err := kube.NewController(s, client, settings, Memcached, Reconciler{Kube: kc, ConfigMaps: configMaps},
 		kube.Owns(appsv1.SchemeGroupVersion.WithResource("deployments")),
+		kube.Watches(configMaps, kube.ByIndex(byConfigMap)),
+		kube.Indexes(byConfigMap),
 		// An admission policy lets only the chaos harness set the annotation
 		// in scenarioNamespace.
 		kube.TrustScenario(scenarioAnnotation, func(obj metav1.Object) bool {

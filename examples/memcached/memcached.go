@@ -2,9 +2,18 @@ package memcached
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
 	"regexp"
+	"slices"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -16,10 +25,13 @@ import (
 )
 
 // MemcachedSpec is what a Memcached declares: how many memcached pods run,
-// and their image.
+// their image, and the ConfigMap, if any, that holds memcached's flags.
 type MemcachedSpec struct {
 	Size  int32  `json:"size"`
 	Image string `json:"image"`
+	// ConfigMap names a ConfigMap in the Memcached's namespace whose data
+	// are memcached's command-line flags; "" runs memcached with none.
+	ConfigMap string `json:"configMap,omitempty"`
 }
 
 // MemcachedStatus is what the controller reports: how many of the pods are
@@ -52,6 +64,11 @@ var Memcached = kube.Resource[MemcachedSpec, MemcachedStatus]{
 		kube.Rules(&spec,
 			kube.Field(&spec.Size).Minimum(1).Maximum(3).Description("How many memcached pods run."),
 			kube.Field(&spec.Image).Pattern(regexp.MustCompile(`^memcached:`)).Default("memcached:1.6.26-alpine3.19"),
+			// A ConfigMap's name is a DNS subdomain: the API server refuses
+			// any other at once, rather than the Memcached waiting for a
+			// ConfigMap that can never exist.
+			kube.Field(&spec.ConfigMap).MaxLength(253).Pattern(configMapName).
+				Description("The name of a ConfigMap in the Memcached's namespace whose data are memcached's flags: each key k with the value v is the flag --k=v. A change to the ConfigMap rolls the pods; until it exists, the Memcached is not Available and its Deployment is left as it is."),
 		),
 		kube.Rules(&status,
 			kube.Field(&status.Conditions).ListMap("type"),
@@ -59,16 +76,75 @@ var Memcached = kube.Resource[MemcachedSpec, MemcachedStatus]{
 	},
 }
 
+// configMapName is what a ConfigMap's name may be: a DNS subdomain, as
+// Kubernetes validates it.
+var configMapName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// ConfigHashAnnotation is the pod template's annotation that holds
+// ConfigHash of the data of the Memcached's ConfigMap. A change to the
+// template rolls the pods. The flags are the container's arguments, so
+// they change the template too; the annotation also says, where kubectl
+// shows it, which data a pod runs with, and would still roll the pods if
+// the data reached them some other way, such as a mounted file, which
+// changes no template.
+const ConfigHashAnnotation = "cache.example.com/config-hash"
+
+// ReasonConfigMapMissing is the reason of the Available condition of a
+// Memcached whose ConfigMap doesn't exist.
+const ReasonConfigMapMissing = "ConfigMapMissing"
+
+// ConfigMapReader reads a ConfigMap by namespace and name, and reports
+// false when there is none. Init's is the Controller's cache of
+// ConfigMaps, a *kube.Cache[corev1.ConfigMap], so a reconcile sends no
+// request to read one; a test's is a fake.
+type ConfigMapReader interface {
+	Get(namespace, name string) (corev1.ConfigMap, bool, error)
+}
+
 // Reconciler is the Memcached operator's Reconciler: it applies a
-// Deployment that the Memcached controls, and reports the Deployment's
-// ready replicas, and whether it is available.
-type Reconciler struct{ Kube kubernetes.Interface }
+// Deployment that the Memcached controls, with the flags of the
+// Memcached's ConfigMap, and reports the Deployment's ready replicas, and
+// whether it is available.
+type Reconciler struct {
+	Kube kubernetes.Interface
+	// ConfigMaps reads the ConfigMap a Memcached names. Only a Memcached
+	// that names one needs it.
+	ConfigMaps ConfigMapReader
+}
 
 // Reconcile applies m's Deployment and returns m's status. A failed apply
 // is both an Available condition of Unknown with the reason ApplyFailed,
 // which the controller applies, and the error, which retries m.
+//
+// A ConfigMap that m names and that doesn't exist is an Available
+// condition of False with the reason ConfigMapMissing, and no error: the
+// Controller watches ConfigMaps, so the ConfigMap's creation reconciles m
+// again, and a retry could do no better before then. The Deployment isn't
+// applied then: an existing one keeps running with the flags it had,
+// rather than restarting with none, which a ConfigMap deleted by mistake
+// would otherwise cause.
 func (r Reconciler) Reconcile(ctx context.Context, m Object) (kube.Result[MemcachedStatus], error) {
+	st := m.Status
 	labels := map[string]string{"app": "memcached", "memcached": m.Name}
+	template := corev1ac.PodTemplateSpec().WithLabels(labels)
+	container := corev1ac.Container().WithName("memcached").WithImage(m.Spec.Image)
+	if name := m.Spec.ConfigMap; name != "" {
+		cm, found, err := r.configMap(m.Namespace, name)
+		if err != nil {
+			return kube.Result[MemcachedStatus]{}, fmt.Errorf("the Memcached %s/%s: %w", m.Namespace, m.Name, err)
+		}
+		if !found {
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+				Type: "Available", Status: metav1.ConditionFalse, Reason: ReasonConfigMapMissing,
+				Message:            fmt.Sprintf("the ConfigMap %q is not in the namespace %q: the Deployment is left as it is until it is created", name, m.Namespace),
+				ObservedGeneration: m.Generation,
+			})
+			return kube.Result[MemcachedStatus]{Status: &st}, nil
+		}
+		container.WithArgs(flags(cm.Data)...)
+		template.WithAnnotations(map[string]string{ConfigHashAnnotation: ConfigHash(cm.Data)})
+	}
+
 	d, err := r.Kube.AppsV1().Deployments(m.Namespace).Apply(ctx,
 		appsv1ac.Deployment(m.Name, m.Namespace).
 			WithOwnerReferences(metav1ac.OwnerReference().
@@ -77,13 +153,9 @@ func (r Reconciler) Reconcile(ctx context.Context, m Object) (kube.Result[Memcac
 			WithSpec(appsv1ac.DeploymentSpec().
 				WithReplicas(m.Spec.Size).
 				WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
-				WithTemplate(corev1ac.PodTemplateSpec().
-					WithLabels(labels).
-					WithSpec(corev1ac.PodSpec().WithContainers(
-						corev1ac.Container().WithName("memcached").WithImage(m.Spec.Image))))),
+				WithTemplate(template.WithSpec(corev1ac.PodSpec().WithContainers(container)))),
 		metav1.ApplyOptions{FieldManager: "memcached-controller", Force: true},
 	)
-	st := m.Status
 	if err != nil {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: "Available", Status: metav1.ConditionUnknown, Reason: "ApplyFailed",
@@ -94,6 +166,47 @@ func (r Reconciler) Reconcile(ctx context.Context, m Object) (kube.Result[Memcac
 	st.ReadyReplicas = d.Status.ReadyReplicas
 	meta.SetStatusCondition(&st.Conditions, available(d, m.Generation))
 	return kube.Result[MemcachedStatus]{Status: &st}, nil
+}
+
+// configMap reads the ConfigMap namespace/name through r.ConfigMaps.
+func (r Reconciler) configMap(namespace, name string) (corev1.ConfigMap, bool, error) {
+	if r.ConfigMaps == nil {
+		return corev1.ConfigMap{}, false, errors.New("the Reconciler has no ConfigMaps to read its ConfigMap from")
+	}
+	cm, found, err := r.ConfigMaps.Get(namespace, name)
+	if err != nil {
+		return corev1.ConfigMap{}, false, fmt.Errorf("reading the ConfigMap %s/%s: %w", namespace, name, err)
+	}
+	return cm, found, nil
+}
+
+// flags returns memcached's command-line flags for a ConfigMap's data:
+// --k=v for each key k with the value v, sorted by key, so the pod
+// template, and with it the pods, stay the same from one reconcile to the
+// next, whatever order Go's map hands the keys in.
+func flags(data map[string]string) []string {
+	out := make([]string, 0, len(data))
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		out = append(out, "--"+k+"="+data[k])
+	}
+	return out
+}
+
+// ConfigHash returns the hash of a ConfigMap's data that the pod
+// template's ConfigHashAnnotation holds: SHA-256, in hex, of the data's
+// canonical encoding, a line "key"="value" for each key, sorted, both
+// quoted as Go quotes a string. The encoding must be canonical, one for
+// each data and only one: hashing the entries in the order Go's map hands
+// them would change the annotation from one reconcile to the next, and
+// with it the pod template, rolling the pods with nothing changed. The
+// quoting keeps a value holding a newline or an "=" from passing for
+// other entries. No data and empty data hash the same.
+func ConfigHash(data map[string]string) string {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		_, _ = io.WriteString(h, strconv.Quote(k)+"="+strconv.Quote(data[k])+"\n") // a hash.Hash never fails a write
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // available is the Memcached's Available condition: the Deployment's own,

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -301,6 +302,7 @@ func failures() map[permission]failure {
 	memcacheds := memcached.Memcached.GVR()
 	deployments := appsv1.SchemeGroupVersion.WithResource("deployments")
 	budgets := policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
+	configMaps := corev1.SchemeGroupVersion.WithResource("configmaps")
 	return map[permission]failure{
 		{memcached.Memcached.Group, "memcacheds", "list"}:         serveFails(memcacheds, "memcacheds.cache.example.com"),
 		{memcached.Memcached.Group, "memcacheds", "watch"}:        watchRefused("memcacheds", memcached.Memcached.Group),
@@ -309,6 +311,8 @@ func failures() map[permission]failure {
 		{appsv1.GroupName, "deployments", "watch"}:                watchRefused("deployments", appsv1.GroupName),
 		{appsv1.GroupName, "deployments", "patch"}:                applyRefused("patch"),
 		{appsv1.GroupName, "deployments", "create"}:               applyRefused("create"),
+		{corev1.GroupName, "configmaps", "list"}:                  serveFails(configMaps, "configmaps"),
+		{corev1.GroupName, "configmaps", "watch"}:                 watchRefused("configmaps", corev1.GroupName),
 		{policyv1.GroupName, "poddisruptionbudgets", "list"}:      serveFails(budgets, "poddisruptionbudgets.policy"),
 		{policyv1.GroupName, "poddisruptionbudgets", "watch"}:     watchRefused("poddisruptionbudgets", policyv1.GroupName),
 		{policyv1.GroupName, "poddisruptionbudgets", "patch"}:     budgetRefused("patch"),
@@ -325,6 +329,7 @@ var firstUse = map[string]string{
 	memcached.Memcached.Group + "/memcacheds":        "list",
 	memcached.Memcached.Group + "/memcacheds/status": "patch",
 	appsv1.GroupName + "/deployments":                "list",
+	corev1.GroupName + "/configmaps":                 "list",
 	policyv1.GroupName + "/poddisruptionbudgets":     "list",
 	coordinationv1.GroupName + "/leases":             "get",
 }
@@ -347,7 +352,11 @@ func rows(t *testing.T, f rbacObjects) []row {
 			key := r.APIGroups[0] + "/" + r.Resources[0]
 			verb, ok := firstUse[key]
 			require.True(t, ok, "the table doesn't say what fails without the rule %s", key)
-			whole := row{name: kind + " " + key, fails: permission{r.APIGroups[0], r.Resources[0], verb}}
+			group := r.APIGroups[0]
+			if group == "" {
+				group = "core" // as permission.String names it
+			}
+			whole := row{name: kind + " " + group + "/" + r.Resources[0], fails: permission{r.APIGroups[0], r.Resources[0], verb}}
 			set(&whole, slices.Delete(slices.Clone(rules), i, i+1))
 			rs = append(rs, whole)
 			if len(r.Verbs) == 1 {
@@ -394,7 +403,7 @@ func TestRBAC_without_any_one_rule_or_verb_of_deploy_rbac_yaml_a_named_operation
 	}
 }
 
-func TestRBAC_the_docs_print_deploy_rbac_yaml_s_rules_but_for_Finalize_s_and_Budget_s(t *testing.T) {
+func TestRBAC_the_docs_print_deploy_rbac_yaml_s_rules_but_for_Finalize_s_Budget_s_and_the_ConfigMaps_watch(t *testing.T) {
 	file, docs := readRBAC(t), docsRBAC(t)
 	require.ElementsMatch(t, permissions(file.role.Rules), permissions(docs.role.Rules), "the Lease's Role")
 
@@ -417,6 +426,10 @@ func TestRBAC_the_docs_print_deploy_rbac_yaml_s_rules_but_for_Finalize_s_and_Bud
 		{group, "memcacheds", "patch"},
 	}, onlyDocs, "what the docs grant and rbac.yaml doesn't")
 	require.ElementsMatch(t, []permission{
+		// The Watches of the ConfigMaps that hold the flags, which the
+		// docs' controller doesn't have.
+		{corev1.GroupName, "configmaps", "list"},
+		{corev1.GroupName, "configmaps", "watch"},
 		// Budget's: its Owns, and its applies.
 		{policyv1.GroupName, "poddisruptionbudgets", "list"},
 		{policyv1.GroupName, "poddisruptionbudgets", "watch"},
