@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,9 +86,10 @@ func (o *operator) start(t *testing.T, f rbacObjects, kubeconfig []byte) {
 	)
 }
 
-// deleteAll deletes the test's Memcacheds, Deployments and
-// PodDisruptionBudgets: no garbage collector runs, and the test's
-// namespace keeps its objects while it is Terminating.
+// deleteAll deletes the test's Memcacheds, Deployments,
+// PodDisruptionBudgets and the ConfigMaps it made: no garbage collector
+// runs, and the test's namespace keeps its objects while it is
+// Terminating.
 func (o *operator) deleteAll(t *testing.T) {
 	ctx := context.WithoutCancel(t.Context())
 	all := metav1.ListOptions{}
@@ -95,19 +97,58 @@ func (o *operator) deleteAll(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, o.kube.AppsV1().Deployments(o.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all))
 	require.NoError(t, o.kube.PolicyV1().PodDisruptionBudgets(o.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all))
+	require.NoError(t, o.kube.CoreV1().ConfigMaps(o.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: madeByTest}))
 }
 
 // create creates the Memcached name of size pods, as the cluster's admin.
 func (o *operator) create(t *testing.T, name string, size int) *unstructured.Unstructured {
 	t.Helper()
+	return o.createNaming(t, name, size, "")
+}
+
+// createNaming creates the Memcached name of size pods whose flags are
+// the ConfigMap configMap's, none for "", as the cluster's admin.
+func (o *operator) createNaming(t *testing.T, name string, size int, configMap string) *unstructured.Unstructured {
+	t.Helper()
+	spec := map[string]any{"size": size}
+	if configMap != "" {
+		spec["configMap"] = configMap
+	}
 	u, err := o.memcacheds.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": memcached.Memcached.Group + "/" + memcached.Memcached.Version,
 		"kind":       memcached.Memcached.Kind,
 		"metadata":   map[string]any{"name": name, "namespace": o.ns},
-		"spec":       map[string]any{"size": size},
+		"spec":       spec,
 	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return u
+}
+
+// madeByTest is the label selector of the ConfigMaps a test makes, which
+// deleteAll deletes, leaving the namespace's own, kube-root-ca.crt.
+const madeByTest = "test.loam.dev/made-by=memcached-e2e"
+
+// createConfigMap creates the ConfigMap name with data, as the cluster's
+// admin.
+func (o *operator) createConfigMap(t *testing.T, name string, data map[string]string) {
+	t.Helper()
+	_, err := o.kube.CoreV1().ConfigMaps(o.ns).Create(t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.ns, Labels: map[string]string{"test.loam.dev/made-by": "memcached-e2e"}},
+		Data:       data,
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// updateConfigMap changes the ConfigMap name as change says, as the
+// cluster's admin.
+func (o *operator) updateConfigMap(t *testing.T, name string, change func(cm *corev1.ConfigMap)) {
+	t.Helper()
+	cms := o.kube.CoreV1().ConfigMaps(o.ns)
+	cm, err := cms.Get(t.Context(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	change(cm)
+	_, err = cms.Update(t.Context(), cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
 }
 
 // memcached returns the Memcached name, and false once it is gone.
