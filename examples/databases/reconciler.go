@@ -124,6 +124,16 @@ func (r Reconciler) Finalize(ctx context.Context, d Object) error {
 // is no Secret yet, so a password is generated once and kept. A Secret of
 // that name that d doesn't control is a conflictError.
 func (r Reconciler) password(ctx context.Context, d Object, name string) (string, error) {
+	// A live GET, and not a read from a cache of Secrets: the Secret is
+	// this Reconciler's own write, applied by the reconcile of d before
+	// this one, which may have ended a moment ago, and a cache fills from
+	// a watch that may not have brought that apply yet. A cache that
+	// hasn't would say there is no Secret, and this reconcile would make a
+	// new password and set it on the role, under every application that
+	// has just read the old one. The rule: read from a cache what others
+	// write and the Reconciler reacts to, such as a ConfigMap of settings;
+	// read back from the API server what the Reconciler itself wrote and
+	// must not act on a stale copy of (read-your-writes).
 	s, err := r.Kube.CoreV1().Secrets(d.Namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
