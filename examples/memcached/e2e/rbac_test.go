@@ -403,7 +403,7 @@ func TestRBAC_without_any_one_rule_or_verb_of_deploy_rbac_yaml_a_named_operation
 	}
 }
 
-func TestRBAC_the_docs_print_deploy_rbac_yaml_s_rules_but_for_Finalize_s_Budget_s_and_the_ConfigMaps_watch(t *testing.T) {
+func TestRBAC_the_docs_print_deploy_rbac_yaml_s_rules_but_for_Finalize_s_and_Budget_s(t *testing.T) {
 	file, docs := readRBAC(t), docsRBAC(t)
 	require.ElementsMatch(t, permissions(file.role.Rules), permissions(docs.role.Rules), "the Lease's Role")
 
@@ -426,10 +426,6 @@ func TestRBAC_the_docs_print_deploy_rbac_yaml_s_rules_but_for_Finalize_s_Budget_
 		{group, "memcacheds", "patch"},
 	}, onlyDocs, "what the docs grant and rbac.yaml doesn't")
 	require.ElementsMatch(t, []permission{
-		// The Watches of the ConfigMaps that hold the flags, which the
-		// docs' controller doesn't have.
-		{corev1.GroupName, "configmaps", "list"},
-		{corev1.GroupName, "configmaps", "watch"},
 		// Budget's: its Owns, and its applies.
 		{policyv1.GroupName, "poddisruptionbudgets", "list"},
 		{policyv1.GroupName, "poddisruptionbudgets", "watch"},
