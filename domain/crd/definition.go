@@ -93,6 +93,11 @@ func (d Definition) CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 	// The schemas of one type share their subschemas: copying them
 	// parts them, so a change to the CRD's schema changes one place only.
 	spec, status = *spec.DeepCopy(), *status.DeepCopy()
+	// A status the controller applies with no fields, after one with
+	// some, gives up every field it owned, and the API server then stores
+	// the status as null: the schema must take null, or every apply of the
+	// emptied status fails, and retries forever.
+	status.Nullable = true
 	root := apiextensionsv1.JSONSchemaProps{
 		Type: "object",
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
