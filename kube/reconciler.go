@@ -33,7 +33,7 @@ type Result[Status any] struct {
 	Status *Status
 	// After, when positive and Reconcile returned no error, reconciles the
 	// object again after that long, unless it changes first: how a
-	// Reconciler polls what no Owns watches.
+	// Reconciler polls what no Owns or Watches watches.
 	After time.Duration
 }
 
