@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -248,10 +249,12 @@ func events(a *apptest.App, name string) int {
 
 // wire is a recording proxy between a Client and the cluster: a TLS
 // server of its own CA that keeps what each request carries — its method,
-// path, content type, baggage header and, for a PATCH, its body — and
-// passes the request on, as it came, to the cluster's API server. What it
-// records is what the API server receives: the Client's TLS ends at the
+// path, query, content type, baggage header and, for a PATCH, its body —
+// and passes the request on, as it came, to the cluster's API server. What
+// it records is what the API server receives: the Client's TLS ends at the
 // proxy, so nothing of the Client's is left to change a request after it.
+// It is the module's one recording proxy: the fault tests read its
+// baggage and bodies, the related-objects tests its ConfigMaps requests.
 type wire struct {
 	mu       sync.Mutex
 	requests []wireRequest
@@ -259,8 +262,18 @@ type wire struct {
 
 type wireRequest struct {
 	method, path, contentType string
+	query                     url.Values
 	baggage                   []string
 	body                      []byte
+}
+
+// String prints the request's method, path and query, for a failed
+// assertion's message.
+func (r wireRequest) String() string { return r.method + " " + r.path + "?" + fmt.Sprint(r.query) }
+
+// isWatch reports whether r is a watch, as the informers' are.
+func (r wireRequest) isWatch() bool {
+	return slices.Contains(r.query["watch"], "true") || slices.Contains(r.query["watch"], "1")
 }
 
 // startWire starts the proxy to c's API server, and returns it and the
@@ -319,25 +332,33 @@ func throughWire(t *testing.T, c *kubetest.Cluster) kube.Connection {
 	t.Helper()
 	w, conn := startWire(t, c)
 	t.Cleanup(func() {
-		all := w.all()
-		if len(all) == 0 {
+		if len(w.all()) == 0 {
 			t.Error("the recording proxy passed no request on: the App didn't reach the API server through it")
 		}
-		for _, req := range all {
-			for _, b := range req.baggage {
-				if strings.Contains(b, scenarioMember) {
-					t.Errorf("%s %s carried the scenario to the API server: %s", req.method, req.path, b)
-				}
-			}
+		for _, req := range w.carryingScenario() {
+			t.Errorf("%s %s carried the scenario to the API server: %s", req.method, req.path, req.baggage)
 		}
 	})
 	return conn
+}
+
+// carryingScenario returns the requests whose baggage carried the
+// scenario's member: none should, as the Client strips it.
+func (w *wire) carryingScenario() []wireRequest {
+	var carried []wireRequest
+	for _, req := range w.all() {
+		if slices.ContainsFunc(req.baggage, func(b string) bool { return strings.Contains(b, scenarioMember) }) {
+			carried = append(carried, req)
+		}
+	}
+	return carried
 }
 
 func (w *wire) record(r *http.Request) {
 	req := wireRequest{
 		method:      r.Method,
 		path:        r.URL.Path,
+		query:       r.URL.Query(),
 		contentType: r.Header.Get("Content-Type"),
 		baggage:     slices.Clone(r.Header.Values("Baggage")),
 	}

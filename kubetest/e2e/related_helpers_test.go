@@ -335,51 +335,46 @@ func (c configMapClient) put(t *testing.T, ns, name, v string, lbls map[string]s
 	require.NoError(t, err)
 }
 
-// apiRequest is a request a proxy passed on: its method, path and query.
-type apiRequest struct {
-	method, path string
-	query        map[string][]string
-}
-
-func (r apiRequest) String() string { return r.method + " " + r.path + "?" + fmt.Sprint(r.query) }
-
 // configMapPath matches the paths of ConfigMaps: the collection, in a
 // namespace or all, and one ConfigMap.
 var configMapPath = regexp.MustCompile(`^/api/v1/(namespaces/[^/]+/)?configmaps(/.*)?$`)
 
-// requestLog records every request of ConfigMaps a proxy passes on.
-type requestLog struct {
-	mu   sync.Mutex
-	reqs []apiRequest
-}
-
-// startConfigMapRecorder starts a proxy to c's API server that records
-// each request of ConfigMaps, and returns it and the Connection through
-// it, with the admin's token.
-func startConfigMapRecorder(t *testing.T, c *kubetest.Cluster) (*requestLog, kube.Connection) {
-	t.Helper()
-	l := &requestLog{}
-	conn := startProxy(t, c, func(rw http.ResponseWriter, r *http.Request, next http.Handler) {
-		if configMapPath.MatchString(r.URL.Path) {
-			l.mu.Lock()
-			l.reqs = append(l.reqs, apiRequest{method: r.Method, path: r.URL.Path, query: r.URL.Query()})
-			l.mu.Unlock()
+// configMapRequests returns the requests of ConfigMaps the wire passed
+// on, in the order they came.
+func configMapRequests(w *wire) []wireRequest {
+	var cms []wireRequest
+	for _, r := range w.all() {
+		if configMapPath.MatchString(r.path) {
+			cms = append(cms, r)
 		}
-		next.ServeHTTP(rw, r)
-	})
-	conn.Token = c.Connection().Token
-	return l, conn
+	}
+	return cms
 }
 
-func (l *requestLog) all() []apiRequest {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.reqs)
-}
-
-// isWatch reports whether r is a watch, as the informer's are.
-func (r apiRequest) isWatch() bool {
-	return slices.Contains(r.query["watch"], "true") || slices.Contains(r.query["watch"], "1")
+// requireOnlyInformerRequests asserts that the only requests of ConfigMaps
+// the wire passed on are a Controller's served check, its informer's list
+// and its watch, all GETs of ns's collection: whatever else of the App's
+// read a ConfigMap read it from the Cache, or sent nothing.
+func requireOnlyInformerRequests(t *testing.T, w *wire, ns string) {
+	t.Helper()
+	collection := "/api/v1/namespaces/" + ns + "/configmaps"
+	var lists, checks, watches int
+	requests := configMapRequests(w)
+	for _, req := range requests {
+		require.Equal(t, http.MethodGet, req.method, "%v", req)
+		require.Equal(t, collection, req.path, "%v", req)
+		switch {
+		case req.isWatch():
+			watches++
+		case slices.Equal(req.query["limit"], []string{"1"}):
+			checks++
+		default:
+			lists++
+		}
+	}
+	require.Equal(t, 1, checks, "the served check: %v", requests)
+	require.LessOrEqual(t, lists, 1, "at most the informer's list (none when it lists with a watch): %v", requests)
+	require.GreaterOrEqual(t, watches, 1, "the informer watches: %v", requests)
 }
 
 // spansOf returns the attribute loam.kube.controller.related.changes of

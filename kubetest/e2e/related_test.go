@@ -53,7 +53,7 @@ func TestRelated_ByIndex_reconciles_exactly_the_Readers_naming_a_changed_ConfigM
 	rs.create(t, "a2", readerSpec{ConfigMap: "cm-a"})
 	rs.create(t, "b", readerSpec{ConfigMap: "cm-b"})
 
-	requests, conn := startConfigMapRecorder(t, c)
+	w, conn := startWire(t, c)
 	var log readerLog
 	a := startReaders(t, conn, r, ns, &log, kube.CacheOptions[corev1.ConfigMap]{}, true, byIndex)
 	rs.settle(t, &log, a, map[string]func(readerStatus) bool{
@@ -96,23 +96,7 @@ func TestRelated_ByIndex_reconciles_exactly_the_Readers_naming_a_changed_ConfigM
 	// Every read came from the cache: the only requests of ConfigMaps
 	// the App made are the served check, the informer's list and its
 	// watch, all of the namespace's collection.
-	collection := "/api/v1/namespaces/" + ns + "/configmaps"
-	var lists, checks, watches int
-	for _, req := range requests.all() {
-		require.Equal(t, http.MethodGet, req.method, "%v", req)
-		require.Equal(t, collection, req.path, "%v", req)
-		switch {
-		case req.isWatch():
-			watches++
-		case slices.Equal(req.query["limit"], []string{"1"}):
-			checks++
-		default:
-			lists++
-		}
-	}
-	require.Equal(t, 1, checks, "the served check: %v", requests.all())
-	require.LessOrEqual(t, lists, 1, "at most the informer's list (none when it lists with a watch): %v", requests.all())
-	require.GreaterOrEqual(t, watches, 1, "the informer watches: %v", requests.all())
+	requireOnlyInformerRequests(t, w, ns)
 
 	require.Equal(t, 0, a.Stop())
 	require.Empty(t, a.failure())
