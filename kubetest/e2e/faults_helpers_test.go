@@ -3,13 +3,10 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strings"
@@ -290,37 +287,12 @@ func startWire(t *testing.T, c *kubetest.Cluster) (*wire, kube.Connection) {
 	return w, conn
 }
 
-// startProxy starts a TLS server of its own CA in front of c's API
-// server, and returns the Connection that reaches the cluster through it,
-// with no Token. Each request goes to inspect, which passes it on, as it
-// came, with next. The Client's TLS ends at the proxy, so what inspect
-// sees is what the API server receives. The proxy stops when the test
-// ends, after the Apps the test started later.
+// startProxy starts a proxy in front of c's API server, and returns the
+// Connection that reaches the cluster through it, with no Token. Each
+// request goes to inspect, which passes it on, as it came, with next.
 func startProxy(t *testing.T, c *kubetest.Cluster, inspect func(rw http.ResponseWriter, r *http.Request, next http.Handler)) kube.Connection {
 	t.Helper()
-	upstream := c.Connection()
-	target := &url.URL{Scheme: "https", Host: upstream.Server}
-	transport := &http.Transport{TLSClientConfig: upstream.TLS, ForceAttemptHTTP2: true}
-	proxy := &httputil.ReverseProxy{
-		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
-		Transport:     transport,
-		FlushInterval: -1, // a watch streams
-	}
-	ca := apptest.NewCA(t)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		inspect(rw, r, proxy)
-	}))
-	srv.EnableHTTP2 = true
-	srv.TLS = ca.ServerConfig("127.0.0.1")
-	srv.StartTLS()
-	t.Cleanup(func() {
-		srv.Close()
-		transport.CloseIdleConnections()
-	})
-	return kube.Connection{
-		Server: srv.Listener.Addr().String(),
-		TLS:    &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12},
-	}
+	return c.Proxy(t, inspect).Connection()
 }
 
 // throughWire returns a Connection to c through a recording proxy, and,

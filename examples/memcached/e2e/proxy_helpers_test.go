@@ -3,8 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"slices"
 	"sort"
@@ -13,9 +11,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kubetest"
 )
 
@@ -51,35 +47,12 @@ func (r request) String() string {
 // the operator the test starts later.
 func throughRecorder(t *testing.T, c *kubetest.Cluster, kubeconfig []byte) (*recorder, []byte) {
 	t.Helper()
-	upstream := c.Connection()
-	target := &url.URL{Scheme: "https", Host: upstream.Server}
-	transport := &http.Transport{TLSClientConfig: upstream.TLS, ForceAttemptHTTP2: true}
-	proxy := &httputil.ReverseProxy{
-		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
-		Transport:     transport,
-		FlushInterval: -1, // a watch streams
-	}
 	rec := &recorder{}
-	ca := apptest.NewCA(t)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+	p := c.Proxy(t, func(rw http.ResponseWriter, r *http.Request, next http.Handler) {
 		rec.record(r)
-		proxy.ServeHTTP(rw, r)
-	}))
-	srv.EnableHTTP2 = true
-	srv.TLS = ca.ServerConfig("127.0.0.1")
-	srv.StartTLS()
-	t.Cleanup(func() {
-		srv.Close()
-		transport.CloseIdleConnections()
+		next.ServeHTTP(rw, r)
 	})
-
-	config, err := clientcmd.Load(kubeconfig)
-	require.NoError(t, err)
-	for _, cluster := range config.Clusters {
-		cluster.Server = "https://" + srv.Listener.Addr().String()
-		cluster.CertificateAuthorityData = ca.PEM()
-	}
-	b, err := clientcmd.Write(*config)
+	b, err := p.Kubeconfig(kubeconfig)
 	require.NoError(t, err)
 	return rec, b
 }
