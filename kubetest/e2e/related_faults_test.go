@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"slices"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,7 +32,7 @@ import (
 type liveReader struct {
 	readerReconciler
 	kube kubernetes.Interface
-	gets *liveGets
+	gets *records[error]
 }
 
 func (r liveReader) Reconcile(ctx context.Context, m readerObject) (kube.Result[readerStatus], error) {
@@ -42,24 +40,6 @@ func (r liveReader) Reconcile(ctx context.Context, m readerObject) (kube.Result[
 	_, err := r.kube.CoreV1().ConfigMaps(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
 	r.gets.add(err)
 	return r.readerReconciler.Reconcile(ctx, m)
-}
-
-// liveGets records what each of a liveReader's GETs returned, in order.
-type liveGets struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (g *liveGets) add(err error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.errs = append(g.errs, err)
-}
-
-func (g *liveGets) all() []error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return slices.Clone(g.errs)
 }
 
 // TestRelated_a_scenario_that_aborts_every_ConfigMaps_request_fails_the_live_GET_but_not_the_Cache_read
@@ -84,7 +64,7 @@ func TestRelated_a_scenario_that_aborts_every_ConfigMaps_request_fails_the_live_
 
 	w, conn := startWire(t, c)
 	var log readerLog
-	var gets liveGets
+	var gets records[error]
 	var ctrl *kube.Controller
 	a := startExperiment(t, conn, codec, func(s *app.Setup, client *kube.Client) ([]app.Service, error) {
 		kc, err := kubernetes.NewForConfig(client.Config())
@@ -116,7 +96,7 @@ func TestRelated_a_scenario_that_aborts_every_ConfigMaps_request_fails_the_live_
 	// Every reconcile made both reads: its live GET met the abort, as an
 	// *fault.InjectedError wrapped by client-go, and its Cache read found
 	// the ConfigMap.
-	reconciles, failed := log.since(0, "reader"), gets.all()
+	reconciles, failed := log.since(0, "reader"), gets.from(0)
 	require.NotEmpty(t, reconciles)
 	require.Len(t, failed, len(reconciles), "one live GET a reconcile")
 	for i, e := range reconciles {

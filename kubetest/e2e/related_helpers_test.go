@@ -163,11 +163,35 @@ func (r readerReconciler) read(m readerObject) readerStatus {
 	return st
 }
 
-// readerLog records the Reconciler's reconciles.
-type readerLog struct {
-	mu      sync.Mutex
-	entries []readerEntry
+// records is a list that goroutines append to and a test reads, in the
+// order they were added.
+type records[T any] struct {
+	mu    sync.Mutex
+	items []T
 }
+
+func (r *records[T]) add(v T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.items = append(r.items, v)
+}
+
+// from returns every record from mark on, which len gave: 0 for all.
+func (r *records[T]) from(mark int) []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.items[mark:])
+}
+
+// len returns how many records there are, a mark for from.
+func (r *records[T]) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.items)
+}
+
+// readerLog records the Reconciler's reconciles.
+type readerLog struct{ records[readerEntry] }
 
 // readerEntry is one reconcile: when it began, the Reader and the
 // resourceVersion it was handed, the status it returned, and whether that
@@ -181,26 +205,14 @@ type readerEntry struct {
 	unchanged       bool
 }
 
-func (l *readerLog) add(e readerEntry) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.entries = append(l.entries, e)
-}
-
 // mark returns a mark of the log's end, for since.
-func (l *readerLog) mark() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.entries)
-}
+func (l *readerLog) mark() int { return l.len() }
 
 // since returns the reconciles of name after mark, in order; "" returns
 // every Reader's.
 func (l *readerLog) since(mark int, name string) []readerEntry {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []readerEntry
-	for _, e := range l.entries[mark:] {
+	for _, e := range l.from(mark) {
 		if name == "" || e.name == name {
 			out = append(out, e)
 		}
