@@ -135,7 +135,7 @@ func decodeWatchEvent(data []byte, ev *metav1.WatchEvent) error {
 	if err != nil {
 		return err
 	}
-	if s.peek() != 0 {
+	if !s.atEnd() {
 		return s.fail("data after the event")
 	}
 	return nil
@@ -170,7 +170,7 @@ func decodeCompact(data []byte) (*cached, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.peek() != 0 {
+	if !s.atEnd() {
 		return nil, s.fail("data after the object")
 	}
 	if isStatus {

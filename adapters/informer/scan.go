@@ -46,6 +46,13 @@ func (s *scanner) peek() byte {
 	return s.data[s.pos]
 }
 
+// atEnd reports whether nothing but white space is left. peek can't say:
+// a NUL byte, which no JSON holds outside a string, also peeks as 0.
+func (s *scanner) atEnd() bool {
+	s.space()
+	return s.pos >= len(s.data)
+}
+
 // member is one member of an object: its key's span, quotes included, and
 // its value's span.
 type member struct {
