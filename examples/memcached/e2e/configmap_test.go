@@ -160,6 +160,10 @@ func TestConfigMap_created_after_its_Memcached_is_picked_up(t *testing.T) {
 		c = meta.FindStatusCondition(m.Status.Conditions, "Available")
 		return c != nil && c.Reason == "DeploymentPending"
 	}, "the Memcached's status never left ConfigMapMissing", o)
+	// The reconcile's span ends after its status apply, which the wait
+	// above may see first: wait for the span too.
+	wait.For(t, patience, func() bool { return o.causedBy("late", created)["cache"] > 0 },
+		"no reconcile span says the ConfigMap's creation caused it", o)
 	require.Equal(t, map[string]int{"cache": 1}, o.causedBy("late", created), "the ConfigMap's creation reconciled the Memcached, once")
 
 	require.Equal(t, 0, o.app.Stop(), o.Report())
