@@ -50,11 +50,7 @@ func (r liveReader) Reconcile(ctx context.Context, m readerObject) (kube.Result[
 // change made during the experiment, which the related watch, no more
 // aborted than the list, brought in.
 func TestRelated_a_scenario_that_aborts_every_ConfigMaps_request_fails_the_live_GET_but_not_the_Cache_read(t *testing.T) {
-	c := cluster.Cluster(t)
-	ns := c.Namespace(t)
-	r := installReaders(t, c, ns)
-	rs := newReaders(t, c, r, ns)
-	cms := configMapClient{adminClients(t, c).kube}
+	c, ns, r, rs, cms := readerTest(t)
 	cms.put(t, ns, "flags", "f1", nil)
 	codec := scenarioCodec(t)
 	rs.create(t, "reader", readerSpec{ConfigMap: "flags"})

@@ -229,6 +229,17 @@ func (l *readerLog) last(name string) (readerEntry, bool) {
 	return all[len(all)-1], true
 }
 
+// readerTest starts what most related-objects tests start from: the
+// shared cluster, a namespace of the test's own with the Reader CRD
+// installed, its Readers, and the admin's ConfigMaps.
+func readerTest(t *testing.T) (*kubetest.Cluster, string, kube.Resource[readerSpec, readerStatus], readers, configMapClient) {
+	t.Helper()
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installReaders(t, c, ns)
+	return c, ns, r, newReaders(t, c, r, ns), configMapClient{adminClients(t, c).kube}
+}
+
 // readers reaches a test's Readers in its namespace.
 type readers struct {
 	r       kube.Resource[readerSpec, readerStatus]

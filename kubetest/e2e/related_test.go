@@ -42,11 +42,7 @@ func reads(v string, peers ...string) func(readerStatus) bool {
 func notFound(st readerStatus) bool { return !st.Found && st.Error == "" }
 
 func TestRelated_ByIndex_reconciles_exactly_the_Readers_naming_a_changed_ConfigMap_which_they_read_from_the_Cache(t *testing.T) {
-	c := cluster.Cluster(t)
-	ns := c.Namespace(t)
-	r := installReaders(t, c, ns)
-	rs := newReaders(t, c, r, ns)
-	cms := configMapClient{adminClients(t, c).kube}
+	c, ns, r, rs, cms := readerTest(t)
 	cms.put(t, ns, "cm-a", "one", nil)
 	cms.put(t, ns, "cm-b", "two", nil)
 	rs.create(t, "a1", readerSpec{ConfigMap: "cm-a"})
@@ -103,11 +99,7 @@ func TestRelated_ByIndex_reconciles_exactly_the_Readers_naming_a_changed_ConfigM
 }
 
 func TestRelated_MapFunc_reconciles_both_Readers_when_a_ConfigMap_s_label_moves_it_from_one_to_the_other(t *testing.T) {
-	c := cluster.Cluster(t)
-	ns := c.Namespace(t)
-	r := installReaders(t, c, ns)
-	rs := newReaders(t, c, r, ns)
-	cms := configMapClient{adminClients(t, c).kube}
+	c, ns, r, rs, cms := readerTest(t)
 	cms.put(t, ns, "moving", "m1", map[string]string{forLabel: "x"})
 	rs.create(t, "x", readerSpec{})
 	rs.create(t, "y", readerSpec{})
@@ -132,11 +124,7 @@ func TestRelated_MapFunc_reconciles_both_Readers_when_a_ConfigMap_s_label_moves_
 
 func TestRelated_Cache_selectors(t *testing.T) {
 	t.Run("a ConfigMap outside the LabelSelector isn't cached and its changes reconcile nothing", func(t *testing.T) {
-		c := cluster.Cluster(t)
-		ns := c.Namespace(t)
-		r := installReaders(t, c, ns)
-		rs := newReaders(t, c, r, ns)
-		cms := configMapClient{adminClients(t, c).kube}
+		c, ns, r, rs, cms := readerTest(t)
 		selected := map[string]string{"related.e2e.loam.dev/selected": "yes"}
 		cms.put(t, ns, "in", "i1", selected)
 		cms.put(t, ns, "out", "o1", nil)
@@ -231,11 +219,7 @@ func TestRelated_Watches_of_a_resource_that_isn_t_served_exits_1_naming_it_befor
 }
 
 func TestRelated_a_MapFunc_that_panics_is_recorded_and_the_Controller_goes_on(t *testing.T) {
-	c := cluster.Cluster(t)
-	ns := c.Namespace(t)
-	r := installReaders(t, c, ns)
-	rs := newReaders(t, c, r, ns)
-	cms := configMapClient{adminClients(t, c).kube}
+	c, ns, r, rs, cms := readerTest(t)
 	cms.put(t, ns, "fine", "f1", map[string]string{forLabel: "x"})
 	rs.create(t, "x", readerSpec{})
 
