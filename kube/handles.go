@@ -23,14 +23,10 @@ var handleType = reflect.TypeFor[handle]()
 func unwatchedHandles(rec any, p commonParts) []error {
 	ours := map[uintptr]bool{}
 	for _, r := range p.related {
-		if h, ok := r.cache.(handle); ok {
-			ours[h.handlePointer()] = true
-		}
+		ours[r.cache.handlePointer()] = true
 	}
 	for _, x := range p.indexes {
-		if h, ok := x.(handle); ok {
-			ours[h.handlePointer()] = true
-		}
+		ours[x.handlePointer()] = true
 	}
 	var errs []error
 	seen := map[uintptr]bool{}

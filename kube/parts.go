@@ -32,12 +32,10 @@ type Part struct {
 	// annotation and trust are a TrustScenario's.
 	annotation string
 	trust      func(metav1.Object) bool
-	// cache and mapping are a Watches's; index and indexType an
-	// Indexes's, whose T is indexType.
-	cache     cacheHandle
-	mapping   Mapping
-	index     indexHandle
-	indexType reflect.Type
+	// cache and mapping are a Watches's; index an Indexes's.
+	cache   cacheHandle
+	mapping Mapping
+	index   indexHandle
 }
 
 type partKind int
@@ -208,8 +206,8 @@ func addIndexes[T any](c *commonParts, p Part) []string {
 	if !p.index.hasKeys() {
 		mistakes = append(mistakes, "the Index's keys function is nil")
 	}
-	if want := reflect.TypeFor[T](); p.indexType != want {
-		mistakes = append(mistakes, fmt.Sprintf("the Index is over %v, and the Controller's objects are %v", p.indexType, want))
+	if got, want := p.index.objectType(), reflect.TypeFor[T](); got != want {
+		mistakes = append(mistakes, fmt.Sprintf("the Index is over %v, and the Controller's objects are %v", got, want))
 	}
 	if b := p.index.binding(); b != nil {
 		mistakes = append(mistakes, fmt.Sprintf("the Index is kept by Controller %s already: an Index is kept by one Controller", b.controller))

@@ -310,7 +310,7 @@ func Watches[T any](c *Cache[T], m Mapping) Part {
 
 // cacheHandle is a Cache of any type, as a Part holds it.
 type cacheHandle interface {
-	fmt.Stringer
+	handle
 	cacheMistakes() []error
 	related(namespace string, m Mapping) informer.RelatedConfig
 	binding() *cacheBinding
@@ -403,7 +403,7 @@ func (x *Index[T]) List(key Key) ([]T, error) {
 // the Controller's Object[Spec, Status], or NewKindController's T. An
 // Index is kept by one Controller.
 func Indexes[T any](idx *Index[T]) Part {
-	p := Part{kind: partIndexes, indexType: reflect.TypeFor[T]()}
+	p := Part{kind: partIndexes}
 	if idx != nil {
 		p.index = idx
 	}
@@ -412,7 +412,7 @@ func Indexes[T any](idx *Index[T]) Part {
 
 // indexHandle is an Index of any type, as a Part and a Mapping hold it.
 type indexHandle interface {
-	fmt.Stringer
+	handle
 	indexName() string
 	objectType() reflect.Type
 	hasKeys() bool

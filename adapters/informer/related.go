@@ -1,10 +1,12 @@
 package informer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -265,12 +267,11 @@ func (r *Related) notify(src relatedSource, obj, old any) {
 			keys = append(keys, r.mapped(src.recorder, cause, old)...)
 		}
 	}
-	seen := make(map[ports.Key]struct{}, len(keys))
-	for _, k := range keys {
-		if _, dup := seen[k]; dup {
-			continue
-		}
-		seen[k] = struct{}{}
+	// A key mapped twice, from the old state and the new, is told once.
+	slices.SortFunc(keys, func(a, b ports.Key) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	for _, k := range slices.Compact(keys) {
 		src.config.Notify(ports.Event{Key: k, Cause: cause})
 	}
 }
