@@ -133,6 +133,10 @@ func (r *run) create(t *testing.T, name string, annotations map[string]string) s
 	_, err := r.databases.Create(t.Context(), u, metav1.CreateOptions{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
+		// The App first, if the test hasn't stopped it: a reconcile of
+		// its, a retry say, could create the database again between the
+		// two drops, and the role would then own it.
+		r.app.Stop()
 		ctx := context.Background()
 		conn := connect(ctx, t, "postgres", "", "postgres")
 		defer func() { require.NoError(t, conn.Close(ctx)) }()
