@@ -127,6 +127,9 @@ func assemble[T any](s *app.Setup, c *Client, settings Settings, t target, rec a
 	if settings.Namespace != "" && t.scope == Cluster {
 		errs = append(errs, fmt.Errorf("kube: Settings.Namespace: is %q, but %s is cluster-scoped, so its objects are in no namespace: want \"\"", settings.Namespace, t.kind))
 	}
+	if len(settings.Namespaces) > 0 && t.scope == Cluster {
+		errs = append(errs, fmt.Errorf("kube: Settings.Namespaces: is %q, but %s is cluster-scoped, so its objects are in no namespace: want none", settings.Namespaces, t.kind))
+	}
 	p, err := partsOf[T](ps)
 	if err != nil {
 		errs = append(errs, err)
@@ -238,7 +241,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Recorder:  tel.recorder,
 		Clock:     clock.Real{},
 		Ready:     synced,
-		Retry:     backoff.Delays(settings.RetryBaseDelay, settings.RetryMaxDelay),
+		Retry:     backoff.Of(settings),
 		Lease:     controller.Lease{LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
 		Finalizer: p.finalizer,
 		Prepare:   scenarioPrepare(p.trust, s.Faults, tel.recorder),

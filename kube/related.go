@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -99,11 +98,11 @@ func NewResourceCache[Spec, Status any](r Resource[Spec, Status], opts CacheOpti
 // selector.
 func selectorMistakes(label, field string) []error {
 	var errs []error
-	if _, err := labels.Parse(label); err != nil {
-		errs = append(errs, fmt.Errorf("CacheOptions.LabelSelector %q: %w", label, err))
+	if err := CheckLabelSelector(label); err != nil {
+		errs = append(errs, fmt.Errorf("CacheOptions.LabelSelector: %w", err))
 	}
-	if _, err := fields.ParseSelector(field); err != nil {
-		errs = append(errs, fmt.Errorf("CacheOptions.FieldSelector %q: %w", field, err))
+	if err := CheckFieldSelector(field); err != nil {
+		errs = append(errs, fmt.Errorf("CacheOptions.FieldSelector: %w", err))
 	}
 	return errs
 }

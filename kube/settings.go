@@ -21,8 +21,10 @@ type Settings = settings.Settings
 type LeaderElection = settings.LeaderElection
 
 // DefaultSettings returns Kubernetes' own defaults: one worker, a resync
-// every 10 hours, client-go's per-object backoff from 5ms to 1000s, and
-// kube-controller-manager's Lease of 15s, renewed within 10s, retried every
+// every 10 hours, client-go's per-object backoff from 5ms to 1000s under
+// its bucket of 10 retries a second bursting to 100, a reconcile timeout
+// of 5 minutes (see settings.DefaultReconcileTimeout for why), every
+// namespace and every object, and kube-controller-manager's Lease of 15s, renewed within 10s, retried every
 // 2s. Name, LeaderElection.Namespace and LeaderElection.Identity have no
 // default, so the end user always sources them.
 func DefaultSettings() Settings { return settings.Default() }
@@ -36,6 +38,36 @@ func CheckName(name string) error { return settings.CheckName(name) }
 // label. "" is not: Settings.Namespace is "" for every namespace, and is
 // checked only when set. It returns nil when it is.
 func CheckNamespace(namespace string) error { return settings.CheckNamespace(namespace) }
+
+// CheckNamespaces reports whether namespaces is a set of namespaces, as
+// Settings.Namespaces holds one when set: from 1 to 100 names, each a DNS
+// label, none twice. It returns nil when it is.
+func CheckNamespaces(namespaces []string) error { return settings.CheckNamespaces(namespaces) }
+
+// CheckLabelSelector reports whether selector parses as a label selector,
+// such as "app.kubernetes.io/part-of=memcached,tier!=cache"; "" selects
+// every object. It returns nil when it does.
+func CheckLabelSelector(selector string) error { return settings.CheckLabelSelector(selector) }
+
+// CheckFieldSelector reports whether selector parses as a field selector,
+// such as "metadata.name!=default"; "" selects every object. Which fields
+// a resource can be selected by is the API server's to say, so a field it
+// doesn't support fails Serve's first list. It returns nil when it
+// parses.
+func CheckFieldSelector(selector string) error { return settings.CheckFieldSelector(selector) }
+
+// CheckRetryRate reports whether rate can refill the bucket every retry
+// waits on: more than zero retries a second, and finite. It returns nil
+// when it can.
+func CheckRetryRate(rate float64) error { return settings.CheckRetryRate(rate) }
+
+// CheckRetryBurst reports whether burst can be that bucket's size: at
+// least 1. It returns nil when it can.
+func CheckRetryBurst(burst int) error { return settings.CheckRetryBurst(burst) }
+
+// CheckReconcileTimeout reports whether d can bound a reconcile: longer
+// than zero. It returns nil when it can.
+func CheckReconcileTimeout(d time.Duration) error { return settings.CheckPositive(d) }
 
 // CheckWorkers reports whether workers is a number of workers: from 1 to
 // 1000. It returns nil when it is.

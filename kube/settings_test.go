@@ -23,11 +23,14 @@ import (
 func TestDefaultSettings(t *testing.T) {
 	d := DefaultSettings()
 	require.Equal(t, Settings{
-		Workers:        1,
-		Resync:         10 * time.Hour,
-		RetryBaseDelay: 5 * time.Millisecond,
-		RetryMaxDelay:  1000 * time.Second,
-		LeaderElection: LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+		Workers:          1,
+		Resync:           10 * time.Hour,
+		RetryBaseDelay:   5 * time.Millisecond,
+		RetryMaxDelay:    1000 * time.Second,
+		RetryRate:        10,
+		RetryBurst:       100,
+		ReconcileTimeout: 5 * time.Minute,
+		LeaderElection:   LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 	}, d)
 
 	// The fields with no default are the only mistakes in the defaults.
@@ -49,6 +52,7 @@ func TestDefaultSettings_backoff_is_client_gos(t *testing.T) {
 	p := backoff.Default()
 	require.Equal(t, d.RetryBaseDelay, p.BaseDelay)
 	require.Equal(t, d.RetryMaxDelay, p.MaxDelay)
+	require.Equal(t, p, backoff.Of(d))
 
 	theirs := workqueue.NewTypedItemExponentialFailureRateLimiter[string](d.RetryBaseDelay, d.RetryMaxDelay)
 	for failures := range 40 {
@@ -119,6 +123,23 @@ func TestChecks(t *testing.T) {
 		{"retry base delay negative", CheckRetryBaseDelay(-time.Millisecond), "is -1ms: want longer than 0s"},
 		{"retry max delay", CheckRetryMaxDelay(time.Hour), ""},
 		{"retry max delay 0", CheckRetryMaxDelay(0), "is 0s: want longer than 0s"},
+		{"retry rate", CheckRetryRate(0.5), ""},
+		{"retry rate 0", CheckRetryRate(0), "is 0: want more than 0 retries a second"},
+		{"retry rate infinite", CheckRetryRate(math.Inf(1)), "is +Inf: want more than 0 retries a second"},
+		{"retry burst", CheckRetryBurst(1), ""},
+		{"retry burst 0", CheckRetryBurst(0), "is 0: want at least 1 retry"},
+		{"reconcile timeout", CheckReconcileTimeout(time.Second), ""},
+		{"reconcile timeout 0", CheckReconcileTimeout(0), "is 0s: want longer than 0s"},
+
+		{"namespaces", CheckNamespaces([]string{"team-a", "team-b"}), ""},
+		{"namespaces none", CheckNamespaces(nil), "has 0 namespaces: want from 1 to 100"},
+		{"namespaces twice", CheckNamespaces([]string{"team-a", "team-a"}), `["team-a" "team-a"]: [1] "team-a" is [0] too: name each namespace once`},
+		{"namespaces empty name", CheckNamespaces([]string{""}), `[""]: [0] is empty: want a namespace's name`},
+		{"label selector", CheckLabelSelector("app=memcached,tier notin (db)"), ""},
+		{"label selector empty", CheckLabelSelector(""), ""},
+		{"label selector bad", CheckLabelSelector("app in ("), `"app in (" is not a label selector: unable to parse requirement: found '', expected: ',', ')' or identifier`},
+		{"field selector", CheckFieldSelector("metadata.name!=default"), ""},
+		{"field selector bad", CheckFieldSelector("metadata.name"), `"metadata.name" is not a field selector: invalid selector: 'metadata.name'; can't understand 'metadata.name'`},
 
 		{"identity", CheckIdentity("memcached-controller-7d9f8b-x2x4z"), ""},
 		{"identity of a host and a uuid", CheckIdentity("node-1_0f8fad5b-d9cb-469f-a165-70867728950e"), ""},

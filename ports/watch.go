@@ -14,6 +14,10 @@ type Event struct {
 	// writes included. A change cancels a key's pending retry or After; a
 	// resync doesn't.
 	Resync bool
+	// Initial is true for an object an informer's first list handed it,
+	// which a new leader has thousands of: they wait behind the changes
+	// that come while they drain.
+	Initial bool
 	// Cause, when not zero, is the related object whose change queued
 	// Key. It is zero for the Controller's own objects, for the objects it
 	// owns, and for resyncs: those say why by themselves.

@@ -31,13 +31,13 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
 	notify := func(key ports.Key, resync bool) { c.Notify(ports.Event{Key: key, Resync: resync}) }
-	enqueue := func(obj any) {
+	enqueue := func(obj any, initial bool) {
 		if key, ok := ownerKey(obj); ok {
-			notify(key, false)
+			c.Notify(ports.Event{Key: key, Initial: initial})
 		}
 	}
 	logger := c.Logger
-	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(old, obj any) {
 			// A changed reference moves the object from one owner to
@@ -52,7 +52,7 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 				notify(next, resync)
 			}
 		},
-		DeleteFunc: enqueue,
+		DeleteFunc: func(obj any) { enqueue(obj, false) },
 	}, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)

@@ -52,16 +52,17 @@ func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 	if err := inf.SetTransform(compact); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
-	notify := func(obj any, resync bool) {
+	notify := func(obj any, ev ports.Event) {
 		if key, ok := keyOf(obj); ok {
-			c.Notify(ports.Event{Key: key, Resync: resync})
+			ev.Key = key
+			c.Notify(ev)
 		}
 	}
 	logger := c.Logger
-	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { notify(obj, false) },
-		UpdateFunc: func(old, obj any) { notify(obj, resynced(old, obj)) },
-		DeleteFunc: func(obj any) { notify(obj, false) },
+	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, initial bool) { notify(obj, ports.Event{Initial: initial}) },
+		UpdateFunc: func(old, obj any) { notify(obj, ports.Event{Resync: resynced(old, obj)}) },
+		DeleteFunc: func(obj any) { notify(obj, ports.Event{}) },
 	}, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)

@@ -127,15 +127,15 @@ func newRelated(src relatedSource, c RelatedConfig) (*Related, error) {
 		return nil, fmt.Errorf("informer of %s: %w", c.Resource, err)
 	}
 	logger := src.config.Logger
-	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { r.notify(src, obj, nil) },
+	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) { r.notify(src, obj, nil, initial) },
 		UpdateFunc: func(old, obj any) {
 			// Related informers never resync, so every update is a
 			// change; both states are mapped, since a change may move the
 			// object from one dependant to another.
-			r.notify(src, obj, old)
+			r.notify(src, obj, old, false)
 		},
-		DeleteFunc: func(obj any) { r.notify(src, obj, nil) },
+		DeleteFunc: func(obj any) { r.notify(src, obj, nil, false) },
 	}, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", c.Resource, err)
@@ -250,8 +250,9 @@ func (r *Related) reshape(rec ports.Recorder, o *relatedObject) []byte {
 }
 
 // notify queues the keys of the controller's objects that depend on obj,
-// and on old, its state before an update, when not nil.
-func (r *Related) notify(src relatedSource, obj, old any) {
+// and on old, its state before an update, when not nil; initial says the
+// informer's first list handed obj.
+func (r *Related) notify(src relatedSource, obj, old any, initial bool) {
 	key, ok := keyOf(obj)
 	if !ok {
 		return
@@ -272,7 +273,7 @@ func (r *Related) notify(src relatedSource, obj, old any) {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	for _, k := range slices.Compact(keys) {
-		src.config.Notify(ports.Event{Key: k, Cause: cause})
+		src.config.Notify(ports.Event{Key: k, Cause: cause, Initial: initial})
 	}
 }
 

@@ -38,12 +38,11 @@ func Default() Policy {
 	}
 }
 
-// Delays returns Default with a key's backoff from base to max: a
-// controller's RetryBaseDelay and RetryMaxDelay, under client-go's bucket.
-func Delays(base, max time.Duration) Policy {
-	p := Default()
-	p.BaseDelay, p.MaxDelay = base, max
-	return p
+// Of returns the Policy a controller's Settings configure: a key's backoff
+// from RetryBaseDelay to RetryMaxDelay, under a bucket of RetryRate
+// retries a second bursting to RetryBurst.
+func Of(s settings.Settings) Policy {
+	return Policy{BaseDelay: s.RetryBaseDelay, MaxDelay: s.RetryMaxDelay, Rate: s.RetryRate, Burst: s.RetryBurst}
 }
 
 // Exponential returns the backoff of a key that has failed failures times

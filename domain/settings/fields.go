@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
 
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -20,6 +23,10 @@ const (
 	// MinResync is client-go's shortest resync: an informer raises a
 	// shorter one to it.
 	MinResync = time.Second
+	// MaxNamespaces bounds a namespace set: each namespace is watched on
+	// its own, a watch per resource, and past this many one watch of
+	// every namespace, narrowed by a selector, costs the API server less.
+	MaxNamespaces = 100
 )
 
 // The checks below each tell whether one field's value is valid, and
@@ -98,6 +105,67 @@ func CheckIdentity(identity string) error {
 func CheckLeaseSeconds(d time.Duration) error {
 	if d < time.Second || d/time.Second > math.MaxInt32 {
 		return fmt.Errorf("is %v: want from 1s to %d seconds, as a Lease holds it", d, math.MaxInt32)
+	}
+	return nil
+}
+
+// CheckNamespaces reports whether namespaces is a set of namespaces: from
+// 1 to MaxNamespaces names, each a namespace's, none twice.
+func CheckNamespaces(namespaces []string) error {
+	if len(namespaces) == 0 || len(namespaces) > MaxNamespaces {
+		return fmt.Errorf("has %d namespaces: want from 1 to %d", len(namespaces), MaxNamespaces)
+	}
+	var errs []error
+	for i, ns := range namespaces {
+		if err := CheckNamespace(ns); err != nil {
+			errs = append(errs, fmt.Errorf("[%d] %w", i, err))
+		} else if j := slices.Index(namespaces[:i], ns); j >= 0 {
+			errs = append(errs, fmt.Errorf("[%d] %q is [%d] too: name each namespace once", i, ns, j))
+		}
+	}
+	if len(errs) > 0 {
+		msgs := make([]string, len(errs))
+		for i, err := range errs {
+			msgs[i] = err.Error()
+		}
+		return fmt.Errorf("%q: %s", namespaces, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// CheckLabelSelector reports whether selector parses as a label selector,
+// as the API server parses one; "" selects everything.
+func CheckLabelSelector(selector string) error {
+	if _, err := labels.Parse(selector); err != nil {
+		return fmt.Errorf("%q is not a label selector: %w", selector, err)
+	}
+	return nil
+}
+
+// CheckFieldSelector reports whether selector parses as a field selector;
+// "" selects everything. Which fields a resource can be selected by is
+// the API server's to say, and the first list tells.
+func CheckFieldSelector(selector string) error {
+	if _, err := fields.ParseSelector(selector); err != nil {
+		return fmt.Errorf("%q is not a field selector: %w", selector, err)
+	}
+	return nil
+}
+
+// CheckRetryRate reports whether rate can refill the retries' bucket: more
+// than zero retries a second, and finite.
+func CheckRetryRate(rate float64) error {
+	if !(rate > 0) || math.IsInf(rate, 1) {
+		return fmt.Errorf("is %v: want more than 0 retries a second", rate)
+	}
+	return nil
+}
+
+// CheckRetryBurst reports whether burst can be the retries' bucket's size:
+// at least 1.
+func CheckRetryBurst(burst int) error {
+	if burst < 1 {
+		return fmt.Errorf("is %d: want at least 1 retry", burst)
 	}
 	return nil
 }

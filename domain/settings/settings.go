@@ -27,6 +27,15 @@ const (
 	// over every key: 10 retries a second, bursting to 100.
 	DefaultRetryRate  = 10
 	DefaultRetryBurst = 100
+	// DefaultReconcileTimeout bounds one reconcile, and one Finalize: five
+	// minutes. Every request a reconcile makes to the API server ends
+	// within the server's own 60-second request timeout, so a reconcile
+	// still running after five of them waits on something else — an
+	// outside system that hung, a lock never released — and holds a
+	// worker the other objects need. It is long enough that no reconcile
+	// that makes progress meets it; one that must wait longer polls with
+	// Result.After instead.
+	DefaultReconcileTimeout = 5 * time.Minute
 	// DefaultLeaseDuration, DefaultRenewDeadline and DefaultRetryPeriod
 	// are kube-controller-manager's Lease: 15s, renewed within 10s,
 	// retried every 2s.
@@ -47,6 +56,16 @@ type Settings struct {
 	// Namespace limits the controller to the objects of one namespace, and
 	// of the resources they own; "" reconciles every namespace's.
 	Namespace string
+	// Namespaces limits the controller to the objects of a set of
+	// namespaces, and of the resources they own, each watched on its own;
+	// nil, or empty, leaves it to Namespace. Setting both is a mistake.
+	Namespaces []string
+	// LabelSelector and FieldSelector narrow the objects the controller
+	// lists, watches, caches and reconciles to those that match, such as
+	// "app.kubernetes.io/managed-by=memcached-operator" or
+	// "metadata.name!=kube-system"; "" selects every object. An object
+	// that stops matching leaves the cache as if it were deleted.
+	LabelSelector, FieldSelector string
 	// Workers is how many objects are reconciled at once.
 	Workers int
 	// Resync reconciles every object again that often, whether or not it
@@ -57,6 +76,16 @@ type Settings struct {
 	RetryBaseDelay time.Duration
 	// RetryMaxDelay caps an object's backoff.
 	RetryMaxDelay time.Duration
+	// RetryRate and RetryBurst are the bucket every retry also waits on,
+	// whichever object it is: RetryRate retries a second, bursting to
+	// RetryBurst at once. A retry waits the longer of its object's backoff
+	// and the bucket's delay.
+	RetryRate  float64
+	RetryBurst int
+	// ReconcileTimeout bounds each reconcile, and each Finalize: its
+	// context is cancelled that long after it started, and a reconcile
+	// that returns after that is a failure, retried with backoff.
+	ReconcileTimeout time.Duration
 	// LeaderElection configures the Lease the controller's replicas
 	// campaign for.
 	LeaderElection LeaderElection
@@ -85,10 +114,13 @@ type LeaderElection struct {
 // LeaderElection.Namespace and LeaderElection.Identity have no default.
 func Default() Settings {
 	return Settings{
-		Workers:        DefaultWorkers,
-		Resync:         DefaultResync,
-		RetryBaseDelay: DefaultRetryBaseDelay,
-		RetryMaxDelay:  DefaultRetryMaxDelay,
+		Workers:          DefaultWorkers,
+		Resync:           DefaultResync,
+		RetryBaseDelay:   DefaultRetryBaseDelay,
+		RetryMaxDelay:    DefaultRetryMaxDelay,
+		RetryRate:        DefaultRetryRate,
+		RetryBurst:       DefaultRetryBurst,
+		ReconcileTimeout: DefaultReconcileTimeout,
 		LeaderElection: LeaderElection{
 			LeaseDuration: DefaultLeaseDuration,
 			RenewDeadline: DefaultRenewDeadline,
@@ -99,7 +131,7 @@ func Default() Settings {
 
 // Validate reports every mistake in s in one error, a line each, naming
 // its field as "kube: Settings.<field>: ": each field's own check, then the
-// three bounds between fields, each checked only when its fields pass
+// bounds between fields, each checked only when its fields pass
 // their own, so no mistake is reported twice.
 func Validate(s Settings) error {
 	var errs []error
@@ -114,10 +146,20 @@ func Validate(s Settings) error {
 	if s.Namespace != "" {
 		check("Namespace", CheckNamespace(s.Namespace))
 	}
+	if len(s.Namespaces) > 0 {
+		if check("Namespaces", CheckNamespaces(s.Namespaces)) && s.Namespace != "" {
+			check("Namespaces", fmt.Errorf("is %q, and Namespace is %q: set one of them", s.Namespaces, s.Namespace))
+		}
+	}
+	check("LabelSelector", CheckLabelSelector(s.LabelSelector))
+	check("FieldSelector", CheckFieldSelector(s.FieldSelector))
 	check("Workers", CheckWorkers(s.Workers))
 	check("Resync", CheckResync(s.Resync))
 	baseOK := check("RetryBaseDelay", CheckPositive(s.RetryBaseDelay))
 	maxOK := check("RetryMaxDelay", CheckPositive(s.RetryMaxDelay))
+	check("RetryRate", CheckRetryRate(s.RetryRate))
+	check("RetryBurst", CheckRetryBurst(s.RetryBurst))
+	check("ReconcileTimeout", CheckPositive(s.ReconcileTimeout))
 	check("LeaderElection.Namespace", CheckNamespace(le.Namespace))
 	check("LeaderElection.Identity", CheckIdentity(le.Identity))
 	leaseOK := check("LeaderElection.LeaseDuration", CheckLeaseSeconds(le.LeaseDuration))

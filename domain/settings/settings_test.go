@@ -1,6 +1,8 @@
 package settings_test
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +24,14 @@ func valid() settings.Settings {
 func TestDefault(t *testing.T) {
 	d := settings.Default()
 	require.Equal(t, settings.Settings{
-		Workers:        1,
-		Resync:         10 * time.Hour,
-		RetryBaseDelay: 5 * time.Millisecond,
-		RetryMaxDelay:  1000 * time.Second,
-		LeaderElection: settings.LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+		Workers:          1,
+		Resync:           10 * time.Hour,
+		RetryBaseDelay:   5 * time.Millisecond,
+		RetryMaxDelay:    1000 * time.Second,
+		RetryRate:        10,
+		RetryBurst:       100,
+		ReconcileTimeout: 5 * time.Minute,
+		LeaderElection:   settings.LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
 	}, d)
 	require.True(t, settings.Fenced(d.LeaderElection.LeaseDuration, d.LeaderElection.RenewDeadline, d.LeaderElection.RetryPeriod))
 }
@@ -73,6 +78,55 @@ func TestValidate(t *testing.T) {
 		{"every namespace", func(s *settings.Settings) { s.Namespace = "" }, nil},
 		{"one namespace", func(s *settings.Settings) { s.Namespace = "team-a" }, nil},
 		{"no resync", func(s *settings.Settings) { s.Resync = 0 }, nil},
+		{"a namespace set", func(s *settings.Settings) { s.Namespaces = []string{"team-a", "team-b"} }, nil},
+		{"an empty namespace set is unset", func(s *settings.Settings) { s.Namespace = "team-a"; s.Namespaces = []string{} }, nil},
+		{"selectors", func(s *settings.Settings) {
+			s.LabelSelector, s.FieldSelector = "app.kubernetes.io/part-of in (memcached),tier!=db", "metadata.name!=default"
+		}, nil},
+		{"a slow, narrow retry bucket", func(s *settings.Settings) { s.RetryRate, s.RetryBurst = 0.5, 1 }, nil},
+		{
+			"a namespace set with a duplicate and an invalid name",
+			func(s *settings.Settings) { s.Namespaces = []string{"team-a", "Team B", "team-a"} },
+			[]string{`kube: Settings.Namespaces: ["team-a" "Team B" "team-a"]: [1] "Team B" is not a namespace's name: ` +
+				`a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'); ` +
+				`[2] "team-a" is [0] too: name each namespace once`},
+		},
+		{
+			"a namespace set beside a namespace",
+			func(s *settings.Settings) { s.Namespace = "team-a"; s.Namespaces = []string{"team-b"} },
+			[]string{`kube: Settings.Namespaces: is ["team-b"], and Namespace is "team-a": set one of them`},
+		},
+		{
+			"a namespace set too large",
+			func(s *settings.Settings) {
+				for i := range 101 {
+					s.Namespaces = append(s.Namespaces, fmt.Sprintf("ns-%d", i))
+				}
+			},
+			[]string{"kube: Settings.Namespaces: has 101 namespaces: want from 1 to 100"},
+		},
+		{
+			"selectors that don't parse",
+			func(s *settings.Settings) { s.LabelSelector, s.FieldSelector = "app in (", "metadata.name" },
+			[]string{
+				`kube: Settings.LabelSelector: "app in (" is not a label selector: unable to parse requirement: found '', expected: ',', ')' or identifier`,
+				`kube: Settings.FieldSelector: "metadata.name" is not a field selector: invalid selector: 'metadata.name'; can't understand 'metadata.name'`,
+			},
+		},
+		{
+			"no retry bucket and no deadline",
+			func(s *settings.Settings) { s.RetryRate, s.RetryBurst, s.ReconcileTimeout = 0, 0, -time.Second },
+			[]string{
+				"kube: Settings.RetryRate: is 0: want more than 0 retries a second",
+				"kube: Settings.RetryBurst: is 0: want at least 1 retry",
+				"kube: Settings.ReconcileTimeout: is -1s: want longer than 0s",
+			},
+		},
+		{
+			"a rate that is not a number",
+			func(s *settings.Settings) { s.RetryRate = math.NaN() },
+			[]string{"kube: Settings.RetryRate: is NaN: want more than 0 retries a second"},
+		},
 		{"retry delays equal", func(s *settings.Settings) { s.RetryBaseDelay, s.RetryMaxDelay = time.Second, time.Second }, nil},
 		{
 			"a bound isn't checked when one of its fields is wrong alone",
