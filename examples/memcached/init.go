@@ -3,6 +3,8 @@ package memcached
 import (
 	"context"
 	"strconv"
+	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -170,11 +172,28 @@ func readSettings(ctx context.Context, s *app.Setup) (kube.Settings, error) {
 		// No .Default: the name, and the Lease's namespace and identity, are required.
 		k.Name = r.Get(env("CONTROLLER_NAME").Validate(kube.CheckName))
 		k.Workers = r.Get(env("CONTROLLER_WORKERS").Parse(strconv.Atoi).Default(d.Workers).Validate(kube.CheckWorkers))
+		// Unset, the operator watches every namespace.
+		k.Namespaces = r.Get(env("WATCH_NAMESPACES").Parse(namespaceList).Default(nil))
+		k.ReconcileTimeout = r.Get(env("CONTROLLER_RECONCILE_TIMEOUT").Parse(time.ParseDuration).Default(d.ReconcileTimeout).Validate(kube.CheckReconcileTimeout))
 		// The pod's spec sets both from the downward API.
 		k.LeaderElection.Namespace = r.Get(env("POD_NAMESPACE").Validate(kube.CheckNamespace))
 		k.LeaderElection.Identity = r.Get(env("POD_NAME").Validate(kube.CheckIdentity))
 		return k
 	}).Read(ctx)
+}
+
+// namespaceList parses WATCH_NAMESPACES, a comma-separated set of
+// namespaces such as "team-a,team-b", and checks it as Settings.Namespaces
+// is checked.
+func namespaceList(s string) ([]string, error) {
+	namespaces := strings.Split(s, ",")
+	for i, ns := range namespaces {
+		namespaces[i] = strings.TrimSpace(ns)
+	}
+	if err := kube.CheckNamespaces(namespaces); err != nil {
+		return nil, err
+	}
+	return namespaces, nil
 }
 
 // readProbeSettings sources the probes Service's Settings: PROBE_ADDRESS,

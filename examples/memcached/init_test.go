@@ -32,6 +32,10 @@ func TestInit_exits_78_for_a_bad_value(t *testing.T) {
 	}{
 		{name: "workers", env: map[string]string{"CONTROLLER_WORKERS": "0"}, want: "config CONTROLLER_WORKERS"},
 		{name: "workers not a number", env: map[string]string{"CONTROLLER_WORKERS": "two"}, want: "config CONTROLLER_WORKERS"},
+		{name: "namespaces twice", env: map[string]string{"WATCH_NAMESPACES": "team-a, team-a"}, want: `config WATCH_NAMESPACES: ["team-a" "team-a"]: [1] "team-a" is [0] too`},
+		{name: "namespaces with an empty one", env: map[string]string{"WATCH_NAMESPACES": "team-a,,team-b"}, want: `config WATCH_NAMESPACES: ["team-a" "" "team-b"]: [1] is empty`},
+		{name: "reconcile timeout", env: map[string]string{"CONTROLLER_RECONCILE_TIMEOUT": "0s"}, want: "config CONTROLLER_RECONCILE_TIMEOUT"},
+		{name: "reconcile timeout not a duration", env: map[string]string{"CONTROLLER_RECONCILE_TIMEOUT": "5"}, want: "config CONTROLLER_RECONCILE_TIMEOUT"},
 		{name: "name", env: map[string]string{"CONTROLLER_NAME": "Memcached Controller"}, want: "config CONTROLLER_NAME"},
 		{name: "probe address", env: map[string]string{"PROBE_ADDRESS": "8081"}, want: "config PROBE_ADDRESS"},
 		{name: "a kubeconfig that isn't there", env: map[string]string{"MEMCACHED_KUBECONFIG": "/nowhere/kubeconfig"}, want: "MEMCACHED_KUBECONFIG /nowhere/kubeconfig"},
