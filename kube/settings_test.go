@@ -204,10 +204,8 @@ func TestSettings_Validate_agrees_with_client_gos_leader_election(t *testing.T) 
 	}
 }
 
-// client-go's own parts fit the ports the controller is assembled from: its
-// work queue is a ports.Queue, and the domain's Limiter is a rate limiter
-// its queues take, so the two agree on what a retry is.
-var (
-	_ ports.Queue                           = workqueue.TypedInterface[ports.Key](nil)
-	_ workqueue.TypedRateLimiter[ports.Key] = (*backoff.Limiter[ports.Key])(nil)
-)
+// client-go's own parts fit the ports the controller is assembled from:
+// the domain's Limiter is a rate limiter its queues take, so the two agree
+// on what a retry is. (adapters/queue's Queue, client-go's work queue with
+// two priorities, is a ports.Queue: its package asserts it.)
+var _ workqueue.TypedRateLimiter[ports.Key] = (*backoff.Limiter[ports.Key])(nil)

@@ -1,15 +1,33 @@
 // Package queue builds a controller's work queue: client-go's work queue
-// of ports.Key, which holds each key once and never hands one key to two
-// workers at once. The retries' and Afters' delays are the domain's own
-// timers, which a change can cancel, so the queue delays nothing.
+// of ports.Key, which holds each key once, never hands one key to two
+// workers at once and records its metrics, with an order of loam's own
+// plugged into it: keys added as changes go ahead of keys added in the
+// background, and while background keys wait the queue hands one out
+// after every ChangesPerBackground changes in a row, so they still drain.
+// The retries' and Afters' delays are the domain's own timers, which a
+// change can cancel, so the queue delays nothing.
 package queue
 
 import (
+	"sync"
+
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	"github.com/loam-dev/loam/ports"
 )
+
+// ChangesPerBackground is how many changes in a row the queue hands out
+// while a background key waits, before it hands that key out. Background
+// keys — a new leader's initial list, the resync, retries and Afters —
+// so keep at least a tenth of the workers' throughput however busy the
+// changes are, and a change waits behind at most one background key per
+// nine changes ahead of it: it loses at most a tenth of the throughput it
+// would have with strict priority. Fewer (alternating, at 1) would give
+// half of a busy controller's throughput to a backlog whose keys no
+// change asked for; many more would let a stream of changes hold a
+// failed key's retry, and a resync, for that many reconciles.
+const ChangesPerBackground = 9
 
 // Config is what New builds a queue from.
 type Config struct {
@@ -24,9 +42,21 @@ type Config struct {
 	Clock clock.WithTicker
 }
 
+// Queue is a controller's work queue: a ports.Queue, and a client-go
+// TypedInterface whose Add queues a change.
+type Queue struct {
+	q     workqueue.TypedInterface[ports.Key]
+	order *order
+}
+
+var (
+	_ ports.Queue                         = (*Queue)(nil)
+	_ workqueue.TypedInterface[ports.Key] = (*Queue)(nil)
+)
+
 // New returns a running queue. With Metrics, client-go runs a goroutine
 // that updates them until ShutDown, which its owner must call.
-func New(c Config) workqueue.TypedInterface[ports.Key] {
+func New(c Config) *Queue {
 	clk := c.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -37,9 +67,236 @@ func New(c Config) workqueue.TypedInterface[ports.Key] {
 		// that has none: an unnamed queue records nothing instead.
 		name = ""
 	}
-	return workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[ports.Key]{
-		Name:            name,
-		MetricsProvider: c.Metrics,
-		Clock:           clk,
-	})
+	o := newOrder()
+	return &Queue{
+		q: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[ports.Key]{
+			Name:            name,
+			MetricsProvider: c.Metrics,
+			Clock:           clk,
+			Queue:           o,
+		}),
+		order: o,
+	}
+}
+
+// Add queues key as a change, ahead of the background keys; a key that
+// waits in the background moves ahead with the changes.
+func (q *Queue) Add(key ports.Key) { q.add(key, change) }
+
+// AddBackground queues key behind the changes; a key that waits as a
+// change keeps its place.
+func (q *Queue) AddBackground(key ports.Key) { q.add(key, background) }
+
+// add tells the order the priority key is wanted at, and then adds it to
+// client-go's queue, which calls the order's Push or Touch when the key
+// is not being processed, and its Push at Done when it is: either takes
+// the priority. client-go's Queue interface carries no priority, which is
+// why it goes beside the call rather than with it.
+func (q *Queue) add(key ports.Key, p priority) {
+	if !q.order.want(key, p) {
+		return
+	}
+	q.q.Add(key)
+}
+
+// Get blocks until a key is ready, and returns it; shutdown is true once
+// the queue is shut down and holds no key.
+func (q *Queue) Get() (key ports.Key, shutdown bool) { return q.q.Get() }
+
+// Done marks key as processed: a key added meanwhile is queued again, at
+// the higher priority of those adds.
+func (q *Queue) Done(key ports.Key) { q.q.Done(key) }
+
+// Len returns how many keys wait, of either priority.
+func (q *Queue) Len() int { return q.q.Len() }
+
+// ShutDown drops every add from now on and makes Get return shutdown once
+// the queue holds no key, without waiting for the keys being processed.
+func (q *Queue) ShutDown() {
+	q.order.close()
+	q.q.ShutDown()
+}
+
+// ShutDownWithDrain is ShutDown, but waits until every key handed out is
+// Done.
+func (q *Queue) ShutDownWithDrain() {
+	q.order.close()
+	q.q.ShutDownWithDrain()
+}
+
+// ShuttingDown reports whether the queue has been shut down.
+func (q *Queue) ShuttingDown() bool { return q.q.ShuttingDown() }
+
+// priority is a key's: a change's or the background's.
+type priority uint8
+
+const (
+	background priority = iota
+	change
+)
+
+// order is client-go's workqueue.Queue[ports.Key]: the keys that wait, in
+// the order they are handed out. client-go calls Push, Touch, Len and Pop
+// under its own lock, one at a time; Queue.add calls want outside it,
+// which is why order has a lock of its own, always taken last.
+//
+// A key waits in the list of its priority, in the order it came. A key
+// promoted from the background is appended to the changes and its entry
+// in the background left there, stale: Pop skips an entry whose sequence
+// number is no longer its key's, so a promotion costs no search.
+type order struct {
+	mu sync.Mutex
+	// wanted is the highest priority each key was added at since an add
+	// of it last reached Push or Touch. An add that finds the key being
+	// processed reaches neither until the Done, so its priority waits
+	// here until then.
+	wanted map[ports.Key]priority
+	// waiting is each waiting key's entry: its priority and sequence
+	// number.
+	waiting         map[ports.Key]entry
+	changes, behind list
+	seq             uint64
+	// run is how many changes in a row Pop has handed out while a
+	// background key waited.
+	run    int
+	closed bool
+}
+
+type entry struct {
+	key ports.Key
+	at  priority
+	seq uint64
+}
+
+func newOrder() *order {
+	return &order{wanted: map[ports.Key]priority{}, waiting: map[ports.Key]entry{}}
+}
+
+// want records that key is wanted at p, and reports whether the queue
+// still takes adds.
+func (o *order) want(key ports.Key, p priority) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return false
+	}
+	if cur, ok := o.wanted[key]; !ok || p > cur {
+		o.wanted[key] = p
+	}
+	return true
+}
+
+// close stops want taking adds, so no priority is kept for an add the
+// shut-down queue drops. The priorities kept already stay: client-go
+// still queues a key added before the shutdown while it was processed.
+func (o *order) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+}
+
+// take returns the priority key is wanted at, and forgets it. An add that
+// another add's Push or Touch already answered — it found the key
+// waiting, or it was handed out since — left none: the key is then
+// wanted in the background, since a pass that began after the add was
+// made handles it.
+func (o *order) take(key ports.Key) priority {
+	p := o.wanted[key]
+	delete(o.wanted, key)
+	return p
+}
+
+// Push queues a key that isn't waiting, at the priority it is wanted at.
+func (o *order) Push(key ports.Key) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.queue(key, o.take(key))
+}
+
+func (o *order) queue(key ports.Key, p priority) {
+	o.seq++
+	e := entry{key: key, at: p, seq: o.seq}
+	o.waiting[key] = e
+	if p == change {
+		o.changes.push(e)
+	} else {
+		o.behind.push(e)
+	}
+}
+
+// Touch is an add of a waiting key: one wanted as a change moves from the
+// background to the end of the changes.
+func (o *order) Touch(key ports.Key) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p := o.take(key)
+	if e, ok := o.waiting[key]; ok && p > e.at {
+		o.behind.drop()
+		o.queue(key, p)
+	}
+}
+
+// Len returns how many keys wait.
+func (o *order) Len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.changes.n + o.behind.n
+}
+
+// Pop hands out the first change, unless ChangesPerBackground changes in
+// a row went out while a background key waited: then, and when no change
+// waits, the first background key. client-go calls it only when Len is
+// positive.
+func (o *order) Pop() ports.Key {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	from := &o.behind
+	switch {
+	case o.changes.n > 0 && o.behind.n == 0:
+		from, o.run = &o.changes, 0
+	case o.changes.n > 0 && o.run < ChangesPerBackground:
+		from = &o.changes
+		o.run++
+	default:
+		o.run = 0
+	}
+	for {
+		e := from.pop()
+		if cur, ok := o.waiting[e.key]; ok && cur.seq == e.seq {
+			delete(o.waiting, e.key)
+			from.drop()
+			return e.key
+		}
+		// A background entry whose key has since been promoted.
+	}
+}
+
+// list is a FIFO of entries, stale ones included; n counts the live ones.
+type list struct {
+	entries []entry
+	n       int
+}
+
+func (l *list) push(e entry) {
+	l.entries = append(l.entries, e)
+	l.n++
+}
+
+// drop counts one entry stale, and lets go of every entry once none is
+// live, so that keys promoted while no background key is handed out
+// leave no trail.
+func (l *list) drop() {
+	l.n--
+	if l.n == 0 {
+		l.entries = nil
+	}
+}
+
+// pop removes the first entry, live or stale, and returns it.
+func (l *list) pop() entry {
+	e := l.entries[0]
+	// The array would otherwise keep it until append moves on.
+	l.entries[0] = entry{}
+	l.entries = l.entries[1:]
+	return e
 }

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 
 var key = ports.Key{Namespace: "default", Name: "a"}
 
-func newQueue(t *testing.T, metrics workqueue.MetricsProvider) workqueue.TypedInterface[ports.Key] {
+func newQueue(t *testing.T, metrics workqueue.MetricsProvider) *queue.Queue {
 	t.Helper()
 	q := queue.New(queue.Config{Name: "memcached-controller", Metrics: metrics})
 	t.Cleanup(q.ShutDown)
@@ -70,12 +70,13 @@ func TestNew_names_the_metrics_of_its_provider(t *testing.T) {
 	})
 }
 
-// recordingProvider records the metrics a queue asks it for, and counts
-// adds.
+// recordingProvider records the metrics a queue asks it for, counts adds
+// and keeps the depth.
 type recordingProvider struct {
 	mu    sync.Mutex
 	asked []struct{ kind, name string }
 	adds  counter
+	depth counter
 }
 
 func (p *recordingProvider) ask(kind, name string) {
@@ -106,7 +107,7 @@ func (p *recordingProvider) names() []string {
 
 func (p *recordingProvider) NewDepthMetric(name string) workqueue.GaugeMetric {
 	p.ask("depth", name)
-	return nop{}
+	return &p.depth
 }
 
 func (p *recordingProvider) NewAddsMetric(name string) workqueue.CounterMetric {
@@ -155,6 +156,12 @@ func (c *counter) Inc() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.n++
+}
+
+func (c *counter) Dec() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n--
 }
 
 func (c *counter) Load() int64 {

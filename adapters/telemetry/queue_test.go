@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/loam-dev/loam/adapters/queue"
 	"github.com/loam-dev/loam/adapters/telemetry"
@@ -15,7 +14,7 @@ import (
 
 // newQueue returns the work queue the controller builds, recording
 // through rec. It is shut down when the test ends.
-func newQueue(t *testing.T, rec *telemetry.Recorder) workqueue.TypedInterface[ports.Key] {
+func newQueue(t *testing.T, rec *telemetry.Recorder) *queue.Queue {
 	t.Helper()
 	q := queue.New(queue.Config{Name: controllerName, Metrics: rec.QueueMetrics()})
 	t.Cleanup(q.ShutDown)

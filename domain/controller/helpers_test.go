@@ -94,7 +94,9 @@ func (e *elector) Run(ctx context.Context, onStarted func(context.Context), onSt
 
 // queue is a work queue with client-go's semantics: each key once, never
 // to two workers at once, handed out again once Done when added while
-// processed, and a shutdown that leaves the backlog.
+// processed, and a shutdown that leaves the backlog. It has one priority:
+// the order of changes and background keys is adapters/queue's, tested
+// there.
 type queue struct {
 	mu         sync.Mutex
 	cond       *sync.Cond
@@ -122,6 +124,8 @@ func (q *queue) Add(key ports.Key) {
 		q.cond.Signal()
 	}
 }
+
+func (q *queue) AddBackground(key ports.Key) { q.Add(key) }
 
 func (q *queue) Get() (ports.Key, bool) {
 	q.mu.Lock()

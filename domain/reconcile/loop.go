@@ -16,6 +16,13 @@
 // event with a new resourceVersion, the controller's own status write
 // included; a resync is not, so it leaves the timer alone.
 //
+// Keys are queued at one of the work queue's two priorities. Changes —
+// of the object, of an object it owns, of a related object that maps to
+// it, a deletion — go ahead of the background: the objects of the
+// informers' first lists, resyncs, retries and Afters. A new leader's
+// thousands of initial keys so don't delay the object a user just
+// changed, and the queue still hands the background its share.
+//
 // A change of a related object, one the controller watches without owning
 // it, queues the keys it maps to like any change, and the Loop keeps it as
 // a cause of each: the next pass over the key takes the key's causes and
@@ -110,15 +117,19 @@ func New(c Config) (*Loop, error) {
 	return &Loop{
 		c:       c,
 		limiter: backoff.NewLimiter[ports.Key](c.Retry, c.Clock),
-		timers:  newTimers(c.Clock, c.Queue.Add),
-		causes:  newCauses(),
+		// A retry and an After are the background's: they wait behind
+		// the changes, as the keys of the informers' first lists do.
+		timers: newTimers(c.Clock, c.Queue.AddBackground),
+		causes: newCauses(),
 	}, nil
 }
 
 // Notify queues the key an informer's event names. A change drops the
 // key's pending retry or After, since the pass it queues settles the key
 // anew; a resync leaves it. An event's Cause is kept for the key's next
-// pass to report.
+// pass to report. An object of an informer's first list and a resync are
+// queued in the background, behind the changes: a new leader's thousands
+// of keys don't delay the object a user just changed.
 func (l *Loop) Notify(ev ports.Event) {
 	if !ev.Resync {
 		l.timers.drop(ev.Key)
@@ -128,6 +139,10 @@ func (l *Loop) Notify(ev ports.Event) {
 	// no lock.
 	if !ev.Cause.IsZero() {
 		l.causes.add(ev.Key, ev.Cause)
+	}
+	if ev.Initial || ev.Resync {
+		l.c.Queue.AddBackground(ev.Key)
+		return
 	}
 	l.c.Queue.Add(ev.Key)
 }

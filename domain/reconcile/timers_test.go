@@ -24,24 +24,39 @@ func (bubbleClock) Now() time.Time { return time.Now() }
 
 func (bubbleClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
-// addsQueue records when each Add came, as time since the test began.
+// addsQueue records when each add came, as time since the test began,
+// and at which priority.
 type addsQueue struct {
 	start time.Time
 
 	mu   sync.Mutex
-	adds []time.Duration
+	adds []queued
 }
 
-func (q *addsQueue) Add(ports.Key) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.adds = append(q.adds, time.Since(q.start))
+// queued is an add: when it came, and whether in the background.
+type queued struct {
+	at         time.Duration
+	background bool
 }
 
-func (q *addsQueue) added() []time.Duration {
+// changed and behind are the adds of a change and of the background at d.
+func changed(d time.Duration) queued { return queued{at: d} }
+func behind(d time.Duration) queued  { return queued{at: d, background: true} }
+
+func (q *addsQueue) Add(ports.Key) { q.add(false) }
+
+func (q *addsQueue) AddBackground(ports.Key) { q.add(true) }
+
+func (q *addsQueue) add(background bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return append([]time.Duration(nil), q.adds...)
+	q.adds = append(q.adds, queued{at: time.Since(q.start), background: background})
+}
+
+func (q *addsQueue) added() []queued {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]queued(nil), q.adds...)
 }
 
 func (*addsQueue) Get() (ports.Key, bool) { return ports.Key{}, true }
@@ -101,14 +116,15 @@ func TestLoop_timers(t *testing.T) {
 		// run drives the Loop; sleep moves the bubble's clock.
 		run  func(l *reconcile.Loop, sleep func(time.Duration))
 		outs []func() (ports.Result, error)
-		// want is when the queue was handed the key.
-		want []time.Duration
+		// want is when the queue was handed the key, and at which
+		// priority: a timer's in the background, a change's ahead of it.
+		want []queued
 	}{
 		{
 			name: "After queues the key again after that long",
 			outs: []func() (ports.Result, error){after(6 * s)},
 			run:  func(l *reconcile.Loop, _ func(time.Duration)) { l.Reconcile(context.Background(), key) },
-			want: []time.Duration{6 * s},
+			want: []queued{behind(6 * s)},
 		},
 		{
 			name: "a change drops a pending After: its pass settles the key anew",
@@ -119,7 +135,7 @@ func TestLoop_timers(t *testing.T) {
 				l.Notify(change)
 				l.Reconcile(context.Background(), key)
 			},
-			want: []time.Duration{2 * s, 8 * s},
+			want: []queued{changed(2 * s), behind(8 * s)},
 		},
 		{
 			name: "a change with no pass after it still drops the After",
@@ -129,7 +145,7 @@ func TestLoop_timers(t *testing.T) {
 				sleep(2 * s)
 				l.Notify(change)
 			},
-			want: []time.Duration{2 * s},
+			want: []queued{changed(2 * s)},
 		},
 		{
 			name: "a resync leaves a pending After",
@@ -139,7 +155,7 @@ func TestLoop_timers(t *testing.T) {
 				sleep(2 * s)
 				l.Notify(resync)
 			},
-			want: []time.Duration{2 * s, 6 * s},
+			want: []queued{behind(2 * s), behind(6 * s)},
 		},
 		{
 			name: "the latest pass's After replaces the last",
@@ -149,7 +165,7 @@ func TestLoop_timers(t *testing.T) {
 				sleep(s)
 				l.Reconcile(context.Background(), key)
 			},
-			want: []time.Duration{2 * s},
+			want: []queued{behind(2 * s)},
 		},
 		{
 			name: "a success without After drops a pending retry",
@@ -194,7 +210,7 @@ func TestLoop_timers(t *testing.T) {
 			},
 			// Failures at 0s, 5s and 10s retry after 1s, 2s and 4s; the
 			// failure after the success at 15s retries after 1s again.
-			want: []time.Duration{1 * s, 7 * s, 14 * s, 16 * s},
+			want: []queued{behind(1 * s), behind(7 * s), behind(14 * s), behind(16 * s)},
 		},
 		{
 			name: "Stop cancels every pending timer",

@@ -455,6 +455,42 @@ func (c *MockQueueAddCall) DoAndReturn(f func(ports.Key)) *MockQueueAddCall {
 	return c
 }
 
+// AddBackground mocks base method.
+func (m *MockQueue) AddBackground(key ports.Key) {
+	m.ctrl.T.Helper()
+	m.ctrl.Call(m, "AddBackground", key)
+}
+
+// AddBackground indicates an expected call of AddBackground.
+func (mr *MockQueueMockRecorder) AddBackground(key any) *MockQueueAddBackgroundCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "AddBackground", reflect.TypeOf((*MockQueue)(nil).AddBackground), key)
+	return &MockQueueAddBackgroundCall{Call: call}
+}
+
+// MockQueueAddBackgroundCall wrap *gomock.Call
+type MockQueueAddBackgroundCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockQueueAddBackgroundCall) Return() *MockQueueAddBackgroundCall {
+	c.Call = c.Call.Return()
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockQueueAddBackgroundCall) Do(f func(ports.Key)) *MockQueueAddBackgroundCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockQueueAddBackgroundCall) DoAndReturn(f func(ports.Key)) *MockQueueAddBackgroundCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // Done mocks base method.
 func (m *MockQueue) Done(key ports.Key) {
 	m.ctrl.T.Helper()
