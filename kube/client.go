@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
+	"github.com/loam-dev/loam/adapters/apply"
 	"github.com/loam-dev/loam/adapters/transport"
 	"github.com/loam-dev/loam/app"
 )
@@ -19,6 +21,9 @@ import (
 type Client struct {
 	server    string
 	transport *transport.Transport
+	// applies is the REST client of Resource.Apply, built on the first
+	// apply and shared by the rest.
+	applies func() (*rest.RESTClient, error)
 }
 
 // CheckServer reports whether server is the host:port of an API server,
@@ -77,7 +82,9 @@ func NewClient(s *app.Setup, conn Connection) (*Client, error) {
 		t.CloseConnections()
 		return nil
 	})
-	return &Client{server: conn.Server, transport: t}, nil
+	c := &Client{server: conn.Server, transport: t}
+	c.applies = sync.OnceValues(func() (*rest.RESTClient, error) { return apply.NewClient(c.Config()) })
+	return c, nil
 }
 
 // Config returns a new rest.Config for client-go's clients — the

@@ -1,7 +1,8 @@
 // Package apply makes a controller's own writes with server-side apply,
 // through a client-go REST client: the status an object's reconcile
 // returns, to the status subresource, and the controller's finalizer, as
-// an apply of the object's metadata. It implements ports.Writer.
+// an apply of the object's metadata. It implements ports.Writer. It also
+// applies whole objects a controller controls, for kube's Resource.Apply.
 //
 // A Writer reads no more of a response than it uses. The API server
 // answers an apply with the whole object, but a status apply and the
@@ -251,9 +252,27 @@ func gone(err error) bool {
 // its answer, the whole object, unread, for the caller to read what it
 // needs of it and then discard. When it refuses it, send returns the
 // error client-go's clients return: the Status the API server sent, as an
-// *apierrors.StatusError. The path, the query and the checks of key's
-// names are those of client-go's dynamic client.
+// *apierrors.StatusError.
 func (w *Writer) send(ctx context.Context, key ports.Key, b body, force bool, subresource string) (io.ReadCloser, error) {
+	data, err := json.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	req, err := w.request(key, data, force, subresource)
+	if err != nil {
+		return nil, err
+	}
+	// Stream, not Do: Do reads the whole answer into a buffer, and a
+	// success needs none of it. An answer that isn't a success Stream
+	// reads and decodes as Do does, retries included.
+	return req.Stream(ctx)
+}
+
+// request returns the apply of data, an object's JSON, to the object key,
+// or to its subresource unless that is empty, under the Writer's field
+// manager. The path, the query and the checks of key's names are those of
+// client-go's dynamic client.
+func (w *Writer) request(key ports.Key, data []byte, force bool, subresource string) (*rest.Request, error) {
 	if key.Name == "" {
 		return nil, errors.New("name is required")
 	}
@@ -262,10 +281,6 @@ func (w *Writer) send(ctx context.Context, key ports.Key, b body, force bool, su
 	}
 	if msgs := rest.IsValidPathSegmentName(key.Name); len(msgs) != 0 {
 		return nil, fmt.Errorf("invalid resource name %q: %v", key.Name, msgs)
-	}
-	data, err := json.Marshal(b)
-	if err != nil {
-		return nil, err
 	}
 	segments := make([]string, 0, 6)
 	segments = append(segments, w.prefix)
@@ -276,15 +291,11 @@ func (w *Writer) send(ctx context.Context, key ports.Key, b body, force bool, su
 	if subresource != "" {
 		segments = append(segments, subresource)
 	}
-	// Stream, not Do: Do reads the whole answer into a buffer, and a
-	// success needs none of it. An answer that isn't a success Stream
-	// reads and decodes as Do does, retries included.
 	return w.c.Client.Patch(types.ApplyPatchType).
 		AbsPath(segments...).
 		Param("fieldManager", w.c.FieldManager).
 		Param("force", strconv.FormatBool(force)).
-		Body(data).
-		Stream(ctx)
+		Body(data), nil
 }
 
 // discard reads the rest of answer, the body of an accepted apply's
