@@ -22,8 +22,10 @@
 // Field and FieldOf attach typed constraints to fields by pointer, so a
 // misspelled constraint or a value of the wrong type doesn't compile. An
 // Object is one of a Resource's objects: a plain struct with no DeepCopy
-// and no scheme. A Kind names one of Kubernetes' own kinds, whose Go type
-// client-go defines.
+// and no scheme. Resource.Apply applies one with server-side apply, typed,
+// under a field manager and with its controller's owner reference, as a
+// Reconciler applies the children its object controls. A Kind names one
+// of Kubernetes' own kinds, whose Go type client-go defines.
 //
 // # Controllers
 //
