@@ -38,6 +38,12 @@ const defaultProbeAddress = ":8081"
 // Deployments and PodDisruptionBudgets they apply.
 const UserAgent = "memcached-operator"
 
+// ManagedByLabel is the label the Reconciler sets on each Deployment it
+// applies, to the operator's name, UserAgent. Budget's Settings select
+// Deployments by it, so the operator caches the Deployments it made
+// rather than every Deployment of the cluster.
+const ManagedByLabel = "app.kubernetes.io/managed-by"
+
 // scenarioAnnotation is the annotation that carries a failure scenario into
 // a Memcached's reconciles, and on to its Deployment's.
 const scenarioAnnotation = "acme.example.com/failure-scenario"
@@ -81,6 +87,7 @@ func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 	}
 	budgetSettings := settings
 	budgetSettings.Name = settings.Name + "-budget" // its own Lease and field manager
+	budgetSettings.LabelSelector = ManagedByLabel + "=" + UserAgent
 	memcacheds, budgets, err := operator(s, client, settings, budgetSettings, kc)
 	if err != nil {
 		return nil, err

@@ -147,6 +147,7 @@ func (r Reconciler) Reconcile(ctx context.Context, m Object) (kube.Result[Memcac
 
 	d, err := r.Kube.AppsV1().Deployments(m.Namespace).Apply(ctx,
 		appsv1ac.Deployment(m.Name, m.Namespace).
+			WithLabels(map[string]string{ManagedByLabel: UserAgent}).
 			WithOwnerReferences(metav1ac.OwnerReference().
 				WithAPIVersion(m.APIVersion).WithKind(m.Kind).WithName(m.Name).WithUID(m.UID).
 				WithController(true).WithBlockOwnerDeletion(true)).
