@@ -65,7 +65,11 @@ type target struct {
 // a Finalize of another type than Object[Spec, Status], with a nil
 // function, or whose finalizer isn't a qualified name with a domain, a
 // second TrustScenario, or one whose annotation isn't a valid annotation
-// key or whose trust is nil, a Watches of a nil Cache, of one with an
+// key or whose trust is nil, an Owns option that is nil, a second
+// Selector, or a Selector whose labels or fields don't parse, a
+// FilterUpdates with no filter or a second one, the zero UpdateFilter, a
+// FilterFunc with no name or a nil function, two filters of one Part with
+// one name, a Watches of a nil Cache, of one with an
 // invalid Kind or Resource or selector, of one another Controller watches
 // or watched twice, or with the zero Mapping, a nil mapping function or a
 // ByIndex of an Index the Controller doesn't keep, and an Indexes of a nil
@@ -213,13 +217,15 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	related := make([]informer.RelatedConfig, len(p.related))
 	for i, r := range p.related {
 		related[i] = r.cache.related(settings.Namespace, r.mapping)
+		related[i].Filters = informerFilters(r.filters)
 	}
 	indexes := make([]informer.Index, len(p.indexes))
 	for i, x := range p.indexes {
 		indexes[i] = informer.Index{Name: x.indexName(), Keys: x.decodeKeys}
 	}
 	watch, err := informer.NewWatch(informer.WatchConfig{
-		Dynamic: cl.dynamic, Metadata: cl.metadata, Resource: t.gvr, Owns: p.owns,
+		Dynamic: cl.dynamic, Metadata: cl.metadata, Resource: t.gvr, Owns: p.ownedConfigs(),
+		LabelSelector: settings.LabelSelector, FieldSelector: settings.FieldSelector, Filters: informerFilters(p.filters),
 		Owner:     owners.Owner{Group: t.gvr.Group, Kind: t.kind, Namespaced: t.scope == Namespaced},
 		Namespace: settings.Namespace, Resync: settings.Resync,
 		Related: related, Indexes: indexes, Recorder: tel.recorder, Logger: tel.logger,

@@ -37,7 +37,9 @@
 // reconciles the objects that depend on a related resource's changed
 // object, as MapFunc or an Index says, and fills a Cache the Reconciler
 // reads with no request; Finalize keeps an object until the end user's
-// cleanup has run. Every replica
+// cleanup has run. FilterUpdates, and the UpdateFilters an Owns or a
+// Watches takes, skip the updates a Reconciler has nothing to do about,
+// such as its own status applies (SkipStatusOnly). Every replica
 // keeps warm caches and only the holder of the Lease reconciles. A
 // Controller is an app.Service: its Serve lists, watches and campaigns,
 // and Synced reports readiness.

@@ -6,24 +6,30 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/loam-dev/loam/adapters/informer"
 	"github.com/loam-dev/loam/domain/names"
 )
 
 // Part adds to what a Controller does: Owns watches a resource its objects
 // own, Watches a related resource its objects depend on, Indexes keeps an
-// index over its objects, Finalize holds each object until the end user's
-// code has cleaned up after it, and TrustScenario carries the failure
-// scenario an object's annotation holds into its reconciles. NewController and
+// index over its objects, FilterUpdates filters the updates of its own
+// objects, Finalize holds each object until the end user's code has
+// cleaned up after it, and TrustScenario carries the failure scenario an
+// object's annotation holds into its reconciles. NewController and
 // NewKindController take any number of Parts, and report every mistake in
 // them. The zero Part is a mistake.
 type Part struct {
 	kind partKind
-	// gvr is what an Owns watches.
-	gvr schema.GroupVersionResource
+	// gvr is what an Owns watches, and ownsOptions its options.
+	gvr         schema.GroupVersionResource
+	ownsOptions []OwnsOption
+	// filters are a FilterUpdates' or a Watches'.
+	filters []UpdateFilter
 	// finalizer and finalize are a Finalize's: fn is a
 	// func(context.Context, T) error, and fnType T.
 	finalizer string
@@ -47,6 +53,7 @@ const (
 	partTrustScenario
 	partWatches
 	partIndexes
+	partFilterUpdates
 )
 
 // Owns reconciles an object again whenever a resource it controls is
@@ -56,8 +63,39 @@ const (
 // The reference's version isn't compared. The Controller watches gvr
 // through the metadata client, limited to Settings.Namespace, and needs
 // list and watch on it.
-func Owns(gvr schema.GroupVersionResource) Part {
-	return Part{kind: partOwns, gvr: gvr}
+//
+// opts narrow and filter the watch: a Selector narrows what is listed and
+// watched, and UpdateFilters skip updates (see UpdateFilter). An update
+// that moves an object's controller reference from one owner to another
+// is never filtered: it is the object's deletion for one and its addition
+// for the other. With filters, each owned object is cached with its
+// metadata, but for managedFields, which the filters read; without, with
+// its owner's key alone.
+func Owns(gvr schema.GroupVersionResource, opts ...OwnsOption) Part {
+	return Part{kind: partOwns, gvr: gvr, ownsOptions: opts}
+}
+
+// OwnsOption narrows or filters an Owns: a Selector or an UpdateFilter.
+type OwnsOption interface {
+	ownsOption()
+}
+
+// Selector narrows what an Owns lists and watches to the objects whose
+// labels and fields match, such as Labels
+// "app.kubernetes.io/managed-by=memcached-operator": the API server sends
+// no other, so the cache holds no other, and their changes reconcile
+// nothing. "" selects every object. NewController reports a selector that
+// doesn't parse; which fields a resource can be selected by is the API
+// server's to say, so Serve's first list fails on one it doesn't support.
+type Selector struct {
+	Labels, Fields string
+}
+
+func (Selector) ownsOption() {}
+
+// String describes the Selector as the end user wrote it, for errors.
+func (s Selector) String() string {
+	return fmt.Sprintf("Selector{Labels: %q, Fields: %q}", s.Labels, s.Fields)
 }
 
 // Finalize keeps each object until f has cleaned up after it, with the
@@ -82,7 +120,13 @@ func Finalize[T any](finalizer string, f func(ctx context.Context, obj T) error)
 func (p Part) String() string {
 	switch p.kind {
 	case partOwns:
-		return fmt.Sprintf("Owns(%s)", p.gvr)
+		var b strings.Builder
+		for _, o := range p.ownsOptions {
+			fmt.Fprintf(&b, ", %v", o)
+		}
+		return fmt.Sprintf("Owns(%s%s)", p.gvr, b.String())
+	case partFilterUpdates:
+		return fmt.Sprintf("FilterUpdates(%s)", strings.TrimPrefix(filterList(p.filters), ", "))
 	case partFinalize:
 		return fmt.Sprintf("Finalize(%q, func(context.Context, %v) error)", p.finalizer, p.fnType)
 	case partTrustScenario:
@@ -92,7 +136,7 @@ func (p Part) String() string {
 		if p.cache != nil {
 			c = p.cache.String()
 		}
-		return fmt.Sprintf("Watches(%s, %v)", c, p.mapping)
+		return fmt.Sprintf("Watches(%s, %v%s)", c, p.mapping, filterList(p.filters))
 	case partIndexes:
 		if p.index == nil {
 			return "Indexes(nil)"
@@ -110,8 +154,10 @@ type parts[T any] struct {
 
 // commonParts is what Parts add up to whatever the objects' type.
 type commonParts struct {
-	owns      []schema.GroupVersionResource
+	owns      []ownsPart
 	finalizer string
+	// filters are the FilterUpdates', nil without one.
+	filters []UpdateFilter
 	// trust is the TrustScenario's, nil without one.
 	trust *scenarioTrust
 	// related is the Watches', and indexes the Indexes'.
@@ -119,10 +165,31 @@ type commonParts struct {
 	indexes []indexHandle
 }
 
-// relatedPart is one Watches: its Cache and its Mapping.
+// relatedPart is one Watches: its Cache, its Mapping and its filters.
 type relatedPart struct {
 	cache   cacheHandle
 	mapping Mapping
+	filters []UpdateFilter
+}
+
+// ownsPart is one Owns: its resource, its Selector and its filters.
+type ownsPart struct {
+	gvr      schema.GroupVersionResource
+	selector Selector
+	filters  []UpdateFilter
+}
+
+// ownedConfigs returns the informers' configs of c's Owns.
+func (c commonParts) ownedConfigs() []informer.OwnedConfig {
+	out := make([]informer.OwnedConfig, len(c.owns))
+	for i, o := range c.owns {
+		out[i] = informer.OwnedConfig{
+			Resource:      o.gvr,
+			LabelSelector: o.selector.Labels, FieldSelector: o.selector.Fields,
+			Filters: informerFilters(o.filters),
+		}
+	}
+	return out
 }
 
 // partsOf checks ps for a Controller of T's objects and returns what they
@@ -131,15 +198,18 @@ func partsOf[T any](ps []Part) (parts[T], error) {
 	var (
 		out  parts[T]
 		errs []error
-		// finalizes and trusts count the Finalizes and TrustScenarios,
-		// so a second one is named.
-		finalizes, trusts int
+		// finalizes, trusts and filters count the Finalizes,
+		// TrustScenarios and FilterUpdates, so a second one is named.
+		finalizes, trusts, filters int
 	)
 	for i, p := range ps {
 		var mistakes []string
 		switch p.kind {
 		case partOwns:
-			mistakes = out.addOwns(p.gvr)
+			mistakes = out.addOwns(p)
+		case partFilterUpdates:
+			filters++
+			mistakes = out.addFilterUpdates(p, filters)
 		case partFinalize:
 			finalizes++
 			mistakes = addFinalize(&out, p, finalizes)
@@ -151,7 +221,7 @@ func partsOf[T any](ps []Part) (parts[T], error) {
 		case partIndexes:
 			mistakes = addIndexes[T](&out.commonParts, p)
 		default:
-			mistakes = []string{"the zero Part: make Parts with Owns, Watches, Indexes, Finalize or TrustScenario"}
+			mistakes = []string{"the zero Part: make Parts with Owns, Watches, Indexes, FilterUpdates, Finalize or TrustScenario"}
 		}
 		for _, m := range mistakes {
 			errs = append(errs, fmt.Errorf("kube: Part %d, %v: %s", i, p, m))
@@ -187,8 +257,26 @@ func (c *commonParts) addWatches(p Part) []string {
 		}
 	}
 	mistakes = append(mistakes, p.mapping.mistakes()...)
+	mistakes = append(mistakes, filterMistakes(p.filters, filterPlace)...)
 	if len(mistakes) == 0 {
-		c.related = append(c.related, relatedPart{cache: p.cache, mapping: p.mapping})
+		c.related = append(c.related, relatedPart{cache: p.cache, mapping: p.mapping, filters: p.filters})
+	}
+	return mistakes
+}
+
+// addFilterUpdates adds p, the nth FilterUpdates, when it is the first and
+// has no mistake, and returns what is wrong with it.
+func (c *commonParts) addFilterUpdates(p Part, n int) []string {
+	var mistakes []string
+	if n > 1 {
+		mistakes = append(mistakes, "a Controller takes one FilterUpdates, and this is a second: pass every filter to one")
+	}
+	if len(p.filters) == 0 {
+		mistakes = append(mistakes, "no UpdateFilter: pass kube.SkipStatusOnly or a kube.FilterFunc")
+	}
+	mistakes = append(mistakes, filterMistakes(p.filters, filterPlace)...)
+	if n == 1 && len(mistakes) == 0 {
+		c.filters = p.filters
 	}
 	return mistakes
 }
@@ -224,19 +312,48 @@ func addIndexes[T any](c *commonParts, p Part) []string {
 	return mistakes
 }
 
-// addOwns adds an Owns of gvr, and returns what is wrong with it.
-func (c *commonParts) addOwns(gvr schema.GroupVersionResource) []string {
+// addOwns adds p, an Owns, and returns what is wrong with it.
+func (c *commonParts) addOwns(p Part) []string {
 	var mistakes []string
+	gvr := p.gvr
 	if gvr.Version == "" {
 		mistakes = append(mistakes, "the GVR has no Version")
 	}
 	if gvr.Resource == "" {
 		mistakes = append(mistakes, "the GVR has no Resource")
 	}
-	if slices.Contains(c.owns, gvr) {
+	if slices.ContainsFunc(c.owns, func(o ownsPart) bool { return o.gvr == gvr }) {
 		mistakes = append(mistakes, fmt.Sprintf("%s is owned twice", gvr))
 	}
-	c.owns = append(c.owns, gvr)
+	o := ownsPart{gvr: gvr}
+	selectors := 0
+	// at is where each filter is among the options, for its mistakes.
+	var at []int
+	for i, opt := range p.ownsOptions {
+		switch opt := opt.(type) {
+		case nil:
+			mistakes = append(mistakes, fmt.Sprintf("option %d is nil", i))
+		case Selector:
+			selectors++
+			if selectors > 1 {
+				mistakes = append(mistakes, fmt.Sprintf("option %d, %v: an Owns takes one Selector, and this is a second", i, opt))
+			}
+			if err := CheckLabelSelector(opt.Labels); err != nil {
+				mistakes = append(mistakes, fmt.Sprintf("option %d, Selector.Labels: %v", i, err))
+			}
+			if err := CheckFieldSelector(opt.Fields); err != nil {
+				mistakes = append(mistakes, fmt.Sprintf("option %d, Selector.Fields: %v", i, err))
+			}
+			o.selector = opt
+		case UpdateFilter:
+			o.filters = append(o.filters, opt)
+			at = append(at, i)
+		default:
+			mistakes = append(mistakes, fmt.Sprintf("option %d is a %T: pass a kube.Selector or a kube.UpdateFilter itself", i, opt))
+		}
+	}
+	mistakes = append(mistakes, filterMistakes(o.filters, func(i int) string { return fmt.Sprintf("option %d", at[i]) })...)
+	c.owns = append(c.owns, o)
 	return mistakes
 }
 

@@ -299,8 +299,13 @@ func (m Mapping) mistakes() []string {
 // as c's options say, checks at Serve that it is served, and reconciles
 // nothing until c has synced; it needs list and watch on it. A Cache is
 // watched by one Controller.
-func Watches[T any](c *Cache[T], m Mapping) Part {
-	p := Part{kind: partWatches, mapping: m}
+//
+// An update queues only when every one of filters keeps it (see
+// UpdateFilter). They read the metadata of the JSON the Cache holds,
+// which is decoded for them on each update, as the Cache's Transform
+// leaves it.
+func Watches[T any](c *Cache[T], m Mapping, filters ...UpdateFilter) Part {
+	p := Part{kind: partWatches, mapping: m, filters: filters}
 	if c != nil {
 		p.cache = c
 	}

@@ -36,9 +36,10 @@ type Recorder interface {
 	// Lease: LeaseDuration not longer than RenewDeadline + RetryPeriod.
 	LeaderElectionUnfenced(ctx context.Context, leaseDuration, renewDeadline, retryPeriod time.Duration)
 	// MappingPanicked reports a panic of an end user's function that an
-	// informer calls and recovers: the mapping of a related watch or an
-	// index function. what names the function, such as "the mapping of
-	// configmaps" or `index "configMap"`, and cause the object it was
+	// informer calls and recovers: the mapping of a related watch, an
+	// index function or an update filter. what names the function, such
+	// as "the mapping of configmaps", `index "configMap"` or
+	// `filter "SkipStatusOnly" of deployments.apps`, and cause the object it was
 	// called with, zero when that is unknown. ctx is the informer's: no
 	// reconcile is running.
 	MappingPanicked(ctx context.Context, what string, cause Cause, p *Panic)

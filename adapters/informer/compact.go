@@ -148,13 +148,17 @@ func compactUnstructured(u *unstructured.Unstructured) (*cached, error) {
 // owned is an object of an owned resource as its cache holds it: its key
 // and resourceVersion, and the key of the object of the controller's kind
 // its controller owner reference names, which is all the owned resources'
-// handler reads.
+// handler reads, unless it filters updates.
 type owned struct {
 	keyMeta
 	// owner is the key of the object that controls this one; ok is false
 	// when no object of the controller's kind does.
 	owner ports.Key
 	ok    bool
+	// meta is the object's metadata, but for managedFields, which the
+	// informer's filters read; nil when it has none, so that the cost of
+	// keeping it is paid only by the Owns that asks for filters.
+	meta *metav1.ObjectMeta
 }
 
 // GetObjectKind returns an empty kind: nothing that reads the cache asks
@@ -171,8 +175,9 @@ func (o *owned) DeepCopyObject() runtime.Object {
 // kind controls: it keeps of a *metav1.PartialObjectMetadata only what the
 // informer and the owned resources' handler read, so that no
 // managedFields, labels, annotations or owner references are cached for
-// the object. It is idempotent, as client-go asks.
-func slimOwned(owner owners.Owner) func(obj any) (any, error) {
+// the object, unless keepMeta asks for its metadata, which filters read;
+// managedFields are dropped even then. It is idempotent, as client-go asks.
+func slimOwned(owner owners.Owner, keepMeta bool) func(obj any) (any, error) {
 	return func(obj any) (any, error) {
 		m, ok := obj.(*metav1.PartialObjectMetadata)
 		if !ok {
@@ -180,6 +185,11 @@ func slimOwned(owner owners.Owner) func(obj any) (any, error) {
 		}
 		o := &owned{keyMeta: keyMeta{namespace: m.Namespace, name: m.Name, resourceVersion: m.ResourceVersion}}
 		o.owner, o.ok = owner.Key(m.Namespace, m.OwnerReferences)
+		if keepMeta {
+			meta := m.ObjectMeta
+			meta.ManagedFields = nil
+			o.meta = &meta
+		}
 		return o, nil
 	}
 }

@@ -172,7 +172,7 @@ func TestSlimOwned_keeps_the_key_and_the_owner_s(t *testing.T) {
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 		},
 	}
-	slim := slimOwned(owners.Owner{Group: "cache.example.com", Kind: "Memcached", Namespaced: true})
+	slim := slimOwned(owners.Owner{Group: "cache.example.com", Kind: "Memcached", Namespaced: true}, false)
 	want := &owned{keyMeta: keyMeta{namespace: "ns", name: "a", resourceVersion: "7"}, owner: ports.Key{Namespace: "ns", Name: "m"}, ok: true}
 	once, err := slim(full)
 	require.NoError(t, err)
@@ -185,4 +185,12 @@ func TestSlimOwned_keeps_the_key_and_the_owner_s(t *testing.T) {
 	none, err := slim(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}})
 	require.NoError(t, err)
 	require.Equal(t, &owned{keyMeta: keyMeta{namespace: "ns", name: "b"}}, none)
+
+	// For filters, the metadata too, but for its managedFields.
+	withMeta, err := slimOwned(owners.Owner{Group: "cache.example.com", Kind: "Memcached", Namespaced: true}, true)(full.DeepCopy())
+	require.NoError(t, err)
+	wantMeta := full.ObjectMeta.DeepCopy()
+	wantMeta.ManagedFields = nil
+	require.Equal(t, wantMeta, withMeta.(*owned).meta)
+	require.Equal(t, ports.Key{Namespace: "ns", Name: "m"}, withMeta.(*owned).owner)
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loam-dev/loam/ports"
@@ -42,6 +43,23 @@ type Config struct {
 	Notify func(ports.Event)
 	// Logger receives the log lines of the informer's event handler.
 	Logger logr.Logger
+	// LabelSelector and FieldSelector narrow what the API server lists and
+	// watches, so the cache holds only the objects that match; "" selects
+	// every object. The caller has parsed them: a bad one fails every
+	// list.
+	LabelSelector, FieldSelector string
+	// Filters skip updates of the informer's objects that not every one
+	// keeps; see Filter. None notifies every update.
+	Filters []Filter
+	// Recorder records the panics of Filters, which the informer
+	// recovers. It may be nil without Filters.
+	Recorder ports.Recorder
+}
+
+// tweak sets c's selectors in opts, the options of a list or a watch.
+func (c Config) tweak(opts *metav1.ListOptions) {
+	opts.LabelSelector = c.LabelSelector
+	opts.FieldSelector = c.FieldSelector
 }
 
 // Running is a set of informers started together, each in a goroutine of

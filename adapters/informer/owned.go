@@ -16,7 +16,9 @@ import (
 // metadata client, since only its owner references matter: each add,
 // change or deletion of one of its objects notifies, as a change, the key
 // of the object whose controller owner reference it carries, when that reference names the
-// controller's own kind.
+// controller's own kind. Config.Filters may skip a change that leaves
+// the reference where it was; one that moves it is the object's deletion
+// for one owner and its addition for another, which always notify.
 type Owned struct {
 	informer cache.SharedIndexInformer
 }
@@ -25,9 +27,13 @@ type Owned struct {
 // owner's kind control, not yet running: Start runs it. It fails only when
 // client-go refuses its transform or handler, which it does only for an
 // informer that has run.
+//
+// Without Config.Filters, each object is cached as its key and its
+// owner's; with them, its metadata too, but for managedFields, for the
+// filters to read.
 func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner owners.Owner, c Config) (*Owned, error) {
-	inf := metadatainformer.NewFilteredMetadataInformer(client, gvr, c.Namespace, c.Resync, cache.Indexers{}, nil).Informer()
-	if err := inf.SetTransform(slimOwned(owner)); err != nil {
+	inf := metadatainformer.NewFilteredMetadataInformer(client, gvr, c.Namespace, c.Resync, cache.Indexers{}, c.tweak).Informer()
+	if err := inf.SetTransform(slimOwned(owner, len(c.Filters) > 0)); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
 	notify := func(key ports.Key, resync bool) { c.Notify(ports.Event{Key: key, Resync: resync}) }
@@ -36,6 +42,7 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 			c.Notify(ports.Event{Key: key, Initial: initial})
 		}
 	}
+	skips := newFilters(c.Filters, gvr, c.Recorder)
 	logger := c.Logger
 	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: enqueue,
@@ -45,6 +52,10 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 			prev, hadPrev := ownerKey(old)
 			next, hasNext := ownerKey(obj)
 			resync := resynced(old, obj)
+			stayed := hadPrev == hasNext && prev == next
+			if stayed && !resync && skips.skipOwned(old, obj) {
+				return
+			}
 			if hadPrev && (!hasNext || prev != next) {
 				notify(prev, resync)
 			}
@@ -76,4 +87,18 @@ func ownerKey(obj any) (ports.Key, bool) {
 		return ports.Key{}, false
 	}
 	return o.owner, o.ok
+}
+
+// skipOwned is skip for the owned objects, which the cache holds with
+// their metadata when there is a filter to read it.
+func (f filters) skipOwned(old, obj any) bool {
+	if len(f.list) == 0 {
+		return false
+	}
+	o, okOld := old.(*owned)
+	n, okNew := obj.(*owned)
+	if !okOld || !okNew || o.meta == nil || n.meta == nil {
+		return false
+	}
+	return f.skip(ports.Key{Namespace: n.namespace, Name: n.name}, o.meta, n.meta)
 }

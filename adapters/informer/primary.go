@@ -17,7 +17,8 @@ import (
 // Primary watches the resource a controller reconciles through the dynamic
 // client, and is the controller's cache of its objects: a
 // ports.ObjectSource. Every object it adds, changes or deletes notifies
-// the object's key as a change, and the resync notifies it as a resync.
+// the object's key as a change, unless Config.Filters skip the change,
+// and the resync notifies it as a resync.
 type Primary struct {
 	gvr      schema.GroupVersionResource
 	informer cache.SharedIndexInformer
@@ -37,9 +38,11 @@ func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 	resource := client.Resource(gvr).Namespace(c.Namespace)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			c.tweak(&opts)
 			return resource.List(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			c.tweak(&opts)
 			return resource.Watch(ctx, opts)
 		},
 	}
@@ -58,10 +61,17 @@ func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 			c.Notify(ev)
 		}
 	}
+	skips := newFilters(c.Filters, gvr, c.Recorder)
 	logger := c.Logger
 	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(obj any, initial bool) { notify(obj, ports.Event{Initial: initial}) },
-		UpdateFunc: func(old, obj any) { notify(obj, ports.Event{Resync: resynced(old, obj)}) },
+		AddFunc: func(obj any, initial bool) { notify(obj, ports.Event{Initial: initial}) },
+		UpdateFunc: func(old, obj any) {
+			resync := resynced(old, obj)
+			if !resync && skips.skipCached(old, obj) {
+				return
+			}
+			notify(obj, ports.Event{Resync: resync})
+		},
 		DeleteFunc: func(obj any) { notify(obj, ports.Event{}) },
 	}, cache.HandlerOptions{Logger: &logger})
 	if err != nil {
@@ -172,3 +182,17 @@ func (p *Primary) ByIndex(name string, key ports.Key) ([][]byte, error) {
 
 // Synced reports whether the cache holds what its first list returned.
 func (p *Primary) Synced() bool { return p.informer.HasSynced() }
+
+// skipCached is skip for the primary's objects, which the cache holds as
+// JSON: their metadata is decoded only when there is a filter to read it.
+func (f filters) skipCached(old, obj any) bool {
+	if len(f.list) == 0 {
+		return false
+	}
+	o, okOld := old.(*cached)
+	n, okNew := obj.(*cached)
+	if !okOld || !okNew {
+		return false
+	}
+	return f.skipJSON(ports.Key{Namespace: n.namespace, Name: n.name}, o.json, n.json)
+}

@@ -53,6 +53,10 @@ type RelatedConfig struct {
 	// queues the controller's objects whose index values hold the related
 	// object's key.
 	Index string
+	// Filters skip updates of the related objects that not every one
+	// keeps, reading the metadata of the JSON the cache holds; see Filter.
+	// None queues every update.
+	Filters []Filter
 }
 
 // Related watches a related resource, and is its cache: Get and List read
@@ -126,13 +130,18 @@ func newRelated(src relatedSource, c RelatedConfig) (*Related, error) {
 	if err := inf.SetTransform(r.compact(src.recorder)); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", c.Resource, err)
 	}
+	skips := newFilters(c.Filters, c.Resource, src.recorder)
 	logger := src.config.Logger
 	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) { r.notify(src, obj, nil, initial) },
 		UpdateFunc: func(old, obj any) {
 			// Related informers never resync, so every update is a
-			// change; both states are mapped, since a change may move the
-			// object from one dependant to another.
+			// change, but for a relist's objects that didn't change,
+			// which no filter sees; both states are mapped, since a change
+			// may move the object from one dependant to another.
+			if !resynced(old, obj) && skips.skipRelated(old, obj) {
+				return
+			}
 			r.notify(src, obj, old, false)
 		},
 		DeleteFunc: func(obj any) { r.notify(src, obj, nil, false) },
@@ -303,6 +312,20 @@ func (r *Related) mapped(rec ports.Recorder, cause ports.Cause, obj any) []ports
 		return nil
 	}
 	return keys
+}
+
+// skipRelated is skip for the related objects, whose metadata is decoded
+// from the JSON the cache holds only when there is a filter to read it.
+func (f filters) skipRelated(old, obj any) bool {
+	if len(f.list) == 0 {
+		return false
+	}
+	o, okOld := old.(*relatedObject)
+	n, okNew := obj.(*relatedObject)
+	if !okOld || !okNew {
+		return false
+	}
+	return f.skipJSON(ports.Key{Namespace: n.namespace, Name: n.name}, o.json, n.json)
 }
 
 // cause names o as the cause of what its change queues.

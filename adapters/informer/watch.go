@@ -27,8 +27,12 @@ type WatchConfig struct {
 	// which owned objects name in their controller owner reference.
 	Resource schema.GroupVersionResource
 	Owner    owners.Owner
+	// LabelSelector and FieldSelector narrow the reconciled resource's
+	// list and watch, and Filters its updates; see Config.
+	LabelSelector, FieldSelector string
+	Filters                      []Filter
 	// Owns is the owned resources.
-	Owns []schema.GroupVersionResource
+	Owns []OwnedConfig
 	// Namespace limits every informer to one namespace; "" watches all.
 	Namespace string
 	// Resync is the reconciled resource's resync period; 0 never resyncs.
@@ -44,6 +48,16 @@ type WatchConfig struct {
 	Recorder ports.Recorder
 	// Logger receives client-go's records of the informers.
 	Logger logr.Logger
+}
+
+// OwnedConfig is one owned resource a controller watches.
+type OwnedConfig struct {
+	// Resource is the owned resource.
+	Resource schema.GroupVersionResource
+	// LabelSelector and FieldSelector narrow its list and watch, and
+	// Filters its updates; see Config.
+	LabelSelector, FieldSelector string
+	Filters                      []Filter
 }
 
 // Watch is a controller's informers, a ports.Watch: one on the reconciled
@@ -66,19 +80,23 @@ var _ ports.Watch = (*Watch)(nil)
 // only when client-go refuses an informer's transform or handler.
 func NewWatch(c WatchConfig) (*Watch, error) {
 	w := &Watch{c: c}
-	cfg := Config{Namespace: c.Namespace, Resync: c.Resync, Notify: w.tell, Logger: c.Logger}
+	cfg := Config{Namespace: c.Namespace, Resync: c.Resync, Notify: w.tell, Logger: c.Logger, Recorder: c.Recorder}
 	indexes := make([]Index, len(c.Indexes))
 	for i, ix := range c.Indexes {
 		indexes[i] = Index{Name: ix.Name, Keys: ix.Keys, Panicked: panicked(c.Recorder, c.Resource, ix.Name)}
 	}
+	primary := cfg
+	primary.LabelSelector, primary.FieldSelector, primary.Filters = c.LabelSelector, c.FieldSelector, c.Filters
 	var err error
-	if w.primary, err = NewPrimary(c.Dynamic, c.Resource, cfg, indexes...); err != nil {
+	if w.primary, err = NewPrimary(c.Dynamic, c.Resource, primary, indexes...); err != nil {
 		return nil, err
 	}
 	w.informers = append(w.informers, w.primary.Informer())
 	cfg.Resync = 0
-	for _, gvr := range c.Owns {
-		o, err := NewOwned(c.Metadata, gvr, c.Owner, cfg)
+	for _, oc := range c.Owns {
+		owned := cfg
+		owned.LabelSelector, owned.FieldSelector, owned.Filters = oc.LabelSelector, oc.FieldSelector, oc.Filters
+		o, err := NewOwned(c.Metadata, oc.Resource, c.Owner, owned)
 		if err != nil {
 			return nil, err
 		}
@@ -119,16 +137,19 @@ func (w *Watch) tell(ev ports.Event) { w.notify(ev) }
 func (w *Watch) Get(key ports.Key) (ports.Object, bool, error) { return w.primary.Get(key) }
 
 // Check lists the reconciled resource and each owned one once, with a
-// limit of 1, so one the API server doesn't serve, such as a CRD that
-// isn't installed, fails at once with an error that names it.
+// limit of 1 and the selectors the informers will list with, so one the
+// API server doesn't serve, such as a CRD that isn't installed, or a field
+// selector it doesn't support for the resource, fails at once with an
+// error that names it.
 func (w *Watch) Check(ctx context.Context) error {
-	opts := metav1.ListOptions{Limit: 1}
+	opts := metav1.ListOptions{Limit: 1, LabelSelector: w.c.LabelSelector, FieldSelector: w.c.FieldSelector}
 	if _, err := w.c.Dynamic.Resource(w.c.Resource).Namespace(w.c.Namespace).List(ctx, opts); err != nil {
 		return fmt.Errorf("listing %s: %w", w.c.Resource, err)
 	}
-	for _, gvr := range w.c.Owns {
-		if _, err := w.c.Metadata.Resource(gvr).Namespace(w.c.Namespace).List(ctx, opts); err != nil {
-			return fmt.Errorf("listing %s: %w", gvr, err)
+	for _, oc := range w.c.Owns {
+		opts := metav1.ListOptions{Limit: 1, LabelSelector: oc.LabelSelector, FieldSelector: oc.FieldSelector}
+		if _, err := w.c.Metadata.Resource(oc.Resource).Namespace(w.c.Namespace).List(ctx, opts); err != nil {
+			return fmt.Errorf("listing %s: %w", oc.Resource, err)
 		}
 	}
 	src := relatedSource{dynamic: w.c.Dynamic, metadata: w.c.Metadata}
