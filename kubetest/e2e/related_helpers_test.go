@@ -281,9 +281,10 @@ func (rs readers) get(t *testing.T, name string) readerObject {
 // function accepts and the App is done with it: its last reconcile was
 // handed the Reader as the API server has it now and returned the status
 // it had already, so it wrote nothing that reconciles it again. With one
-// worker, the work queue hands keys out in the order they came, so every
-// key queued before the last cause of a settled Reader's reconcile has
-// been reconciled too.
+// worker, the work queue hands the keys changes queue out in the order
+// they came (the initial list's, the retries' and the resync's wait
+// behind them), so every key a change queued before the last cause of a
+// settled Reader's reconcile has been reconciled too.
 func (rs readers) settle(t *testing.T, log *readerLog, a wait.Watched, want map[string]func(readerStatus) bool) {
 	t.Helper()
 	var seen string

@@ -26,9 +26,10 @@ import (
 // Readers depend on, reads them from its Cache, and finds the Readers
 // that name one through its Index (issue 18), as whole Apps against the
 // shared cluster. What a test proves did not happen it proves by order:
-// each Controller has one worker, whose queue hands keys out in the order
-// they came, so once a Reader queued after a cause has settled, whatever
-// that cause queued has been reconciled (readers.settle).
+// each Controller has one worker, whose queue hands the keys changes
+// queue out in the order they came, so once a Reader queued after a cause
+// has settled, whatever that cause queued has been reconciled
+// (readers.settle).
 
 // reads accepts a status that found the ConfigMap with value v, and whose
 // peers, read through the Index, are peers.
