@@ -221,7 +221,7 @@ func claimed(t *testing.T, obj metav1.Object, manager string) []string {
 			continue
 		}
 		var fields map[string]any
-		require.NoError(t, json.Unmarshal(e.FieldsV1.Raw, &fields))
+		require.NoError(t, json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields))
 		walk("", fields)
 	}
 	slices.Sort(paths)
