@@ -58,9 +58,10 @@ type target struct {
 // rec, as settings say, through c, reporting through s's Telemetry. It
 // checks everything it is given and returns one error naming every
 // mistake: in settings, and the bounds between their fields; a
-// Settings.Namespace for a cluster-scoped Resource; a Resource with no
-// Group, Version, Kind or Plural, or a Scope that is neither Namespaced
-// nor Cluster; a nil Setup, Client or Reconciler; and in parts, an Owns of
+// Settings.Namespace or Settings.Namespaces for a cluster-scoped
+// Resource; a Resource with no Group, Version, Kind or Plural, or a Scope
+// that is neither Namespaced nor Cluster; a nil Setup, Client or
+// Reconciler; and in parts, an Owns of
 // a GVR without a Version or a Resource or owned twice, a second Finalize,
 // a Finalize of another type than Object[Spec, Status], with a nil
 // function, or whose finalizer isn't a qualified name with a domain, a
@@ -70,7 +71,9 @@ type target struct {
 // FilterUpdates with no filter or a second one, the zero UpdateFilter, a
 // FilterFunc with no name or a nil function, two filters of one Part with
 // one name, a Watches of a nil Cache, of one with an
-// invalid Kind or Resource or selector, of one another Controller watches
+// invalid Kind or Resource or selector, or whose CacheOptions.Namespaces
+// isn't a set of namespaces or is set with AllNamespaces or for a
+// cluster-scoped resource, of one another Controller watches
 // or watched twice, or with the zero Mapping, a nil mapping function or a
 // ByIndex of an Index the Controller doesn't keep, and an Indexes of a nil
 // Index, of one without a name or keys function, over another type than
@@ -214,9 +217,10 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
+	namespaces, setting := watchedNamespaces(settings)
 	related := make([]informer.RelatedConfig, len(p.related))
 	for i, r := range p.related {
-		related[i] = r.cache.related(settings.Namespace, r.mapping)
+		related[i] = r.cache.related(namespaces, r.mapping)
 		related[i].Filters = informerFilters(r.filters)
 	}
 	indexes := make([]informer.Index, len(p.indexes))
@@ -226,8 +230,8 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	watch, err := informer.NewWatch(informer.WatchConfig{
 		Dynamic: cl.dynamic, Metadata: cl.metadata, Resource: t.gvr, Owns: p.ownedConfigs(),
 		LabelSelector: settings.LabelSelector, FieldSelector: settings.FieldSelector, Filters: informerFilters(p.filters),
-		Owner:     owners.Owner{Group: t.gvr.Group, Kind: t.kind, Namespaced: t.scope == Namespaced},
-		Namespace: settings.Namespace, Resync: settings.Resync,
+		Owner:      owners.Owner{Group: t.gvr.Group, Kind: t.kind, Namespaced: t.scope == Namespaced},
+		Namespaces: namespaces, Resync: settings.Resync,
 		Related: related, Indexes: indexes, Recorder: tel.recorder, Logger: tel.logger,
 	})
 	if err != nil {
@@ -255,16 +259,17 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
-	if err := bindHandles(settings.Name, p, related, watch); err != nil {
+	if err := bindHandles(settings.Name, setting, p, related, watch); err != nil {
 		return nil, err
 	}
 	return &Controller{name: settings.Name, gvr: t.gvr, runtime: rt, synced: synced, logger: tel.logger}, nil
 }
 
 // bindHandles gives p's Caches and Indexes what they read from watch's
-// informers, which related configured, and fails, binding none, when
-// another Controller took one since partsOf checked it.
-func bindHandles(name string, p commonParts, related []informer.RelatedConfig, watch *informer.Watch) error {
+// informers, which related configured within the namespaces that setting,
+// a field of the Controller's Settings, names, and fails, binding none,
+// when another Controller took one since partsOf checked it.
+func bindHandles(name, setting string, p commonParts, related []informer.RelatedConfig, watch *informer.Watch) error {
 	var undo []func()
 	unbindAll := func() {
 		for _, u := range undo {
@@ -273,7 +278,8 @@ func bindHandles(name string, p commonParts, related []informer.RelatedConfig, w
 	}
 	stores := watch.Related()
 	for i, r := range p.related {
-		if !r.cache.bind(&cacheBinding{controller: name, namespace: related[i].Namespace, store: stores[i]}) {
+		b := &cacheBinding{controller: name, namespaces: related[i].Namespaces, setting: setting, store: stores[i]}
+		if !r.cache.bind(b) {
 			unbindAll()
 			return fmt.Errorf("kube: %v: given to another Controller at the same time as to %s", r.cache, name)
 		}
@@ -344,15 +350,18 @@ func (c *Controller) Synced() health.Monitor { return c.synced }
 // Lease is lost.
 //
 // It first lists the resource, and each resource an Owns or a Watches
-// names, once, with a limit of 1, and fails with an error that names the
-// resource when one can't be listed, such as a CRD that isn't installed:
+// names, once, with a limit of 1, in each namespace it watches, and fails
+// with an error that names the resource, and the namespace when it watches
+// several, when one can't be listed, such as a CRD that isn't installed:
 //
 //	kube: listing cache.example.com/v1alpha1, Resource=memcacheds: the server could not find the requested resource
 //
-// It then starts the informers, limited to Settings.Namespace (a Cache
-// whose options say so watches every namespace), waits for all their
-// caches to sync, Caches' included, and campaigns for the Lease. The leader's
-// Settings.Workers workers reconcile; a standby keeps its caches warm.
+// It then starts the informers, limited to Settings.Namespace, or to each
+// namespace of Settings.Namespaces with informers of its own (a Cache
+// whose options say so watches its own namespaces, or every one), waits
+// for all their caches to sync, Caches' included, and campaigns for the
+// Lease. The leader's Settings.Workers workers reconcile; a standby keeps
+// its caches warm.
 //
 // When ctx is done, the Controller stops taking keys, lets the reconciles
 // in flight finish, releases the Lease, stops its informers and returns

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,12 @@ type Key = ports.Key
 // decodes a new copy into: client-go's struct for Kubernetes' own kinds,
 // such as corev1.ConfigMap, an Object[Spec, Status] for a custom
 // resource, or metav1.PartialObjectMetadata for a cache of metadata alone.
+//
+// A Cache holds the namespaces the Controller watches, Settings.Namespace
+// or Settings.Namespaces, unless its CacheOptions name a set of its own
+// or every namespace; a read of a namespace outside them fails, rather
+// than report as missing an object that may exist. A set is watched a
+// namespace at a time, one list and watch each, and reads as one cache.
 type Cache[T any] struct {
 	gvr   schema.GroupVersionResource
 	kind  string
@@ -49,11 +56,19 @@ type CacheOptions[T any] struct {
 	// Secret of the cluster. "" selects every object.
 	LabelSelector, FieldSelector string
 	// AllNamespaces watches the resource in every namespace, for objects
-	// that name related objects in other namespaces. Without it, a Cache
-	// holds the objects of Settings.Namespace, as the Controller's own
-	// informers do. A cluster-scoped resource is watched whole either
-	// way.
+	// that name related objects in other namespaces. Without it, or
+	// Namespaces, a Cache holds the objects of Settings.Namespace or
+	// Settings.Namespaces, as the Controller's own informers do. A
+	// cluster-scoped resource is watched whole either way.
 	AllNamespaces bool
+	// Namespaces, when not empty, is the Cache's own set of namespaces,
+	// in place of the Controller's: such as the one namespace where the
+	// Secrets every object reads live. Each is watched on its own, a list
+	// and a watch per namespace, which is why a set holds at most 100:
+	// from 1 to 100 namespaces' names, none twice (CheckNamespaces).
+	// Setting it with AllNamespaces, or for a cluster-scoped resource, is
+	// a mistake.
+	Namespaces []string
 	// Transform, when not nil, is called on each object before it is
 	// cached, to drop the fields the Reconciler never reads, such as every
 	// key of a Secret's data but one. It must not panic: a panic caches
@@ -65,9 +80,12 @@ type CacheOptions[T any] struct {
 // cacheBinding is what a Cache reads, once a Controller watches it.
 type cacheBinding struct {
 	controller string
-	// namespace is the one namespace the cache holds, "" for every one.
-	namespace string
-	store     *informer.Related
+	// namespaces is the set of namespaces the cache holds, nil for every
+	// one; setting names, for errors, the field of the Controller's
+	// Settings the set came from when the Cache's options name none.
+	namespaces []string
+	setting    string
+	store      *informer.RelatedCache
 }
 
 // NewCache returns a Cache of k's objects, narrowed as opts say. It
@@ -79,6 +97,7 @@ func NewCache[T any](k Kind[T], opts CacheOptions[T]) *Cache[T] {
 		c.mistakes = append(c.mistakes, fmt.Errorf("Kind %s: %w", k.name(), m))
 	}
 	c.mistakes = append(c.mistakes, selectorMistakes(opts.LabelSelector, opts.FieldSelector)...)
+	c.mistakes = append(c.mistakes, namespacesMistakes(opts.Namespaces, opts.AllNamespaces, k.Scope, k.Kind)...)
 	return c
 }
 
@@ -91,6 +110,7 @@ func NewResourceCache[Spec, Status any](r Resource[Spec, Status], opts CacheOpti
 		c.mistakes = append(c.mistakes, fmt.Errorf("Resource %s: %w", r.name(), m))
 	}
 	c.mistakes = append(c.mistakes, selectorMistakes(opts.LabelSelector, opts.FieldSelector)...)
+	c.mistakes = append(c.mistakes, namespacesMistakes(opts.Namespaces, opts.AllNamespaces, r.Scope, r.Kind)...)
 	return c
 }
 
@@ -118,9 +138,9 @@ func (c *Cache[T]) String() string {
 // Get returns a new copy of the cached object namespace/name, and false
 // when the cache holds none: no such object exists, as far as the watch
 // has seen, or it doesn't match the Cache's selectors. It sends no
-// request. It fails when no Controller watches the Cache, before the
-// Controller's caches have synced, for a namespace outside the one the
-// Cache holds, or for a namespace given for a cluster-scoped resource.
+// request. It fails when no Controller watches the Cache, for a namespace
+// outside the ones the Cache holds or given for a cluster-scoped
+// resource, and before the Controller's caches have synced.
 func (c *Cache[T]) Get(namespace, name string) (T, bool, error) {
 	var zero T
 	b, err := c.reading(namespace)
@@ -136,9 +156,9 @@ func (c *Cache[T]) Get(namespace, name string) (T, bool, error) {
 }
 
 // List returns a new copy of every cached object in namespace, or in
-// every namespace the Cache holds when namespace is "", whose labels
-// selector matches; a nil selector matches all. It sends no request, and
-// fails as Get does.
+// every namespace the Cache holds when namespace is "" (each of its set,
+// when it holds a set), whose labels selector matches; a nil selector
+// matches all. It sends no request, and fails as Get does.
 func (c *Cache[T]) List(namespace string, selector labels.Selector) ([]T, error) {
 	b, err := c.reading(namespace)
 	if err != nil {
@@ -152,20 +172,37 @@ func (c *Cache[T]) List(namespace string, selector labels.Selector) ([]T, error)
 }
 
 // reading returns what c reads, and fails when it can't be read in
-// namespace yet, or ever.
+// namespace ever, or yet. A namespace it can never read is reported
+// first: waiting wouldn't mend it.
 func (c *Cache[T]) reading(namespace string) (*cacheBinding, error) {
 	b := c.bound.Load()
 	switch {
 	case b == nil:
 		return nil, fmt.Errorf("kube: %v is watched by no Controller: pass kube.Watches with it to NewController", c)
-	case !b.store.Synced():
-		return nil, fmt.Errorf("kube: %v has not synced yet: read it in a reconcile, which starts once every cache of Controller %s has synced", c, b.controller)
 	case c.scope == Cluster && namespace != "":
 		return nil, fmt.Errorf("kube: %v: namespace %q: %s is cluster-scoped, so its objects are in no namespace: want \"\"", c, namespace, c.kind)
-	case b.namespace != "" && namespace != b.namespace && namespace != "":
-		return nil, fmt.Errorf("kube: %v: namespace %q is outside the Cache, which holds namespace %q only, as Controller %s's Settings.Namespace: set CacheOptions.AllNamespaces to watch every namespace", c, namespace, b.namespace, b.controller)
+	case namespace != "" && b.namespaces != nil && !slices.Contains(b.namespaces, namespace):
+		return nil, c.outside(namespace, b)
+	case !b.store.Synced():
+		return nil, fmt.Errorf("kube: %v has not synced yet: read it in a reconcile, which starts once every cache of Controller %s has synced", c, b.controller)
 	}
 	return b, nil
+}
+
+// outside is the error of a read of namespace, which is outside the
+// namespaces b holds: an object there would read as missing when it may
+// well exist. It says where the set came from, and how to widen it.
+func (c *Cache[T]) outside(namespace string, b *cacheBinding) error {
+	holds := fmt.Sprintf("namespaces %q", b.namespaces)
+	if len(b.namespaces) == 1 {
+		holds = fmt.Sprintf("namespace %q", b.namespaces[0])
+	}
+	if len(c.opts.Namespaces) > 0 {
+		return fmt.Errorf("kube: %v: namespace %q is outside the Cache, which holds %s only, as its CacheOptions.Namespaces say: add %q to them, or set CacheOptions.AllNamespaces in their place to watch every namespace",
+			c, namespace, holds, namespace)
+	}
+	return fmt.Errorf("kube: %v: namespace %q is outside the Cache, which holds %s only, as Controller %s's %s: set CacheOptions.Namespaces to the namespaces it reads, or CacheOptions.AllNamespaces to watch every namespace",
+		c, namespace, holds, b.controller, b.setting)
 }
 
 func (c *Cache[T]) readError(err error) error {
@@ -189,17 +226,21 @@ func decodeAll[T any](docs [][]byte, wrap func(error) error) ([]T, error) {
 	return out, nil
 }
 
-// related returns the informer's config of c, watched within namespace
-// unless c says otherwise, reconciling as m says, and the binding to set
-// once the Controller is built.
-func (c *Cache[T]) related(namespace string, m Mapping) informer.RelatedConfig {
-	if c.opts.AllNamespaces || c.scope == Cluster {
-		namespace = ""
+// related returns the informer's config of c, watched within namespaces,
+// the Controller's (nil for every namespace), unless c says otherwise,
+// and reconciling as m says.
+func (c *Cache[T]) related(namespaces []string, m Mapping) informer.RelatedConfig {
+	switch {
+	case c.opts.AllNamespaces || c.scope == Cluster:
+		namespaces = nil
+	case len(c.opts.Namespaces) > 0:
+		// The Cache's own copy: the end user's slice may change.
+		namespaces = slices.Clone(c.opts.Namespaces)
 	}
 	rc := informer.RelatedConfig{
 		Resource:      c.gvr,
 		MetadataOnly:  reflect.TypeFor[T]() == reflect.TypeFor[metav1.PartialObjectMetadata](),
-		Namespace:     namespace,
+		Namespaces:    namespaces,
 		LabelSelector: c.opts.LabelSelector,
 		FieldSelector: c.opts.FieldSelector,
 		Map:           m.fn,
@@ -316,7 +357,7 @@ func Watches[T any](c *Cache[T], m Mapping, filters ...UpdateFilter) Part {
 type cacheHandle interface {
 	handle
 	cacheMistakes() []error
-	related(namespace string, m Mapping) informer.RelatedConfig
+	related(namespaces []string, m Mapping) informer.RelatedConfig
 	binding() *cacheBinding
 	bind(b *cacheBinding) bool
 	unbind()
@@ -343,7 +384,7 @@ type Index[T any] struct {
 // indexBinding is what an Index reads, once a Controller keeps it.
 type indexBinding struct {
 	controller string
-	primary    *informer.Primary
+	primary    *informer.PrimaryCache
 }
 
 // NewIndex returns the Index named name whose values for an object are the

@@ -34,8 +34,9 @@ type RelatedConfig struct {
 	// caches each object's metadata alone, for an end user who reads no
 	// more of it.
 	MetadataOnly bool
-	// Namespace limits the informer to one namespace; "" watches all.
-	Namespace string
+	// Namespaces limits the cache to a set of namespaces, each watched on
+	// its own; nil, or empty, watches every namespace with one informer.
+	Namespaces []string
 	// LabelSelector and FieldSelector narrow what the API server lists
 	// and watches, so the cache holds only the objects that match. The
 	// caller has parsed them: a bad one fails every list.
@@ -92,16 +93,18 @@ func (o *relatedObject) DeepCopyObject() runtime.Object {
 
 // relatedSource is what the related informers read through besides the
 // config: the clients, the primary whose indexes a mapping may look up,
-// the recorder of the end user's panics, and the informers' Config.
+// the recorder of the end user's panics, and the informers' Config, whose
+// Namespace is the one namespace an informer watches.
 type relatedSource struct {
 	dynamic  dynamic.Interface
 	metadata metadata.Interface
-	primary  *Primary
+	primary  *PrimaryCache
 	recorder ports.Recorder
 	config   Config
 }
 
-// newRelated returns the informer of c's resource, not yet running.
+// newRelated returns the informer of c's resource in src.config's
+// Namespace, not yet running.
 func newRelated(src relatedSource, c RelatedConfig) (*Related, error) {
 	tweak := func(opts *metav1.ListOptions) {
 		opts.LabelSelector = c.LabelSelector
@@ -110,9 +113,9 @@ func newRelated(src relatedSource, c RelatedConfig) (*Related, error) {
 	var inf cache.SharedIndexInformer
 	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 	if c.MetadataOnly {
-		inf = metadatainformer.NewFilteredMetadataInformer(src.metadata, c.Resource, c.Namespace, 0, indexers, tweak).Informer()
+		inf = metadatainformer.NewFilteredMetadataInformer(src.metadata, c.Resource, src.config.Namespace, 0, indexers, tweak).Informer()
 	} else {
-		resource := src.dynamic.Resource(c.Resource).Namespace(c.Namespace)
+		resource := src.dynamic.Resource(c.Resource).Namespace(src.config.Namespace)
 		lw := &cache.ListWatch{
 			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 				tweak(&opts)
@@ -331,21 +334,6 @@ func (f filters) skipRelated(old, obj any) bool {
 // cause names o as the cause of what its change queues.
 func (r *Related) cause(o *relatedObject) ports.Cause {
 	return ports.Cause{Resource: r.c.Resource.GroupResource().String(), Key: ports.Key{Namespace: o.namespace, Name: o.name}}
-}
-
-// check lists the resource once, with a limit of 1, as the informer will.
-func (r *Related) check(ctx context.Context, src relatedSource) error {
-	opts := metav1.ListOptions{Limit: 1, LabelSelector: r.c.LabelSelector, FieldSelector: r.c.FieldSelector}
-	var err error
-	if r.c.MetadataOnly {
-		_, err = src.metadata.Resource(r.c.Resource).Namespace(r.c.Namespace).List(ctx, opts)
-	} else {
-		_, err = src.dynamic.Resource(r.c.Resource).Namespace(r.c.Namespace).List(ctx, opts)
-	}
-	if err != nil {
-		return fmt.Errorf("listing %s: %w", r.c.Resource, err)
-	}
-	return nil
 }
 
 // protect calls f, and returns what it panicked with, or nil.

@@ -81,8 +81,8 @@ func TestRelated_by_index_queues_exactly_the_objects_that_name_the_changed_one(t
 			configMap("ns", "flags", map[string]string{"app": "memcached"}, map[string]any{"threads": "4"}),
 		)
 		w, err := informer.NewWatch(informer.WatchConfig{
-			Dynamic: client, Resource: memcacheds, Namespace: "ns", Owner: memcached,
-			Related:  []informer.RelatedConfig{{Resource: configMaps, Namespace: "ns", Index: "configMap"}},
+			Dynamic: client, Resource: memcacheds, Namespaces: []string{"ns"}, Owner: memcached,
+			Related:  []informer.RelatedConfig{{Resource: configMaps, Namespaces: []string{"ns"}, Index: "configMap"}},
 			Indexes:  []informer.Index{{Name: "configMap", Keys: byConfigMap}},
 			Recorder: rec, Logger: logr.Discard(),
 		})
@@ -210,7 +210,7 @@ func TestRelated_reshapes_selects_and_caches_metadata_alone(t *testing.T) {
 					}
 					return json.Marshal(u)
 				}},
-				{Resource: secrets, MetadataOnly: true, Namespace: "ns", Map: func(metav1.Object) []ports.Key { return nil }},
+				{Resource: secrets, MetadataOnly: true, Namespaces: []string{"ns"}, Map: func(metav1.Object) []ports.Key { return nil }},
 			},
 			Recorder: rec, Logger: logr.Discard(),
 		})

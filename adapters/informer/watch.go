@@ -33,8 +33,13 @@ type WatchConfig struct {
 	Filters                      []Filter
 	// Owns is the owned resources.
 	Owns []OwnedConfig
-	// Namespace limits every informer to one namespace; "" watches all.
-	Namespace string
+	// Namespaces limits the reconciled and the owned resources' informers
+	// to a set of namespaces, each watched on its own: the API server
+	// lists and watches one namespace or all, so a set costs an informer,
+	// a list and a watch per namespace and resource. nil, or empty,
+	// watches every namespace with one informer of each. Related
+	// resources have sets of their own: RelatedConfig.Namespaces.
+	Namespaces []string
 	// Resync is the reconciled resource's resync period; 0 never resyncs.
 	// Owned resources never resync: the reconciled resource's own resync
 	// reconciles every owner already.
@@ -60,13 +65,13 @@ type OwnedConfig struct {
 	Filters                      []Filter
 }
 
-// Watch is a controller's informers, a ports.Watch: one on the reconciled
-// resource, whose cache it reads objects from, and one on each owned
-// resource.
+// Watch is a controller's informers, a ports.Watch: those of the
+// reconciled resource, whose cache it reads objects from, of each owned
+// resource, and of each related one; one of each per namespace of its set.
 type Watch struct {
 	c         WatchConfig
-	primary   *Primary
-	related   []*Related
+	primary   *PrimaryCache
+	related   []*RelatedCache
 	informers []cache.SharedIndexInformer
 	// notify is set by Start, before any informer runs, and called by
 	// their handlers.
@@ -80,7 +85,7 @@ var _ ports.Watch = (*Watch)(nil)
 // only when client-go refuses an informer's transform or handler.
 func NewWatch(c WatchConfig) (*Watch, error) {
 	w := &Watch{c: c}
-	cfg := Config{Namespace: c.Namespace, Resync: c.Resync, Notify: w.tell, Logger: c.Logger, Recorder: c.Recorder}
+	cfg := Config{Resync: c.Resync, Notify: w.tell, Logger: c.Logger, Recorder: c.Recorder}
 	indexes := make([]Index, len(c.Indexes))
 	for i, ix := range c.Indexes {
 		indexes[i] = Index{Name: ix.Name, Keys: ix.Keys, Panicked: panicked(c.Recorder, c.Resource, ix.Name)}
@@ -88,28 +93,31 @@ func NewWatch(c WatchConfig) (*Watch, error) {
 	primary := cfg
 	primary.LabelSelector, primary.FieldSelector, primary.Filters = c.LabelSelector, c.FieldSelector, c.Filters
 	var err error
-	if w.primary, err = NewPrimary(c.Dynamic, c.Resource, primary, indexes...); err != nil {
+	if w.primary, err = newPrimaryCache(c.Dynamic, c.Resource, c.Namespaces, primary, indexes...); err != nil {
 		return nil, err
 	}
-	w.informers = append(w.informers, w.primary.Informer())
+	w.informers = append(w.informers, w.primary.Informers()...)
 	cfg.Resync = 0
 	for _, oc := range c.Owns {
 		owned := cfg
 		owned.LabelSelector, owned.FieldSelector, owned.Filters = oc.LabelSelector, oc.FieldSelector, oc.Filters
-		o, err := NewOwned(c.Metadata, oc.Resource, c.Owner, owned)
-		if err != nil {
-			return nil, err
+		for _, ns := range watched(c.Namespaces) {
+			owned.Namespace = ns
+			o, err := NewOwned(c.Metadata, oc.Resource, c.Owner, owned)
+			if err != nil {
+				return nil, err
+			}
+			w.informers = append(w.informers, o.Informer())
 		}
-		w.informers = append(w.informers, o.Informer())
 	}
 	src := relatedSource{dynamic: c.Dynamic, metadata: c.Metadata, primary: w.primary, recorder: c.Recorder, config: cfg}
 	for _, rc := range c.Related {
-		r, err := newRelated(src, rc)
+		r, err := newRelatedCache(src, rc)
 		if err != nil {
 			return nil, err
 		}
 		w.related = append(w.related, r)
-		w.informers = append(w.informers, r.Informer())
+		w.informers = append(w.informers, r.Informers()...)
 	}
 	return w, nil
 }
@@ -123,17 +131,18 @@ func panicked(rec ports.Recorder, gvr schema.GroupVersionResource, name string) 
 	}
 }
 
-// Primary returns the informer of the reconciled resource, whose indexes
+// Primary returns the cache of the reconciled resource, whose indexes
 // the end user reads.
-func (w *Watch) Primary() *Primary { return w.primary }
+func (w *Watch) Primary() *PrimaryCache { return w.primary }
 
-// Related returns the informers of the related resources, in the order
-// of WatchConfig.Related.
-func (w *Watch) Related() []*Related { return w.related }
+// Related returns the caches of the related resources, in the order of
+// WatchConfig.Related.
+func (w *Watch) Related() []*RelatedCache { return w.related }
 
 func (w *Watch) tell(ev ports.Event) { w.notify(ev) }
 
-// Get returns the cached object key names, as Primary's Get does.
+// Get returns the cached object key names, as Primary's Get does, from
+// the informer of its namespace.
 func (w *Watch) Get(key ports.Key) (ports.Object, bool, error) { return w.primary.Get(key) }
 
 // Check lists the reconciled resource and each owned one once, with a
@@ -143,13 +152,17 @@ func (w *Watch) Get(key ports.Key) (ports.Object, bool, error) { return w.primar
 // error that names it.
 func (w *Watch) Check(ctx context.Context) error {
 	opts := metav1.ListOptions{Limit: 1, LabelSelector: w.c.LabelSelector, FieldSelector: w.c.FieldSelector}
-	if _, err := w.c.Dynamic.Resource(w.c.Resource).Namespace(w.c.Namespace).List(ctx, opts); err != nil {
-		return fmt.Errorf("listing %s: %w", w.c.Resource, err)
+	for _, ns := range watched(w.c.Namespaces) {
+		if _, err := w.c.Dynamic.Resource(w.c.Resource).Namespace(ns).List(ctx, opts); err != nil {
+			return listError(w.c.Resource, w.c.Namespaces, ns, err)
+		}
 	}
 	for _, oc := range w.c.Owns {
 		opts := metav1.ListOptions{Limit: 1, LabelSelector: oc.LabelSelector, FieldSelector: oc.FieldSelector}
-		if _, err := w.c.Metadata.Resource(oc.Resource).Namespace(w.c.Namespace).List(ctx, opts); err != nil {
-			return fmt.Errorf("listing %s: %w", oc.Resource, err)
+		for _, ns := range watched(w.c.Namespaces) {
+			if _, err := w.c.Metadata.Resource(oc.Resource).Namespace(ns).List(ctx, opts); err != nil {
+				return listError(oc.Resource, w.c.Namespaces, ns, err)
+			}
 		}
 	}
 	src := relatedSource{dynamic: w.c.Dynamic, metadata: w.c.Metadata}
