@@ -44,6 +44,9 @@ const UserAgent = "memcached-operator"
 // rather than every Deployment of the cluster.
 const ManagedByLabel = "app.kubernetes.io/managed-by"
 
+// managedBy selects the Deployments the Reconciler applied.
+const managedBy = ManagedByLabel + "=" + UserAgent
+
 // scenarioAnnotation is the annotation that carries a failure scenario into
 // a Memcached's reconciles, and on to its Deployment's.
 const scenarioAnnotation = "acme.example.com/failure-scenario"
@@ -87,7 +90,7 @@ func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 	}
 	budgetSettings := settings
 	budgetSettings.Name = settings.Name + "-budget" // its own Lease and field manager
-	budgetSettings.LabelSelector = ManagedByLabel + "=" + UserAgent
+	budgetSettings.LabelSelector = managedBy
 	memcacheds, budgets, err := operator(s, client, settings, budgetSettings, kc)
 	if err != nil {
 		return nil, err
@@ -145,7 +148,8 @@ func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.S
 	configMaps := kube.NewCache(ConfigMaps, kube.CacheOptions[corev1.ConfigMap]{Transform: keepData})
 	byConfigMap := kube.NewIndex(configMapIndex, configMapOf)
 	memcacheds, err := kube.NewController(s, client, settings, Memcached, Reconciler{Kube: kc, ConfigMaps: configMaps},
-		kube.Owns(appsv1.SchemeGroupVersion.WithResource("deployments")),
+		// Only the Deployments the Reconciler applied, which it labels.
+		kube.Owns(appsv1.SchemeGroupVersion.WithResource("deployments"), kube.Selector{Labels: managedBy}),
 		kube.Watches(configMaps, kube.ByIndex(byConfigMap)),
 		kube.Indexes(byConfigMap),
 		// An admission policy lets only the chaos harness set the annotation
