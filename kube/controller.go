@@ -255,6 +255,9 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Lease:     controller.Lease{LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
 		Finalizer: p.finalizer,
 		Prepare:   scenarioPrepare(p.trust, s.Faults, tel.recorder),
+
+		// NewController checked it is above zero: every call is bounded.
+		ReconcileTimeout: settings.ReconcileTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
@@ -368,8 +371,10 @@ func (c *Controller) Synced() health.Monitor { return c.synced }
 // nil. When the Lease is lost, it stops taking keys, cancels the
 // reconciles in flight, and returns ErrLostLeadership. The work queue is
 // shut down, never drained: the next leader lists every object. A
-// reconcile's context is cancelled only by a lost Lease or a Shutdown
-// whose context ends first, never by ctx.
+// reconcile's context is cancelled only by a lost Lease, a Shutdown whose
+// context ends first, or Settings.ReconcileTimeout, never by ctx. A
+// Reconciler or Finalize that ignores its context keeps its worker until
+// it returns.
 //
 // Serve runs once: a second call fails.
 func (c *Controller) Serve(ctx context.Context) error {

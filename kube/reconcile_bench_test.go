@@ -155,6 +155,9 @@ func BenchmarkReconcile(b *testing.B) {
 			l, err := reconcile.New(reconcile.Config{
 				Source: source, Writer: w, Queue: benchQueue{}, Handler: h, Recorder: noRecorder{}, Clock: clk,
 				Finalizer: "cache.example.com/finalizer",
+				// A Controller always bounds the call, and the bound is a
+				// context and a timer of every pass.
+				Timeout: DefaultSettings().ReconcileTimeout,
 			})
 			if err != nil {
 				b.Fatal(err)

@@ -49,11 +49,15 @@ type Recorder interface {
 type Report struct {
 	// Outcome is how the reconcile settled its key.
 	Outcome Outcome
-	// Err is why the reconcile failed, when Outcome is OutcomeError.
+	// Err is why the reconcile failed, when Outcome is OutcomeError or
+	// OutcomeTimeout.
 	Err error
 	// Panic is what the end user's code panicked with, when Outcome is
 	// OutcomePanic.
 	Panic *Panic
+	// Timeout is the deadline the end user's call ran past, when Outcome
+	// is OutcomeTimeout.
+	Timeout time.Duration
 	// Duration is how long the reconcile took.
 	Duration time.Duration
 }
@@ -72,10 +76,14 @@ const (
 	// OutcomePanic is a reconcile whose end user's code panicked: its key is
 	// forgotten and never retried.
 	OutcomePanic
+	// OutcomeTimeout is a reconcile whose end user's code returned after
+	// its deadline had cancelled its context, whatever it returned: a
+	// failure, retried with backoff as OutcomeError is.
+	OutcomeTimeout
 )
 
 // String returns the outcome as the reconcile.outcome attribute reads:
-// success, error or panic.
+// success, error, panic or timeout.
 func (o Outcome) String() string {
 	switch o {
 	case OutcomeSuccess:
@@ -84,6 +92,8 @@ func (o Outcome) String() string {
 		return "error"
 	case OutcomePanic:
 		return "panic"
+	case OutcomeTimeout:
+		return "timeout"
 	}
 	return "Outcome(" + strconv.Itoa(int(o)) + ")"
 }

@@ -48,6 +48,7 @@ func BenchmarkReconcile(b *testing.B) {
 	}{
 		{"success", ports.Report{Outcome: ports.OutcomeSuccess, Duration: time.Millisecond}},
 		{"error", ports.Report{Outcome: ports.OutcomeError, Err: errors.New("boom"), Duration: time.Millisecond}},
+		{"timeout", ports.Report{Outcome: ports.OutcomeTimeout, Err: context.DeadlineExceeded, Timeout: time.Minute, Duration: time.Minute}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			rec := newBenchRecorder(b)

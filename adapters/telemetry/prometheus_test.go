@@ -58,6 +58,7 @@ func scrape(t *testing.T) map[string]exported {
 			{Outcome: ports.OutcomeSuccess},
 			{Outcome: ports.OutcomeError, Err: errors.New("boom")},
 			{Outcome: ports.OutcomePanic, Panic: &ports.Panic{Value: "boom"}},
+			{Outcome: ports.OutcomeTimeout, Err: context.DeadlineExceeded, Timeout: time.Minute},
 		} {
 			ctx := rec.ReconcileStarted(context.Background(), namespaced)
 			rec.ReconcileEnded(ctx, namespaced, r)

@@ -37,6 +37,7 @@ const (
 
 	reconcileSpanPrefix   = "reconcile "
 	reconcileFailedBody   = "reconcile failed"
+	reconcileTimedOutBody = "reconcile timed out"
 	reconcilePanickedBody = "reconcile panicked"
 	mappingPanickedBody   = "mapping panicked"
 	unfencedBody          = "leadership is not fenced"
@@ -48,9 +49,12 @@ const (
 	// ControllerNameKey is on every data point, every reconcile's record,
 	// and every record of client-go's: the controller's Settings.Name.
 	ControllerNameKey = attribute.Key("loam.kube.controller.name")
-	// OutcomeKey is on reconcile.duration's data points: success, error or
-	// panic.
+	// OutcomeKey is on reconcile.duration's data points and every
+	// reconcile span: success, error, panic or timeout.
 	OutcomeKey = attribute.Key("loam.kube.controller.reconcile.outcome")
+	// TimeoutKey is on the span and the record of a reconcile that timed
+	// out: the timeout it ran past, as a Go duration reads, such as "5m0s".
+	TimeoutKey = attribute.Key("loam.kube.controller.reconcile.timeout")
 	// NamespaceKey is on a namespaced object's reconcile span and records,
 	// and on the record of a mapping that panicked over a namespaced
 	// related object.
@@ -164,7 +168,7 @@ func NewRecorder(c Config) (*Recorder, error) {
 		verbosity: c.Verbosity,
 		tracer:    c.TracerProvider.Tracer(ScopeName),
 		logger:    c.LoggerProvider.Logger(ScopeName),
-		outcomes:  make(map[ports.Outcome][]metric.RecordOption, 3),
+		outcomes:  make(map[ports.Outcome][]metric.RecordOption, 4),
 	}
 	meter := c.MeterProvider.Meter(ScopeName)
 	var err error
@@ -175,7 +179,7 @@ func NewRecorder(c Config) (*Recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: instrument %s: %w", ReconcileDurationName, err)
 	}
-	for _, o := range []ports.Outcome{ports.OutcomeSuccess, ports.OutcomeError, ports.OutcomePanic} {
+	for _, o := range []ports.Outcome{ports.OutcomeSuccess, ports.OutcomeError, ports.OutcomePanic, ports.OutcomeTimeout} {
 		r.outcomes[o] = r.outcomeAttributes(o)
 	}
 	if r.queue, err = newQueueInstruments(meter, r.name); err != nil {
@@ -242,13 +246,18 @@ func (r *Recorder) ScenarioStripped(ctx context.Context, err error) {
 }
 
 // ReconcileEnded records how the reconcile in ctx ended: on its span, in a
-// record for a failure or a panic, and in reconcile.duration; then it ends
-// the span.
+// record for a failure, a timeout or a panic, and in reconcile.duration;
+// then it ends the span.
 func (r *Recorder) ReconcileEnded(ctx context.Context, key ports.Key, report ports.Report) {
 	span := trace.SpanFromContext(ctx)
+	if span.IsRecording() {
+		span.SetAttributes(OutcomeKey.String(report.Outcome.String()))
+	}
 	switch report.Outcome {
 	case ports.OutcomeError:
 		r.failed(ctx, span, key, report.Err)
+	case ports.OutcomeTimeout:
+		r.timedOut(ctx, span, key, report)
 	case ports.OutcomePanic:
 		r.panicked(ctx, span, key, report.Panic)
 	}
@@ -264,17 +273,33 @@ func (r *Recorder) ReconcileEnded(ctx context.Context, key ports.Key, report por
 // failed records a failed reconcile: the error on its span and a WARN
 // record.
 func (r *Recorder) failed(ctx context.Context, span trace.Span, key ports.Key, err error) {
-	message := "reconcile failed with no error"
+	rec := r.record(log.SeverityWarn, reconcileFailedBody, key)
+	r.emitError(ctx, span, rec, err, "reconcile failed with no error")
+}
+
+// timedOut records a reconcile that ran past its timeout as a failed one
+// is, with a WARN record of its own, "reconcile timed out", that names the
+// timeout: the timeout is a setting to revisit, or a call to bound, where
+// a failure is an error to read.
+func (r *Recorder) timedOut(ctx context.Context, span trace.Span, key ports.Key, report ports.Report) {
+	timeout := TimeoutKey.String(report.Timeout.String())
+	span.SetAttributes(timeout)
+	rec := r.record(log.SeverityWarn, reconcileTimedOutBody, key)
+	rec.AddAttributes(timeout)
+	r.emitError(ctx, span, rec, report.Err, "reconcile timed out after "+report.Timeout.String())
+}
+
+// emitError records err on span, setting its status to Error, and emits
+// rec with err as its error and exception.message; orNone is the message
+// when err is nil.
+func (r *Recorder) emitError(ctx context.Context, span trace.Span, rec log.Record, err error, orNone string) {
+	message := orNone
 	if err != nil {
 		span.RecordError(err)
 		message = err.Error()
-	}
-	span.SetStatus(codes.Error, message)
-
-	rec := r.record(log.SeverityWarn, reconcileFailedBody, key)
-	if err != nil {
 		rec.SetErr(err)
 	}
+	span.SetStatus(codes.Error, message)
 	rec.AddAttributes(exceptionMessageKey.String(message))
 	r.logger.Emit(ctx, rec)
 }

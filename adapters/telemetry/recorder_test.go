@@ -41,8 +41,12 @@ func TestAReconcileIsARootSpanWithItsRequestsAsChildren(t *testing.T) {
 		key   ports.Key
 		attrs map[string]string
 	}{
-		{"namespaced", namespaced, map[string]string{"k8s.namespace.name": "cache", "loam.kube.object.name": "m1"}},
-		{"cluster-scoped", cluster, map[string]string{"loam.kube.object.name": "default-deny"}},
+		{"namespaced", namespaced, map[string]string{
+			"k8s.namespace.name": "cache", "loam.kube.object.name": "m1", "loam.kube.controller.reconcile.outcome": "success",
+		}},
+		{"cluster-scoped", cluster, map[string]string{
+			"loam.kube.object.name": "default-deny", "loam.kube.controller.reconcile.outcome": "success",
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec, tel := newRecorder(t)
@@ -94,6 +98,7 @@ func TestAFailedReconcileIsAnErrorSpanAndOneWarnRecord(t *testing.T) {
 			rec.ReconcileEnded(ctx, tc.key, ports.Report{Outcome: ports.OutcomeError, Err: failure, Duration: time.Millisecond})
 
 			span := tel.SpansNamed("reconcile Memcached")[0]
+			require.Equal(t, "error", attrs(span.Attributes)["loam.kube.controller.reconcile.outcome"])
 			require.Equal(t, sdktrace.Status{Code: codes.Error, Description: failure.Error()}, span.Status)
 			require.Len(t, span.Events, 1)
 			require.Equal(t, "exception", span.Events[0].Name)
@@ -140,6 +145,7 @@ func TestAPanicIsAnExceptionEventAndOneErrorRecord(t *testing.T) {
 		"exception.stacktrace": string(stack),
 	}
 	span := tel.SpansNamed("reconcile Memcached")[0]
+	require.Equal(t, "panic", attrs(span.Attributes)["loam.kube.controller.reconcile.outcome"])
 	require.Equal(t, sdktrace.Status{Code: codes.Error, Description: "panic: no replicas: unsupported operation"}, span.Status)
 	require.Len(t, span.Events, 1)
 	require.Equal(t, "exception", span.Events[0].Name)
@@ -187,21 +193,95 @@ func TestAPanicValueOfAnyTypeIsNamed(t *testing.T) {
 	}
 }
 
+// timeoutError stands for the Report.Err of a reconcile that timed out, as
+// domain/reconcile writes it.
+type timeoutError struct{}
+
+func (timeoutError) Error() string {
+	return "reconcile of cache/m1 timed out after 2s: context deadline exceeded"
+}
+
+func (timeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+func TestATimedOutReconcileIsAnErrorSpanAndOneWarnRecordNamingTheTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		key    ports.Key
+		object map[string]string
+	}{
+		{"namespaced", namespaced, map[string]string{"k8s.namespace.name": "cache", "loam.kube.object.name": "m1"}},
+		{"cluster-scoped", cluster, map[string]string{"loam.kube.object.name": "default-deny"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, tel := newRecorder(t)
+			// What the Reconciler returned follows the deadline's error.
+			failure := errors.Join(timeoutError{}, fmt.Errorf("getting configmap flags: %w", context.DeadlineExceeded))
+
+			ctx := rec.ReconcileStarted(context.Background(), tc.key)
+			rec.ReconcileEnded(ctx, tc.key, ports.Report{
+				Outcome: ports.OutcomeTimeout, Err: failure, Timeout: 2 * time.Second, Duration: 2 * time.Second,
+			})
+
+			span := tel.SpansNamed("reconcile Memcached")[0]
+			want := map[string]string{
+				"loam.kube.controller.reconcile.outcome": "timeout",
+				"loam.kube.controller.reconcile.timeout": "2s",
+			}
+			for k, v := range tc.object {
+				want[k] = v
+			}
+			require.Equal(t, want, attrs(span.Attributes))
+			require.Equal(t, sdktrace.Status{Code: codes.Error, Description: failure.Error()}, span.Status)
+			require.Len(t, span.Events, 1)
+			require.Equal(t, "exception", span.Events[0].Name)
+			require.Equal(t, failure.Error(), attrs(span.Events[0].Attributes)["exception.message"])
+
+			require.Empty(t, recordsWithBody(tel, "reconcile failed"), "a timeout is a record of its own")
+			records := tel.Records()
+			require.Len(t, records, 1)
+			r := records[0]
+			require.Equal(t, "reconcile timed out", r.Body().AsString())
+			require.Equal(t, log.SeverityWarn, r.Severity())
+			require.Equal(t, "WARN", r.SeverityText())
+			require.Equal(t, telemetry.ScopeName, r.InstrumentationScope().Name)
+			require.Equal(t, span.SpanContext.TraceID(), r.TraceID(), "in the span's context")
+			require.Equal(t, span.SpanContext.SpanID(), r.SpanID(), "in the span's context")
+
+			want = map[string]string{
+				"loam.kube.controller.name":              controllerName,
+				"loam.kube.controller.reconcile.timeout": "2s",
+				"exception.message": "reconcile of cache/m1 timed out after 2s: context deadline exceeded\n" +
+					"getting configmap flags: context deadline exceeded",
+			}
+			for k, v := range tc.object {
+				want[k] = v
+			}
+			got := recordAttrs(r)
+			require.NotEmpty(t, got["exception.type"])
+			delete(got, "exception.type")
+			require.Equal(t, want, got)
+		})
+	}
+}
+
 func TestAReportMissingItsErrorOrPanicIsStillRecorded(t *testing.T) {
 	rec, tel := newRecorder(t)
 	for _, r := range []ports.Report{
 		{Outcome: ports.OutcomeError},
 		{Outcome: ports.OutcomePanic},
+		{Outcome: ports.OutcomeTimeout, Timeout: time.Minute},
 	} {
 		ctx := rec.ReconcileStarted(context.Background(), cluster)
 		rec.ReconcileEnded(ctx, cluster, r)
 	}
 	spans := tel.SpansNamed("reconcile Memcached")
-	require.Len(t, spans, 2)
+	require.Len(t, spans, 3)
 	require.Equal(t, sdktrace.Status{Code: codes.Error, Description: "reconcile failed with no error"}, spans[0].Status)
 	require.Equal(t, sdktrace.Status{Code: codes.Error, Description: "panic: <nil>"}, spans[1].Status)
+	require.Equal(t, sdktrace.Status{Code: codes.Error, Description: "reconcile timed out after 1m0s"}, spans[2].Status)
 	require.Len(t, recordsWithBody(tel, "reconcile failed"), 1)
 	require.Len(t, recordsWithBody(tel, "reconcile panicked"), 1)
+	require.Len(t, recordsWithBody(tel, "reconcile timed out"), 1)
 }
 
 func TestAStrippedScenarioIsAStripEventOnTheReconcileSpan(t *testing.T) {
@@ -241,6 +321,7 @@ func TestReconcileDurationHasTheOutcome(t *testing.T) {
 		{Outcome: ports.OutcomePanic, Panic: &ports.Panic{Value: "boom"}, Duration: 30 * time.Millisecond},
 		// A Result.After is a success.
 		{Outcome: ports.OutcomeSuccess, Duration: 40 * time.Millisecond},
+		{Outcome: ports.OutcomeTimeout, Err: timeoutError{}, Timeout: 2 * time.Second, Duration: 2 * time.Second},
 	} {
 		ctx := rec.ReconcileStarted(context.Background(), namespaced)
 		rec.ReconcileEnded(ctx, namespaced, r)
@@ -250,8 +331,9 @@ func TestReconcileDurationHasTheOutcome(t *testing.T) {
 		{Attributes: outcome("success"), Count: 2, Sum: 0.05},
 		{Attributes: outcome("error"), Count: 1, Sum: 0.02},
 		{Attributes: outcome("panic"), Count: 1, Sum: 0.03},
+		{Attributes: outcome("timeout"), Count: 1, Sum: 2},
 	}, histogram(t, tel, telemetry.ReconcileDurationName))
-	require.Len(t, tel.SpansNamed("reconcile Memcached"), 4, "every reconcile ends its span")
+	require.Len(t, tel.SpansNamed("reconcile Memcached"), 5, "every reconcile ends its span")
 }
 
 // outcome returns reconcile.duration's attributes for outcome.
@@ -267,7 +349,9 @@ func TestTheRelatedChangesThatQueuedAReconcileAreOnItsSpan(t *testing.T) {
 	issuer := ports.Cause{Resource: "cert-manager.io/v1, Resource=clusterissuers", Key: ports.Key{Name: "letsencrypt"}}
 	// onSpan is the reconcile span's attributes: the object's and kvs.
 	onSpan := func(kvs ...attribute.KeyValue) []attribute.KeyValue {
-		return append([]attribute.KeyValue{telemetry.NamespaceKey.String("cache"), telemetry.ObjectNameKey.String("m1")}, kvs...)
+		return append([]attribute.KeyValue{
+			telemetry.NamespaceKey.String("cache"), telemetry.ObjectNameKey.String("m1"), telemetry.OutcomeKey.String("success"),
+		}, kvs...)
 	}
 	for _, tc := range []struct {
 		name    string

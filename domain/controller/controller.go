@@ -72,6 +72,9 @@ type Config struct {
 	Finalizer string
 	// Prepare, when not nil, runs first in every pass that does something.
 	Prepare reconcile.Prepare
+	// ReconcileTimeout bounds each call of the end user's Reconcile and
+	// Finalize, as reconcile.Config's Timeout does; 0 bounds nothing.
+	ReconcileTimeout time.Duration
 }
 
 // Controller runs one controller's life. Serve runs it once; Shutdown
@@ -135,8 +138,10 @@ func New(c Config) (*Controller, error) {
 // keys, cancels the reconciles in flight, and returns an error that wraps
 // ErrLostLeadership. The work queue is shut down, never drained, and the
 // pending retries and Afters are dropped: the next leader lists every
-// object. A reconcile's context is cancelled only by a lost Lease or a
-// Shutdown whose context ends first, never by ctx.
+// object. A reconcile's context is cancelled only by a lost Lease, a
+// Shutdown whose context ends first, or its ReconcileTimeout, never by
+// ctx. A reconciler that ignores its context keeps its worker until it
+// returns, cancelled or not.
 //
 // Serve runs once: a second call fails.
 func (c *Controller) Serve(ctx context.Context) error {
@@ -198,6 +203,7 @@ func (c *Controller) loop() (*reconcile.Loop, error) {
 		Retry:     c.c.Retry,
 		Finalizer: c.c.Finalizer,
 		Prepare:   c.c.Prepare,
+		Timeout:   c.c.ReconcileTimeout,
 	})
 	if err != nil {
 		q.ShutDown()

@@ -307,6 +307,8 @@ func newRig(t *testing.T, workers int) *rig {
 		Clock:    bubbleClock{},
 		Ready:    r.ready,
 		Lease:    fenced,
+
+		ReconcileTimeout: rigTimeout,
 	})
 	require.NoError(t, err)
 	r.ctrl = ctrl

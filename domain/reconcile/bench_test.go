@@ -83,8 +83,12 @@ func BenchmarkLoop_Reconcile(b *testing.B) {
 		name   string
 		status string // "" for a Result with no status
 		apply  bool
+		// timeout bounds the Handler's call, as kube's Controller always
+		// does: what the deadline's context and timer cost a pass.
+		timeout time.Duration
 	}{
 		{name: "no status"},
+		{name: "no status, with a deadline", timeout: 5 * time.Minute},
 		{name: "status unchanged", status: endUserStatus},
 		{name: "status changed", status: changedStatus, apply: true},
 	} {
@@ -102,6 +106,7 @@ func BenchmarkLoop_Reconcile(b *testing.B) {
 				Recorder:  fakeRecorder{},
 				Clock:     clk,
 				Finalizer: fin,
+				Timeout:   bc.timeout,
 			})
 			if err != nil {
 				b.Fatal(err)

@@ -6,6 +6,8 @@
 // the work queue:
 //
 //   - an error retries the key with backoff;
+//   - so does a timeout: the end user's Reconcile or Finalize returned
+//     after Config.Timeout had cancelled its context;
 //   - a panic forgets it, never retried;
 //   - otherwise a positive Result.After queues it again after that long,
 //     and nothing else does until it changes or the resync comes.
@@ -76,6 +78,12 @@ type Config struct {
 	Finalizer string
 	// Prepare, when not nil, runs first in every pass that does something.
 	Prepare Prepare
+	// Timeout, when positive, bounds each call of the end user's Reconcile
+	// and Finalize: the call's context is cancelled that long after it
+	// started, with a cause that names the object and the timeout, and a
+	// call that returns after that, whatever it returns, is a timeout. 0
+	// bounds nothing.
+	Timeout time.Duration
 }
 
 // Loop reconciles a controller's keys, one pass at a time per call. It is
@@ -232,6 +240,18 @@ func panicked(p *ports.Panic) settlement {
 	return settlement{report: ports.Report{Outcome: ports.OutcomePanic, Panic: p}}
 }
 
+// timedOut is the settlement of a call of the end user's that ran past
+// its deadline: its Err is the deadline's error, joined with what else
+// went wrong, when anything did — the error the call returned, which
+// tells where it was when its context ended, and a failed status apply.
+func timedOut(deadline *DeadlineError, errs ...error) settlement {
+	err := error(deadline)
+	if others := errors.Join(errs...); others != nil {
+		err = errors.Join(deadline, others)
+	}
+	return settlement{report: ports.Report{Outcome: ports.OutcomeTimeout, Err: err, Timeout: deadline.Timeout}}
+}
+
 // pass takes step over obj.
 func (l *Loop) pass(ctx context.Context, key ports.Key, obj ports.Object, step Step) settlement {
 	if l.c.Prepare != nil {
@@ -250,11 +270,19 @@ func (l *Loop) pass(ctx context.Context, key ports.Key, obj ports.Object, step S
 		return succeeded(0)
 
 	case StepFinalize:
-		o := callFinalize(ctx, l.c.Handler, obj)
+		o := l.call(ctx, key, obj, step)
 		switch {
 		case o.panic != nil:
 			// The finalizer stays: the deletion waits for the next pass.
 			return panicked(o.panic)
+		case o.timedOut != nil:
+			// A Finalize that ran out of time failed, whatever it
+			// returned: the finalizer stays, and it is retried.
+			var err error
+			if o.err != nil {
+				err = fmt.Errorf("finalize %q: %w", l.c.Finalizer, o.err)
+			}
+			return timedOut(o.timedOut, err)
 		case o.err != nil:
 			return failed(fmt.Errorf("finalize %q: %w", l.c.Finalizer, o.err))
 		}
@@ -264,18 +292,23 @@ func (l *Loop) pass(ctx context.Context, key ports.Key, obj ports.Object, step S
 		return succeeded(0)
 
 	default:
-		o := callReconcile(ctx, l.c.Handler, obj)
+		o := l.call(ctx, key, obj, step)
 		if o.panic != nil {
 			// No Result, so no status: nothing is applied.
 			return panicked(o.panic)
 		}
 		res, err := o.result, o.err
-		// The status is applied even when Reconcile failed, so a failure
-		// can be a condition and an error at once.
+		// The status is applied even when Reconcile failed or ran out of
+		// time, so a failure can be a condition and an error at once. It
+		// is applied in the pass's context, never the call's, which has
+		// expired when the call timed out.
 		if res.Status != nil && StatusChanged(obj.Status, res.Status) {
 			if aerr := l.c.Writer.ApplyStatus(ctx, key, obj.UID, res.Status); aerr != nil {
 				err = errors.Join(err, fmt.Errorf("applying status: %w", aerr))
 			}
+		}
+		if o.timedOut != nil {
+			return timedOut(o.timedOut, err)
 		}
 		if err != nil {
 			return failed(err)
@@ -286,7 +319,7 @@ func (l *Loop) pass(ctx context.Context, key ports.Key, obj ports.Object, step S
 
 // settle sets or drops key's timer as s ended its pass.
 func (l *Loop) settle(key ports.Key, s settlement) {
-	if s.report.Outcome == ports.OutcomeError {
+	if s.report.Outcome == ports.OutcomeError || s.report.Outcome == ports.OutcomeTimeout {
 		l.timers.set(key, l.limiter.When(key))
 		return
 	}
@@ -328,6 +361,59 @@ type userOutcome struct {
 	result ports.Result
 	err    error
 	panic  *ports.Panic
+	// timedOut, when not nil, is the deadline that had cancelled the
+	// call's context by the time it returned.
+	timedOut *DeadlineError
+}
+
+// DeadlineError is the cause of the context of a call of the end user's
+// Reconcile or Finalize that ran past Config.Timeout, as context.Cause
+// returns it, and the error a timed-out reconcile reports. It wraps
+// context.DeadlineExceeded, the context's Err.
+type DeadlineError struct {
+	// Step is the pass whose call ran out of time: StepReconcile or
+	// StepFinalize.
+	Step Step
+	// Key names the object the call was over.
+	Key ports.Key
+	// Timeout is the Config's Timeout.
+	Timeout time.Duration
+}
+
+// Error reads as "reconcile of ns/m timed out after 5m0s: context deadline
+// exceeded".
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("%s of %s timed out after %v: %v", e.Step, e.Key, e.Timeout, context.DeadlineExceeded)
+}
+
+// Unwrap returns context.DeadlineExceeded.
+func (e *DeadlineError) Unwrap() error { return context.DeadlineExceeded }
+
+// call runs the end user's code that step calls, Finalize or Reconcile,
+// over obj in ctx, bounded by the Config's Timeout. The call timed out
+// when its deadline is what ended its context: a context that ctx's own
+// end cancelled first, such as on a lost Lease, has that cause, so such a
+// call is no timeout, however long it ran.
+func (l *Loop) call(ctx context.Context, key ports.Key, obj ports.Object, step Step) userOutcome {
+	var deadline *DeadlineError
+	if l.c.Timeout > 0 {
+		deadline = &DeadlineError{Step: step, Key: key, Timeout: l.c.Timeout}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, l.c.Timeout, deadline)
+		defer cancel()
+	}
+	var o userOutcome
+	if step == StepFinalize {
+		o = callFinalize(ctx, l.c.Handler, obj)
+	} else {
+		o = callReconcile(ctx, l.c.Handler, obj)
+	}
+	// Read before the deferred cancel, which would end a context that is
+	// still alive with a cause of its own.
+	if deadline != nil && errors.Is(context.Cause(ctx), deadline) {
+		o.timedOut = deadline
+	}
+	return o
 }
 
 func callFinalize(ctx context.Context, h ports.Handler, obj ports.Object) (o userOutcome) {
