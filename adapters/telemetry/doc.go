@@ -18,6 +18,10 @@
 //   - k8s.namespace.name: the object's namespace, for a namespaced object
 //     only;
 //   - loam.kube.object.name: the object's name;
+//   - loam.kube.controller.reconcile.outcome: how it ended, as on
+//     reconcile.duration: success, error, panic or timeout;
+//   - loam.kube.controller.reconcile.timeout: on a timeout, the timeout it
+//     ran past, such as "5m0s";
 //   - loam.kube.controller.related.changes: when changes of related
 //     objects, ones the controller watches without owning them, queued
 //     the reconcile, each such object as its resource and key, such as
@@ -29,8 +33,8 @@
 // an informer's event carries no trace context. The reconcile's context
 // carries it, so the API requests the reconcile makes are its children.
 //
-// A reconcile that fails records its error on the span, as an exception
-// event, and sets the span's status to Error. A panic adds an exception
+// A reconcile that fails, or times out, records its error on the span, as
+// an exception event, and sets the span's status to Error. A panic adds an exception
 // event with exception.type (the panic value's Go type), exception.message
 // and exception.stacktrace (the stack the panic was recovered on), and
 // sets the status to Error. A failure scenario that an object's annotation
@@ -47,6 +51,9 @@
 //
 //   - WARN "reconcile failed", with the error as the record's error and as
 //     exception.message, for every reconcile that failed;
+//   - WARN "reconcile timed out", with loam.kube.controller.reconcile.timeout
+//     and the error as for a failure, for every reconcile whose end user's
+//     call returned after its timeout, and then no "reconcile failed";
 //   - ERROR "reconcile panicked", with exception.type, exception.message
 //     and exception.stacktrace, for every panic, and then no "reconcile
 //     failed".
@@ -67,7 +74,7 @@
 //
 //   - loam.kube.controller.reconcile.duration (histogram, s): every
 //     reconcile, with loam.kube.controller.reconcile.outcome: success,
-//     error or panic;
+//     error, panic or timeout;
 //   - loam.kube.controller.queue.depth (gauge, {key}): the keys waiting in
 //     the work queue;
 //   - loam.kube.controller.queue.adds (counter, {key}): every add to the
@@ -85,7 +92,7 @@
 // QueueMetrics, and updates the two gauges every 500ms while it runs. Its
 // work duration and its retries aren't recorded: reconcile.duration times
 // the same work with its outcome, and the queue counts every AddAfter as a
-// retry, while the error outcome counts the real ones. No data point
+// retry, while the error and timeout outcomes count the real ones. No data point
 // carries an object's name: an object's reconciles are its spans.
 //
 // # client-go's records
