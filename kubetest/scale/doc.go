@@ -12,7 +12,8 @@
 //
 //	-scale.n=200          object counts N, comma-separated
 //	-scale.w=4            worker counts W, comma-separated
-//	-scale.only=...       phases: limit,convergence,startup,memory,failover
+//	-scale.only=...       phases: limit,convergence,startup,memory,failover,
+//	                      priority
 //	-scale.load=before    convergence's objects are created before the
 //	                      controller starts (before), or while it runs (while)
 //	-scale.lease=short    failover's Lease: short (2s, 1.2s, 0.4s) or
@@ -21,7 +22,8 @@
 //	                      the limit's variants: client-go is the limit;
 //	                      loam sends the same writes through loam's Client;
 //	                      watched runs informers like the Controller's meanwhile
-//	-scale.repeat=1       measure each limit and convergence this many times
+//	-scale.repeat=1       measure each limit, convergence and priority
+//	                      variant this many times
 //	-scale.loaders=16     parallel clients that create and delete objects
 //	-scale.out=FILE       also write the tables to FILE
 //	-scale.profile=DIR    write a CPU profile of each limit and convergence
@@ -74,6 +76,16 @@
 // SIGTERM and releases it; each time the harness reports the time until
 // the standby's first reconcile, and from the standby acquiring the Lease
 // (the App's own "successfully acquired lease" record) to that reconcile.
+//
+// Priority: the head start the priority queue gives a change over a new
+// leader's initial list. N ConfigMaps are listed into one worker's queue,
+// each reconcile a fixed sleep (1ms), and once every key is queued a
+// ConfigMap is created; the harness reports the time from the create to
+// its reconcile, how many reconciles began before it, and how long the
+// whole list took. Three variants run in turn: a kube.Controller of the
+// ConfigMaps, and the harness's own informer and worker around
+// adapters/queue's queue and around client-go's plain FIFO queue, the
+// order loam's queue had before — a Controller has no switch to FIFO.
 //
 // Everything runs on one machine: the API server, etcd, the controller and
 // the harness share its cores, so the figures are for comparing, not

@@ -18,7 +18,7 @@ var (
 	flagLease   = flag.String("scale.lease", leaseShort, "failover's Lease durations: short (2s, 1.2s, 0.4s) or default (15s, 10s, 2s)")
 	flagLoaders = flag.Int("scale.loaders", 16, "parallel clients that create and delete the objects")
 	flagLimits  = flag.String("scale.limits", strings.Join(allLimits, ","), "the limit's variants: client-go (the limit), loam (through loam's Client), watched (while informers watch as the Controller's do)")
-	flagRepeat  = flag.Int("scale.repeat", 1, "how many times to measure each limit and convergence, one after the other")
+	flagRepeat  = flag.Int("scale.repeat", 1, "how many times to measure each limit, convergence and priority variant, one after the other")
 	flagOut     = flag.String("scale.out", "", "also write the report's tables to this file")
 	flagProfile = flag.String("scale.profile", "", "write a CPU profile of each limit's and convergence's timed part into this directory")
 	// flagChild makes this test binary the child process of the start-up
@@ -33,9 +33,10 @@ const (
 	phaseStartup     = "startup"
 	phaseMemory      = "memory"
 	phaseFailover    = "failover"
+	phasePriority    = "priority"
 )
 
-var allPhases = []string{phaseLimit, phaseConvergence, phaseStartup, phaseMemory, phaseFailover}
+var allPhases = []string{phaseLimit, phaseConvergence, phaseStartup, phaseMemory, phaseFailover, phasePriority}
 
 // allLimits are the limit's variants: see measureLimit.
 var allLimits = []string{viaClientGo, viaLoam, viaWatched}

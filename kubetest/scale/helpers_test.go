@@ -26,7 +26,7 @@ func TestParseConfig(t *testing.T) {
 	_, err = parseConfig("0,x", "", "limit,speed", "loam,fast", "later", "long", 0, 0, "")
 	require.EqualError(t, err, `-scale.n: "0" is not a positive integer
 -scale.w: "" is not a positive integer
--scale.only: "speed" is not a phase: want some of limit,convergence,startup,memory,failover
+-scale.only: "speed" is not a phase: want some of limit,convergence,startup,memory,failover,priority
 -scale.limits: "fast" is not a variant: want some of client-go,loam,watched
 -scale.limits: "loam,fast" lacks client-go, the limit itself
 -scale.load: "later": want "before" or "while"

@@ -23,6 +23,7 @@ type report struct {
 	convergences []convergenceResult
 	startups     []startupResult
 	failovers    []failoverResult
+	priorities   []priorityResult
 }
 
 // markdown renders the report.
@@ -89,6 +90,7 @@ func (r *report) markdown() string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(r.priorityMarkdown())
 	return b.String()
 }
 

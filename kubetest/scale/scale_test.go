@@ -47,6 +47,19 @@ func TestScale(t *testing.T) {
 				}
 			}
 		}
+		if cfg.phases[phasePriority] {
+			t.Run(fmt.Sprintf("priority/n=%d", n), func(t *testing.T) {
+				// One set of ConfigMaps: each run lists it anew.
+				ns := priorityObjects(t, c, cfg, n)
+				for r := range cfg.repeat {
+					for _, v := range rotated(priorityVariants, r) {
+						t.Run(fmt.Sprintf("%s/run=%d", v, r), func(t *testing.T) {
+							rep.priorities = append(rep.priorities, measurePriority(t, c, ns, n, r, v))
+						})
+					}
+				}
+			})
+		}
 		if !cfg.phases[phaseStartup] && !cfg.phases[phaseMemory] && !cfg.phases[phaseFailover] {
 			continue
 		}
