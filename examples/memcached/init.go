@@ -152,6 +152,10 @@ func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.S
 		kube.Owns(appsv1.SchemeGroupVersion.WithResource("deployments"), kube.Selector{Labels: managedBy}),
 		kube.Watches(configMaps, kube.ByIndex(byConfigMap)),
 		kube.Indexes(byConfigMap),
+		// A status write, the Controller's own included, asks for no
+		// reconcile: the status follows from the spec and the Deployment,
+		// whose changes still reconcile.
+		kube.FilterUpdates(kube.SkipStatusOnly()),
 		// An admission policy lets only the chaos harness set the annotation
 		// in scenarioNamespace.
 		kube.TrustScenario(scenarioAnnotation, func(obj metav1.Object) bool {
