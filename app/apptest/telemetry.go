@@ -191,6 +191,32 @@ func (t *Telemetry) Metric(ctx context.Context, name string) (metricdata.Metrics
 	return metricdata.Metrics{}, fmt.Errorf("metric %q: %w (recorded: [%s])", name, ErrNotRecorded, strings.Join(names, ", "))
 }
 
+// Total collects the int64 counter, up-down counter or gauge named name,
+// and returns the sum of its data points, over every set of attributes.
+// When nothing has recorded it, it returns an error wrapping
+// ErrNotRecorded, as Metric does; it fails too when name holds another
+// type of data.
+func (t *Telemetry) Total(ctx context.Context, name string) (int64, error) {
+	m, err := t.Metric(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	var points []metricdata.DataPoint[int64]
+	switch d := m.Data.(type) {
+	case metricdata.Sum[int64]:
+		points = d.DataPoints
+	case metricdata.Gauge[int64]:
+		points = d.DataPoints
+	default:
+		return 0, fmt.Errorf("metric %q is a %T, not an int64 sum or gauge", name, m.Data)
+	}
+	var n int64
+	for _, dp := range points {
+		n += dp.Value
+	}
+	return n, nil
+}
+
 // Shutdown takes a last collection of metrics, which Metrics returns from
 // then on, and shuts the providers down: spans ended and records emitted
 // afterwards are dropped, as an App's are once it has stopped. A second

@@ -63,6 +63,32 @@ func TestTelemetry_collects_metrics(t *testing.T) {
 	require.Equal(t, "test", rm.ScopeMetrics[0].Scope.Name)
 }
 
+func TestTelemetry_Total_sums_every_data_point(t *testing.T) {
+	tel := apptest.NewTelemetry()
+	meter := tel.MeterProvider.Meter("test")
+	adds, err := meter.Int64Counter("queue.adds")
+	require.NoError(t, err)
+	adds.Add(t.Context(), 2, metric.WithAttributes(attribute.String("priority", "change")))
+	adds.Add(t.Context(), 3, metric.WithAttributes(attribute.String("priority", "background")))
+	depth, err := meter.Int64Gauge("queue.depth")
+	require.NoError(t, err)
+	depth.Record(t.Context(), 4, metric.WithAttributes(attribute.String("queue", "a")))
+	depth.Record(t.Context(), 1, metric.WithAttributes(attribute.String("queue", "b")))
+	seconds, err := meter.Float64Counter("queue.seconds")
+	require.NoError(t, err)
+	seconds.Add(t.Context(), 1.5)
+
+	for name, want := range map[string]int64{"queue.adds": 5, "queue.depth": 5} {
+		n, err := tel.Total(t.Context(), name)
+		require.NoError(t, err, name)
+		require.Equal(t, want, n, name)
+	}
+	_, err = tel.Total(t.Context(), "queue.retries")
+	require.ErrorIs(t, err, apptest.ErrNotRecorded)
+	_, err = tel.Total(t.Context(), "queue.seconds")
+	require.EqualError(t, err, `metric "queue.seconds" is a metricdata.Sum[float64], not an int64 sum or gauge`)
+}
+
 func TestTelemetry_keeps_log_records(t *testing.T) {
 	tel := apptest.NewTelemetry()
 	logger := tel.LoggerProvider.Logger("test")

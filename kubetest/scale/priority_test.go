@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -318,17 +317,11 @@ func (a reportedApp) Report() string { return wait.Report("the App", a.App, a.te
 // queue.adds.
 func queueAdds(t *testing.T, tel *apptest.Telemetry) int64 {
 	t.Helper()
-	m, err := tel.Metric(t.Context(), telemetry.QueueAddsName)
+	n, err := tel.Total(t.Context(), telemetry.QueueAddsName)
 	if errors.Is(err, apptest.ErrNotRecorded) {
 		return 0
 	}
 	require.NoError(t, err)
-	sum, ok := m.Data.(metricdata.Sum[int64])
-	require.True(t, ok, "%s is a %T", m.Name, m.Data)
-	var n int64
-	for _, dp := range sum.DataPoints {
-		n += dp.Value
-	}
 	return n
 }
 
