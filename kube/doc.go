@@ -39,10 +39,14 @@
 // reads with no request; Finalize keeps an object until the end user's
 // cleanup has run. FilterUpdates, and the UpdateFilters an Owns or a
 // Watches takes, skip the updates a Reconciler has nothing to do about,
-// such as its own status applies (SkipStatusOnly). Every replica
-// keeps warm caches and only the holder of the Lease reconciles. A
-// Controller is an app.Service: its Serve lists, watches and campaigns,
-// and Synced reports readiness.
+// such as its own status applies (SkipStatusOnly). Settings narrow what a
+// Controller watches — a namespace, a set of them, a label and a field
+// selector — bound each reconcile with ReconcileTimeout, and shape its
+// retries; its work queue hands out changes ahead of a new leader's
+// initial list, the resync and retries. Every replica keeps warm caches
+// and only the holder of the Lease reconciles. A Controller is an
+// app.Service: its Serve lists, watches and campaigns, and Synced reports
+// readiness.
 //
 // # Failure injection
 //
