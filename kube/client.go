@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/loam-dev/loam/adapters/apply"
+	"github.com/loam-dev/loam/adapters/informer"
 	"github.com/loam-dev/loam/adapters/transport"
 	"github.com/loam-dev/loam/app"
 )
@@ -24,6 +25,11 @@ type Client struct {
 	// applies is the REST client of Resource.Apply, built on the first
 	// apply and shared by the rest.
 	applies func() (*rest.RESTClient, error)
+	// informers is the registry through which the Controllers built on
+	// the Client share an informer: an Owns reads the informer of another
+	// Controller's reconciled resource when both list and watch the same
+	// resource, namespace and selectors.
+	informers *informer.Shared
 }
 
 // CheckServer reports whether server is the host:port of an API server,
@@ -82,7 +88,7 @@ func NewClient(s *app.Setup, conn Connection) (*Client, error) {
 		t.CloseConnections()
 		return nil
 	})
-	c := &Client{server: conn.Server, transport: t}
+	c := &Client{server: conn.Server, transport: t, informers: informer.NewShared()}
 	c.applies = sync.OnceValues(func() (*rest.RESTClient, error) { return apply.NewClient(c.Config()) })
 	return c, nil
 }

@@ -162,6 +162,9 @@ type clients struct {
 	metadata metadata.Interface
 	elector  func(lease.Config) (ports.Elector, error)
 	writer   func(apply.Config) (ports.Writer, error)
+	// informers is the Client's registry of shareable informers: nil
+	// shares none.
+	informers *informer.Shared
 }
 
 // clientsOf returns the clients of c, each on a Config of its own, as
@@ -183,8 +186,9 @@ func clientsOf(c *Client) (clients, error) {
 		errs = append(errs, fmt.Errorf("kube: the Lease client: %w", err))
 	}
 	return clients{
-		dynamic:  dyn,
-		metadata: meta,
+		dynamic:   dyn,
+		metadata:  meta,
+		informers: c.informers,
 		elector: func(lc lease.Config) (ports.Elector, error) {
 			lc.Client = leases
 			return lease.New(lc)
@@ -233,6 +237,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Owner:      owners.Owner{Group: t.gvr.Group, Kind: t.kind, Namespaced: t.scope == Namespaced},
 		Namespaces: namespaces, Resync: settings.Resync,
 		Related: related, Indexes: indexes, Recorder: tel.recorder, Logger: tel.logger,
+		Shared: cl.informers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kube: controller %s: %w", settings.Name, err)

@@ -99,12 +99,13 @@ var _ ports.ObjectSource = (*PrimaryCache)(nil)
 // newPrimaryCache returns the cache of gvr's objects in each of
 // namespaces, or in every namespace when namespaces is nil: a Primary of
 // each, built as NewPrimary builds one of c.Namespace, with indexes kept
-// over each. It fails as NewPrimary does.
+// over each, but with its handler not yet registered: the Watch registers
+// it when it starts. It fails as NewPrimary does.
 func newPrimaryCache(client dynamic.Interface, gvr schema.GroupVersionResource, namespaces []string, c Config, indexes ...Index) (*PrimaryCache, error) {
 	s, err := spreadOver(namespaces, func(ns string) (*Primary, error) {
 		cfg := c
 		cfg.Namespace = ns
-		return NewPrimary(client, gvr, cfg, indexes...)
+		return newPrimary(client, gvr, cfg, indexes...)
 	})
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,8 +21,14 @@ import (
 // the object's key as a change, unless Config.Filters skip the change,
 // and the resync notifies it as a resync.
 type Primary struct {
-	gvr      schema.GroupVersionResource
-	informer cache.SharedIndexInformer
+	gvr       schema.GroupVersionResource
+	namespace string
+	informer  cache.SharedIndexInformer
+	// handler notifies c.Notify of the informer's events, and logger
+	// receives its records; a Watch that shares the informer registers
+	// handler when it starts.
+	handler cache.ResourceEventHandlerDetailedFuncs
+	logger  logr.Logger
 }
 
 var _ ports.ObjectSource = (*Primary)(nil)
@@ -35,6 +42,20 @@ var _ ports.ObjectSource = (*Primary)(nil)
 // Each of indexes is kept over the cached objects, for related informers
 // to look up and for the end user to read through ByIndex.
 func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Config, indexes ...Index) (*Primary, error) {
+	p, err := newPrimary(client, gvr, c, indexes...)
+	if err != nil {
+		return nil, err
+	}
+	logger := p.logger
+	if _, err := p.informer.AddEventHandlerWithOptions(p.handler, cache.HandlerOptions{Logger: &logger}); err != nil {
+		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
+	}
+	return p, nil
+}
+
+// newPrimary returns the Primary NewPrimary does, with its handler not
+// yet registered.
+func newPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Config, indexes ...Index) (*Primary, error) {
 	resource := client.Resource(gvr).Namespace(c.Namespace)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -62,8 +83,7 @@ func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 		}
 	}
 	skips := newFilters(c.Filters, gvr, c.Recorder)
-	logger := c.Logger
-	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
+	handler := cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) { notify(obj, ports.Event{Initial: initial}) },
 		UpdateFunc: func(old, obj any) {
 			resync := resynced(old, obj)
@@ -73,11 +93,8 @@ func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 			notify(obj, ports.Event{Resync: resync})
 		},
 		DeleteFunc: func(obj any) { notify(obj, ports.Event{}) },
-	}, cache.HandlerOptions{Logger: &logger})
-	if err != nil {
-		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
-	return &Primary{gvr: gvr, informer: inf}, nil
+	return &Primary{gvr: gvr, namespace: c.Namespace, informer: inf, handler: handler, logger: c.Logger}, nil
 }
 
 // Informer returns the client-go informer, for Start.

@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -53,6 +54,13 @@ type WatchConfig struct {
 	Recorder ports.Recorder
 	// Logger receives client-go's records of the informers.
 	Logger logr.Logger
+	// Shared, when it is not nil, is the registry of the informers of the
+	// Watches built on one client: this Watch offers its reconciled
+	// resource's informers to the others' Owns, and each of its Owns
+	// reads such an informer of another Watch, or of its own, that lists
+	// and watches exactly what the Owns does, in place of an informer of
+	// its own. nil shares nothing.
+	Shared *Shared
 }
 
 // OwnedConfig is one owned resource a controller watches.
@@ -69,14 +77,45 @@ type OwnedConfig struct {
 // reconciled resource, whose cache it reads objects from, of each owned
 // resource, and of each related one; one of each per namespace of its set.
 type Watch struct {
-	c         WatchConfig
-	primary   *PrimaryCache
-	related   []*RelatedCache
-	informers []cache.SharedIndexInformer
-	// notify is set by Start, before any informer runs, and called by
-	// their handlers.
+	c       WatchConfig
+	primary *PrimaryCache
+	// config and indexes are what the primary informers were built
+	// with, for one to be built again.
+	config  Config
+	indexes []Index
+	// offered holds the Shared entry of each of primary's informers, in
+	// its order, nil for one that isn't shared.
+	offered []*sharedEntry
+	owned   []ownedWatch
+	related []*RelatedCache
+	// notify is set by Start, before any informer runs or any handler is
+	// registered on a shared one, and called by their handlers.
 	notify  func(ports.Event)
 	running *Running
+	// mu guards stopped: a handler removed from a shared informer, which
+	// keeps running, may still be handing over one event when Stop
+	// returns, and tell drops it once Stop has begun.
+	mu      sync.RWMutex
+	stopped bool
+	// registrations are the handlers Start registered, and acquired the
+	// shared informers it counted itself a user of, for Stop to undo.
+	registrations []registration
+	acquired      []*sharedEntry
+}
+
+// ownedWatch is one owned resource in one namespace: its own informer,
+// and the key a shared informer must have to take its place.
+type ownedWatch struct {
+	config   Config
+	resource schema.GroupVersionResource
+	informer cache.SharedIndexInformer
+	key      sharedKey
+}
+
+// registration is a handler registered on an informer.
+type registration struct {
+	informer cache.SharedIndexInformer
+	handle   cache.ResourceEventHandlerRegistration
 }
 
 var _ ports.Watch = (*Watch)(nil)
@@ -92,11 +131,18 @@ func NewWatch(c WatchConfig) (*Watch, error) {
 	}
 	primary := cfg
 	primary.LabelSelector, primary.FieldSelector, primary.Filters = c.LabelSelector, c.FieldSelector, c.Filters
+	w.config, w.indexes = primary, indexes
 	var err error
 	if w.primary, err = newPrimaryCache(c.Dynamic, c.Resource, c.Namespaces, primary, indexes...); err != nil {
 		return nil, err
 	}
-	w.informers = append(w.informers, w.primary.Informers()...)
+	w.offered = make([]*sharedEntry, len(w.primary.each))
+	if c.Shared != nil {
+		for i, ns := range watched(c.Namespaces) {
+			key := sharedKey{gvr: c.Resource, namespace: ns, labels: c.LabelSelector, fields: c.FieldSelector}
+			w.offered[i] = c.Shared.offer(key, w.primary.each[i].Informer())
+		}
+	}
 	cfg.Resync = 0
 	for _, oc := range c.Owns {
 		owned := cfg
@@ -107,7 +153,8 @@ func NewWatch(c WatchConfig) (*Watch, error) {
 			if err != nil {
 				return nil, err
 			}
-			w.informers = append(w.informers, o.Informer())
+			key := sharedKey{gvr: oc.Resource, namespace: ns, labels: oc.LabelSelector, fields: oc.FieldSelector}
+			w.owned = append(w.owned, ownedWatch{config: owned, resource: oc.Resource, informer: o.Informer(), key: key})
 		}
 	}
 	src := relatedSource{dynamic: c.Dynamic, metadata: c.Metadata, primary: w.primary, recorder: c.Recorder, config: cfg}
@@ -117,7 +164,6 @@ func NewWatch(c WatchConfig) (*Watch, error) {
 			return nil, err
 		}
 		w.related = append(w.related, r)
-		w.informers = append(w.informers, r.Informers()...)
 	}
 	return w, nil
 }
@@ -139,7 +185,13 @@ func (w *Watch) Primary() *PrimaryCache { return w.primary }
 // WatchConfig.Related.
 func (w *Watch) Related() []*RelatedCache { return w.related }
 
-func (w *Watch) tell(ev ports.Event) { w.notify(ev) }
+func (w *Watch) tell(ev ports.Event) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if !w.stopped {
+		w.notify(ev)
+	}
+}
 
 // Get returns the cached object key names, as Primary's Get does, from
 // the informer of its namespace.
@@ -176,19 +228,110 @@ func (w *Watch) Check(ctx context.Context) error {
 
 // Start runs every informer until ctx is done or Stop is called, telling
 // notify of each event. client-go's reflectors log through the Logger.
+//
+// A shared informer runs from the first Start of a Watch that uses it;
+// the handlers of this Watch are registered on it now, and a running one
+// hands them its cache first, as adds of its initial list.
 func (w *Watch) Start(ctx context.Context, notify func(ports.Event)) {
 	w.notify = notify
-	w.running = Start(klog.NewContext(ctx, w.c.Logger), w.informers...)
+	ctx = klog.NewContext(ctx, w.c.Logger)
+	var own []cache.SharedIndexInformer
+	logger := w.c.Logger
+	for i, p := range w.primary.each {
+		switch e := w.offered[i]; {
+		case e == nil:
+			own = append(own, p.Informer())
+		case w.c.Shared.acquire(ctx, e):
+			w.acquired = append(w.acquired, e)
+		default:
+			// Another Watch ran the informer and stopped it before this
+			// one started, and a stopped informer never runs again: a new
+			// one of its own takes its place, which nothing of this Watch
+			// has read yet.
+			np, err := newPrimary(w.c.Dynamic, w.c.Resource, w.primaryConfig(p), w.indexes...)
+			if err != nil {
+				w.c.Logger.Error(err, "rebuilding the informer")
+				continue
+			}
+			w.primary.each[i], p = np, np
+			own = append(own, p.Informer())
+		}
+		// The informer's own resync period is this handler's, so the
+		// resync of the Watch that reconciles the objects stays its own.
+		w.register(p.Informer(), p.handler, cache.HandlerOptions{Logger: &logger})
+	}
+	for _, o := range w.owned {
+		e := w.sharedOwned(o.key)
+		if e == nil || !w.c.Shared.acquire(ctx, e) {
+			own = append(own, o.informer)
+			continue
+		}
+		w.acquired = append(w.acquired, e)
+		never := time.Duration(0)
+		w.register(e.informer, sharedOwned(o.resource, w.c.Owner, o.config), cache.HandlerOptions{Logger: &logger, ResyncPeriod: &never})
+	}
+	for _, r := range w.related {
+		own = append(own, r.Informers()...)
+	}
+	w.running = Start(ctx, own...)
+}
+
+// primaryConfig returns the Config p, one of the primary informers, was
+// built with.
+func (w *Watch) primaryConfig(p *Primary) Config {
+	cfg := w.config
+	cfg.Namespace = p.namespace
+	return cfg
+}
+
+// sharedOwned returns the shared informer an owned resource's informer of
+// key gives way to, or nil when it runs its own.
+func (w *Watch) sharedOwned(key sharedKey) *sharedEntry {
+	if w.c.Shared == nil {
+		return nil
+	}
+	return w.c.Shared.find(key)
+}
+
+// register adds handler to inf, for Stop to remove. client-go refuses it
+// only on an informer that stopped, which a Watch that counts itself its
+// user never meets: the informer is then left out of WaitForSync's wait
+// and the error recorded through the informer's logger.
+func (w *Watch) register(inf cache.SharedIndexInformer, handler cache.ResourceEventHandler, opts cache.HandlerOptions) {
+	h, err := inf.AddEventHandlerWithOptions(handler, opts)
+	if err != nil {
+		w.c.Logger.Error(err, "registering a handler")
+		return
+	}
+	w.registrations = append(w.registrations, registration{informer: inf, handle: h})
 }
 
 // WaitForSync waits until every informer's cache holds what its first
-// list returned, and reports whether they did before ctx was done.
-func (w *Watch) WaitForSync(ctx context.Context) bool { return w.running.WaitForSync(ctx) }
+// list returned, and each handler of this Watch has been handed it, and
+// reports whether they did before ctx was done.
+func (w *Watch) WaitForSync(ctx context.Context) bool {
+	checkers := make([]cache.DoneChecker, 0, len(w.registrations))
+	for _, r := range w.registrations {
+		checkers = append(checkers, r.handle.HasSyncedChecker())
+	}
+	return w.running.WaitForSync(ctx) && cache.WaitFor(ctx, "", checkers...)
+}
 
-// Stop stops every informer and waits for their goroutines to return. It
-// does nothing before Start.
+// Stop removes this Watch's handlers, stops every informer it runs, and
+// every shared one it was the last user of, and waits for their
+// goroutines to return. It does nothing before Start.
 func (w *Watch) Stop() {
-	if w.running != nil {
-		w.running.Stop()
+	if w.running == nil {
+		return
+	}
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
+	for _, r := range w.registrations {
+		_ = r.informer.RemoveEventHandler(r.handle)
+	}
+	w.running.Stop()
+	for _, e := range w.acquired {
+		w.c.Shared.release(e)
 	}
 }
