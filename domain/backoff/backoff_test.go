@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/loam-dev/loam/domain/backoff"
+	"github.com/loam-dev/loam/domain/settings"
 )
 
 // clock is a fake ports.Clock that moves only when the test moves it.
@@ -102,6 +103,27 @@ func TestLimiter_is_the_longer_of_the_keys_backoff_and_the_bucket(t *testing.T) 
 	// Once the bucket has refilled, a key's own backoff is back in charge.
 	c.step(time.Minute)
 	require.Equal(t, 10*time.Millisecond, l.When("x"))
+}
+
+// TestOf_is_the_settings_bucket: a controller's RetryRate and RetryBurst
+// shape its retries across keys, as its delays shape each key's.
+func TestOf_is_the_settings_bucket(t *testing.T) {
+	s := settings.Default()
+	s.RetryBaseDelay, s.RetryMaxDelay = time.Millisecond, time.Minute
+	s.RetryRate, s.RetryBurst = 2, 3
+	p := backoff.Of(s)
+	require.Equal(t, backoff.Policy{BaseDelay: time.Millisecond, MaxDelay: time.Minute, Rate: 2, Burst: 3}, p)
+	require.Equal(t, backoff.Default(), backoff.Of(settings.Default()))
+
+	c := &clock{now: time.Unix(1_000_000, 0)}
+	l := backoff.NewLimiter[string](p, c)
+	// A burst of 3 goes at each key's own first delay; the 4th and 5th
+	// wait for the bucket, refilled 2 a second.
+	for _, key := range []string{"a", "b", "c"} {
+		require.Equal(t, time.Millisecond, l.When(key))
+	}
+	require.Equal(t, 500*time.Millisecond, l.When("d"))
+	require.Equal(t, time.Second, l.When("e"))
 }
 
 func TestLimiter_is_safe_for_concurrent_use(t *testing.T) {
