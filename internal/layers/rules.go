@@ -66,6 +66,10 @@ func domainMayImport(imp string) bool {
 		Under(imp, "k8s.io/apimachinery/pkg/types"),
 		Under(imp, "k8s.io/apimachinery/pkg/util/intstr"),
 		Under(imp, "k8s.io/apimachinery/pkg/util/validation"),
+		// Selectors' parsers: strings in, values out, as a Settings check
+		// needs.
+		imp == "k8s.io/apimachinery/pkg/labels",
+		imp == "k8s.io/apimachinery/pkg/fields",
 		Under(imp, "k8s.io/apiextensions-apiserver/pkg/apis"),
 		imp == "go.opentelemetry.io/otel/baggage",
 		imp == "go.opentelemetry.io/otel/attribute":
