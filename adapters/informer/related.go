@@ -301,16 +301,14 @@ func (r *Related) mapped(rec ports.Recorder, cause ports.Cause, obj any) []ports
 		// which an index mapping has used already.
 		return nil
 	}
-	var doc struct {
-		Metadata metav1.ObjectMeta `json:"metadata"`
-	}
-	if err := json.Unmarshal(o.json, &doc); err != nil {
+	meta, err := decodeMeta(o.json)
+	if err != nil {
 		rec.MappingPanicked(context.Background(), fmt.Sprintf("the mapping of %s", r.c.Resource.GroupResource()), cause,
 			&ports.Panic{Value: fmt.Errorf("decoding the metadata: %w", err)})
 		return nil
 	}
 	var keys []ports.Key
-	if p := protect(func() { keys = r.c.Map(&doc.Metadata) }); p != nil {
+	if p := protect(func() { keys = r.c.Map(meta) }); p != nil {
 		rec.MappingPanicked(context.Background(), fmt.Sprintf("the mapping of %s", r.c.Resource.GroupResource()), cause, p)
 		return nil
 	}
