@@ -1,0 +1,97 @@
+package events_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/loam-dev/loam/adapters/events"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func failure(note string) events.Event {
+	return events.Event{
+		Regarding: events.Regarding{APIVersion: "cache.example.com/v1alpha1", Kind: "Memcached", Namespace: "ns", Name: "m", UID: "u1"},
+		Type:      "Warning", Reason: "ReconcileFailed", Action: "Reconcile", Note: note,
+	}
+}
+
+func TestSeries(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		gap    time.Duration // between occurrences
+		n      int
+		events int
+		count  int32 // the last Event's series count, 0 for none
+	}{
+		{name: "one", n: 1, events: 1},
+		{name: "repeats in a window are one series", gap: time.Second, n: 100, events: 1, count: 100},
+		{name: "past the window a new Event", gap: 7 * time.Minute, n: 2, events: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cs := fake.NewClientset()
+				w, err := events.New(events.Config{Client: cs.EventsV1(), Controller: "memcached", Instance: "pod-0", Logger: logr.Discard()})
+				require.NoError(t, err)
+				w.Start()
+				for range tc.n {
+					w.Record(failure("boom"))
+					synctest.Wait()
+					time.Sleep(tc.gap)
+				}
+				require.NoError(t, w.Close(t.Context()))
+				list, err := cs.EventsV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+				require.NoError(t, err)
+				require.Len(t, list.Items, tc.events)
+				last := list.Items[len(list.Items)-1]
+				require.Equal(t, "memcached", last.ReportingController)
+				require.Equal(t, "pod-0", last.ReportingInstance)
+				if tc.count == 0 {
+					require.Nil(t, last.Series)
+				} else {
+					require.NotNil(t, last.Series)
+					require.Equal(t, tc.count, last.Series.Count)
+				}
+				require.Zero(t, w.Dropped())
+			})
+		})
+	}
+}
+
+func TestNoteCutAndDrops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := fake.NewClientset()
+		w, err := events.New(events.Config{Client: cs.EventsV1(), Controller: "c", Instance: "i", Buffer: 2})
+		require.NoError(t, err)
+		// Not started: the buffer of 2 fills, the third is dropped.
+		w.Record(failure(strings.Repeat("x", 2000)))
+		w.Record(failure("b"))
+		w.Record(failure("c"))
+		require.Equal(t, int64(1), w.Dropped())
+		require.NoError(t, w.Close(t.Context()))
+		list, err := cs.EventsV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+		require.NoError(t, err)
+		require.Len(t, list.Items, 2)
+		for _, e := range list.Items {
+			require.LessOrEqual(t, len(e.Note), events.NoteLimit)
+		}
+		w.Record(failure("after close"))
+		require.Equal(t, int64(2), w.Dropped())
+	})
+}
+
+func TestNewMistakes(t *testing.T) {
+	_, err := events.New(events.Config{})
+	require.ErrorContains(t, err, "Client is nil")
+	require.ErrorContains(t, err, "Controller is empty")
+	require.ErrorContains(t, err, "Instance is empty")
+}
