@@ -1,0 +1,38 @@
+package httpmetrics
+
+import (
+	"fmt"
+
+	"github.com/loam-dev/loam/app/httphealth"
+)
+
+// Settings configures a metrics Service. It follows loam's settings
+// convention: plain values, a check for each field, and DefaultSettings
+// for a starting point. Every field's zero value means zero.
+type Settings struct {
+	// Address is the host:port the Service listens on, such as ":8080" for
+	// every interface. It has no default: the end user picks the port,
+	// which the pod's spec names. Port 0 picks a free port.
+	Address string
+	// Pprof serves net/http/pprof's profiles under /debug/pprof/ beside
+	// /metrics. Off by default: a profile costs CPU and shows the
+	// program's insides to whoever reaches the port.
+	Pprof bool
+}
+
+// DefaultSettings returns the Settings an Init starts from: no Address,
+// which an Init always sources, and no pprof.
+func DefaultSettings() Settings { return Settings{} }
+
+// CheckAddress reports whether address is one a Service can listen on, as
+// httphealth.CheckAddress does. It returns an error naming the address
+// when it is not.
+func CheckAddress(address string) error { return httphealth.CheckAddress(address) }
+
+// check reports every mistake in s, one error each, naming the field.
+func (s Settings) check() []error {
+	if err := CheckAddress(s.Address); err != nil {
+		return []error{fmt.Errorf("Settings.Address: %w", err)}
+	}
+	return nil
+}
