@@ -18,6 +18,7 @@ import (
 	"net/url"
 
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/config"
@@ -63,6 +64,13 @@ func InPod(ctx context.Context, s *app.Setup, dir string) (kube.Connection, erro
 // current context, embedded in the file, as kind and k3s write them. It
 // reads the file through fsys, and nothing else: clientcmd.Load reads no
 // KUBECONFIG and no home directory.
+//
+// Every field of the current context's cluster, user and context that it
+// would otherwise ignore is an error naming the field, all of them joined
+// in one: a kubeconfig whose exec plugin, token file or proxy was dropped
+// silently would connect as someone else, or not at all, with no word why.
+// A cloud's credentials belong in a Token function built on the cloud's
+// SDK, as docs/kubernetes.md "Connecting to cloud clusters" shows.
 func FromKubeconfig(fsys app.FS, path string) (kube.Connection, error) {
 	b, err := ReadFile(fsys, path)
 	if err != nil {
@@ -77,32 +85,111 @@ func FromKubeconfig(fsys app.FS, path string) (kube.Connection, error) {
 		return kube.Connection{}, fmt.Errorf("the kubeconfig has no context %q", kc.CurrentContext)
 	}
 	cluster, user := kc.Clusters[current.Cluster], kc.AuthInfos[current.AuthInfo]
-	if cluster == nil || user == nil {
-		return kube.Connection{}, errors.New("the kubeconfig's current context names no cluster or no user")
+	var errs []error
+	if cluster == nil {
+		errs = append(errs, fmt.Errorf("kubeconfig contexts[%s].cluster: the kubeconfig has no cluster %q", kc.CurrentContext, current.Cluster))
 	}
-	u, err := url.Parse(cluster.Server)
-	if err != nil {
-		return kube.Connection{}, err
+	if user == nil {
+		errs = append(errs, fmt.Errorf("kubeconfig contexts[%s].user: the kubeconfig has no user %q", kc.CurrentContext, current.AuthInfo))
+	}
+	if current.Namespace != "" {
+		errs = append(errs, fmt.Errorf("kubeconfig contexts[%s].namespace: a context's namespace is not used: the program's own settings name the namespaces it watches", kc.CurrentContext))
+	}
+	if cluster == nil || user == nil {
+		return kube.Connection{}, errors.Join(errs...)
+	}
+	errs = append(errs, unsupportedCluster("kubeconfig clusters["+current.Cluster+"]", cluster)...)
+	errs = append(errs, unsupportedUser("kubeconfig users["+current.AuthInfo+"]", user)...)
+
+	conn := kube.Connection{TLS: &tls.Config{MinVersion: tls.VersionTLS12}}
+	if u, err := url.Parse(cluster.Server); err != nil {
+		errs = append(errs, fmt.Errorf("kubeconfig clusters[%s].server: %w", current.Cluster, err))
+	} else if u.Scheme != "https" || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		// A Connection dials host:port over TLS, and sends each request
+		// to the API's own paths: a scheme, path or query would be lost.
+		errs = append(errs, fmt.Errorf("kubeconfig clusters[%s].server: %q is not https://host:port: only an API server at the root of an https address is supported", current.Cluster, cluster.Server))
+	} else {
+		conn.Server = u.Host // host:port
 	}
 	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(cluster.CertificateAuthorityData) {
-		return kube.Connection{}, errors.New("the kubeconfig's cluster embeds no CA")
+	switch {
+	case len(cluster.CertificateAuthorityData) > 0:
+		if !roots.AppendCertsFromPEM(cluster.CertificateAuthorityData) {
+			errs = append(errs, fmt.Errorf("kubeconfig clusters[%s].certificate-authority-data: holds no PEM certificate", current.Cluster))
+		}
+		conn.TLS.RootCAs = roots
+	case cluster.CertificateAuthority == "":
+		// unsupportedCluster has reported a CA file; without either, the
+		// system's roots would be trusted, which is not what kind or k3s mean.
+		errs = append(errs, fmt.Errorf("kubeconfig clusters[%s].certificate-authority-data: the cluster embeds no CA", current.Cluster))
 	}
-	conn := kube.Connection{
-		Server: u.Host, // host:port
-		TLS:    &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
-	}
-	if len(user.ClientCertificateData) > 0 {
+	if len(user.ClientCertificateData) > 0 || len(user.ClientKeyData) > 0 {
 		cert, err := tls.X509KeyPair(user.ClientCertificateData, user.ClientKeyData)
 		if err != nil {
-			return kube.Connection{}, err
+			errs = append(errs, fmt.Errorf("kubeconfig users[%s].client-certificate-data: %w", current.AuthInfo, err))
 		}
 		conn.TLS.Certificates = []tls.Certificate{cert}
 	}
 	if token := user.Token; token != "" {
 		conn.Token = func(context.Context) (string, error) { return token, nil }
 	}
+	if err := errors.Join(errs...); err != nil {
+		return kube.Connection{}, err
+	}
 	return conn, nil
+}
+
+// supportHint is where a field FromKubeconfig does not support is done
+// instead: a Token function, built in the program.
+const supportHint = `build a Token function (docs/kubernetes.md "Connecting to cloud clusters")`
+
+// unsupportedCluster reports each field of the cluster at where that
+// FromKubeconfig does not support. Extensions are not reported: they are
+// tools' notes (minikube writes one), and no client acts on them.
+func unsupportedCluster(where string, c *clientcmdapi.Cluster) []error {
+	var errs []error
+	field := func(set bool, name, why string) {
+		if set {
+			errs = append(errs, fmt.Errorf("%s.%s: %s", where, name, why))
+		}
+	}
+	field(c.CertificateAuthority != "", "certificate-authority",
+		"CA files are not supported: embed the CA as certificate-authority-data (kubectl config view --raw --flatten)")
+	field(c.InsecureSkipTLSVerify, "insecure-skip-tls-verify",
+		"skipping the server's certificate check is not supported: embed its CA as certificate-authority-data")
+	field(c.TLSServerName != "", "tls-server-name",
+		"a TLS server name is not supported: build the Connection with TLS.ServerName in the program")
+	field(c.ProxyURL != "", "proxy-url",
+		"proxies are not supported: the Client dials the server through the Host")
+	field(c.DisableCompression, "disable-compression",
+		"disabling compression is not supported")
+	return errs
+}
+
+// unsupportedUser reports each field of the user at where that
+// FromKubeconfig does not support: it reads an embedded token and an
+// embedded client certificate and key, and nothing else.
+func unsupportedUser(where string, u *clientcmdapi.AuthInfo) []error {
+	var errs []error
+	field := func(set bool, name, why string) {
+		if set {
+			errs = append(errs, fmt.Errorf("%s.%s: %s", where, name, why))
+		}
+	}
+	field(u.Exec != nil, "exec", "exec plugins are not supported: "+supportHint)
+	field(u.AuthProvider != nil, "auth-provider", "auth providers are not supported: "+supportHint)
+	field(u.TokenFile != "", "tokenFile", "token files are not supported: embed the token as token, or "+supportHint)
+	field(u.ClientCertificate != "", "client-certificate",
+		"certificate files are not supported: embed the certificate as client-certificate-data (kubectl config view --raw --flatten)")
+	field(u.ClientKey != "", "client-key",
+		"key files are not supported: embed the key as client-key-data (kubectl config view --raw --flatten)")
+	field(u.Username != "", "username", "basic authentication is not supported: use a token or a client certificate")
+	field(u.Password != "", "password", "basic authentication is not supported: use a token or a client certificate")
+	field(u.Impersonate != "", "as", "impersonation is not supported")
+	field(u.ImpersonateUID != "", "as-uid", "impersonation is not supported")
+	field(len(u.ImpersonateGroups) > 0, "as-groups", "impersonation is not supported")
+	field(len(u.ImpersonateUserExtra) > 0, "as-user-extra", "impersonation is not supported")
+	return errs
 }
 
 // ReadFile reads the whole file name through fsys.

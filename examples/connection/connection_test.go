@@ -170,46 +170,225 @@ func TestFromKubeconfig_connects_with_an_embedded_token(t *testing.T) {
 	})
 }
 
-func TestFromKubeconfig_reports_what_is_missing(t *testing.T) {
+// kindConfig is a kubeconfig as kind writes one, for a test to change.
+func kindConfig(ca *apptest.CA) *clientcmdapi.Config {
+	return &clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{"kind-dev": {Server: "https://api.test:443", CertificateAuthorityData: ca.PEM()}},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"dev": {Token: "x"}},
+		Contexts:       map[string]*clientcmdapi.Context{"kind-dev": {Cluster: "kind-dev", AuthInfo: "dev"}},
+		CurrentContext: "kind-dev",
+	}
+}
+
+func TestFromKubeconfig_reports_every_field_it_does_not_support_by_name(t *testing.T) {
 	ca := apptest.NewCA(t)
 	h := apptest.NewHost(t)
-	good := kubeconfig(t, "https://api.test:443", ca, &clientcmdapi.AuthInfo{Token: "x"})
-	noCA, err := clientcmd.Write(clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"c": {Server: "https://api.test:443"}},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{"u": {Token: "x"}},
-		Contexts:       map[string]*clientcmdapi.Context{"c": {Cluster: "c", AuthInfo: "u"}},
-		CurrentContext: "c",
-	})
-	require.NoError(t, err)
-	noUser, err := clientcmd.Write(clientcmdapi.Config{
-		Clusters:       map[string]*clientcmdapi.Cluster{"c": {Server: "https://api.test:443", CertificateAuthorityData: ca.PEM()}},
-		Contexts:       map[string]*clientcmdapi.Context{"c": {Cluster: "c", AuthInfo: "nobody"}},
-		CurrentContext: "c",
-	})
-	require.NoError(t, err)
-	otherContext, err := clientcmd.Write(clientcmdapi.Config{CurrentContext: "gone"})
-	require.NoError(t, err)
-
+	const (
+		cluster = "kubeconfig clusters[kind-dev]."
+		user    = "kubeconfig users[dev]."
+		hint    = `build a Token function (docs/kubernetes.md "Connecting to cloud clusters")`
+		flatten = " (kubectl config view --raw --flatten)"
+		basic   = "basic authentication is not supported: use a token or a client certificate"
+	)
 	for name, tc := range map[string]struct {
-		file []byte
-		want string
+		change func(c *clientcmdapi.Config, cl *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo)
+		want   string
 	}{
-		"no CA":        {noCA, "the kubeconfig's cluster embeds no CA"},
-		"no user":      {noUser, "the kubeconfig's current context names no cluster or no user"},
-		"no context":   {otherContext, `the kubeconfig has no context "gone"`},
-		"not YAML":     {[]byte("\tnot: [yaml"), "yaml"},
-		"good control": {good, ""},
+		"good control": {func(*clientcmdapi.Config, *clientcmdapi.Cluster, *clientcmdapi.AuthInfo) {}, ""},
+		"server with a trailing slash": {
+			func(_ *clientcmdapi.Config, cl *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				cl.Server = "https://api.test:443/"
+			},
+			"",
+		},
+		"exec": {
+			func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.Exec = &clientcmdapi.ExecConfig{Command: "aws", Args: []string{"eks", "get-token"}, APIVersion: "client.authentication.k8s.io/v1beta1"}
+			},
+			user + "exec: exec plugins are not supported: " + hint,
+		},
+		"auth-provider": {
+			func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.AuthProvider = &clientcmdapi.AuthProviderConfig{Name: "gcp"}
+			},
+			user + "auth-provider: auth providers are not supported: " + hint,
+		},
+		"tokenFile": {
+			func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.Token, u.TokenFile = "", "/run/token"
+			},
+			user + "tokenFile: token files are not supported: embed the token as token, or " + hint,
+		},
+		"client-certificate": {
+			func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.ClientCertificate = "/home/dev/.minikube/client.crt"
+			},
+			user + "client-certificate: certificate files are not supported: embed the certificate as client-certificate-data" + flatten,
+		},
+		"client-key": {
+			func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.ClientKey = "/home/dev/.minikube/client.key"
+			},
+			user + "client-key: key files are not supported: embed the key as client-key-data" + flatten,
+		},
+		"username": {
+			func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Username = "admin" },
+			user + "username: " + basic,
+		},
+		"password": {
+			func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) { u.Password = "secret" },
+			user + "password: " + basic,
+		},
+		"as": {
+			func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.Impersonate = "jane"
+			},
+			user + "as: impersonation is not supported",
+		},
+		"as-uid": {
+			func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.ImpersonateUID = "1234"
+			},
+			user + "as-uid: impersonation is not supported",
+		},
+		"as-groups": {
+			func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.ImpersonateGroups = []string{"admins"}
+			},
+			user + "as-groups: impersonation is not supported",
+		},
+		"as-user-extra": {
+			func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.ImpersonateUserExtra = map[string][]string{"scopes": {"view"}}
+			},
+			user + "as-user-extra: impersonation is not supported",
+		},
+		"client-certificate-data without its key": {
+			func(_ *clientcmdapi.Config, _ *clientcmdapi.Cluster, u *clientcmdapi.AuthInfo) {
+				u.ClientCertificateData = ca.PEM()
+			},
+			user + "client-certificate-data: tls: failed to find any PEM data in key input",
+		},
+		"certificate-authority": {
+			func(_ *clientcmdapi.Config, cl *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				cl.CertificateAuthority, cl.CertificateAuthorityData = "/home/dev/.minikube/ca.crt", nil
+			},
+			cluster + "certificate-authority: CA files are not supported: embed the CA as certificate-authority-data" + flatten,
+		},
+		"certificate-authority-data absent": {
+			func(_ *clientcmdapi.Config, cl *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				cl.CertificateAuthorityData = nil
+			},
+			cluster + "certificate-authority-data: the cluster embeds no CA",
+		},
+		"certificate-authority-data not PEM": {
+			func(_ *clientcmdapi.Config, cl *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				cl.CertificateAuthorityData = []byte("nope")
+			},
+			cluster + "certificate-authority-data: holds no PEM certificate",
+		},
+		"insecure-skip-tls-verify": {
+			func(_ *clientcmdapi.Config, cl *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				cl.InsecureSkipTLSVerify = true
+			},
+			cluster + "insecure-skip-tls-verify: skipping the server's certificate check is not supported: embed its CA as certificate-authority-data",
+		},
+		"tls-server-name": {
+			func(_ *clientcmdapi.Config, cl *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				cl.TLSServerName = "kubernetes.default"
+			},
+			cluster + "tls-server-name: a TLS server name is not supported: build the Connection with TLS.ServerName in the program",
+		},
+		"proxy-url": {
+			func(_ *clientcmdapi.Config, cl *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				cl.ProxyURL = "socks5://localhost:1080"
+			},
+			cluster + "proxy-url: proxies are not supported: the Client dials the server through the Host",
+		},
+		"disable-compression": {
+			func(_ *clientcmdapi.Config, cl *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				cl.DisableCompression = true
+			},
+			cluster + "disable-compression: disabling compression is not supported",
+		},
+		"server with a path": {
+			func(_ *clientcmdapi.Config, cl *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				cl.Server = "https://rancher.test/k8s/clusters/c-m-1"
+			},
+			cluster + `server: "https://rancher.test/k8s/clusters/c-m-1" is not https://host:port: only an API server at the root of an https address is supported`,
+		},
+		"server over http": {
+			func(_ *clientcmdapi.Config, cl *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				cl.Server = "http://127.0.0.1:8080"
+			},
+			cluster + `server: "http://127.0.0.1:8080" is not https://host:port: only an API server at the root of an https address is supported`,
+		},
+		"namespace": {
+			func(c *clientcmdapi.Config, _ *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				c.Contexts["kind-dev"].Namespace = "dev"
+			},
+			"kubeconfig contexts[kind-dev].namespace: a context's namespace is not used: the program's own settings name the namespaces it watches",
+		},
+		"no such cluster and no such user, both": {
+			func(c *clientcmdapi.Config, _ *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				c.Contexts["kind-dev"] = &clientcmdapi.Context{Cluster: "gone", AuthInfo: "nobody"}
+			},
+			"kubeconfig contexts[kind-dev].cluster: the kubeconfig has no cluster \"gone\"\n" +
+				"kubeconfig contexts[kind-dev].user: the kubeconfig has no user \"nobody\"",
+		},
+		"no current context": {
+			func(c *clientcmdapi.Config, _ *clientcmdapi.Cluster, _ *clientcmdapi.AuthInfo) {
+				c.CurrentContext = "gone"
+			},
+			`the kubeconfig has no context "gone"`,
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h.WriteFile("kubeconfig", tc.file)
-			_, err := FromKubeconfig(h.FS(), h.Path("kubeconfig"))
+			c := kindConfig(ca)
+			tc.change(c, c.Clusters["kind-dev"], c.AuthInfos["dev"])
+			b, err := clientcmd.Write(*c)
+			require.NoError(t, err)
+			h.WriteFile("kubeconfig", b)
+
+			conn, err := FromKubeconfig(h.FS(), h.Path("kubeconfig"))
 			if tc.want == "" {
 				require.NoError(t, err)
+				require.Equal(t, "api.test:443", conn.Server)
 				return
 			}
-			require.ErrorContains(t, err, tc.want)
+			require.EqualError(t, err, tc.want)
+			require.Equal(t, kube.Connection{}, conn, "no half-filled Connection")
 		})
 	}
+}
+
+func TestFromKubeconfig_reports_all_its_mistakes_at_once(t *testing.T) {
+	ca := apptest.NewCA(t)
+	h := apptest.NewHost(t)
+	// An EKS kubeconfig as `aws eks update-kubeconfig` writes it, with a
+	// proxy and a context namespace besides.
+	c := kindConfig(ca)
+	c.Contexts["kind-dev"].Namespace = "dev"
+	c.Clusters["kind-dev"].ProxyURL = "http://proxy.test:3128"
+	c.AuthInfos["dev"] = &clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+		Command: "aws", Args: []string{"eks", "get-token", "--cluster-name", "dev"}, APIVersion: "client.authentication.k8s.io/v1beta1",
+	}}
+	b, err := clientcmd.Write(*c)
+	require.NoError(t, err)
+	h.WriteFile("kubeconfig", b)
+
+	_, err = FromKubeconfig(h.FS(), h.Path("kubeconfig"))
+	require.EqualError(t, err, "kubeconfig contexts[kind-dev].namespace: a context's namespace is not used: the program's own settings name the namespaces it watches\n"+
+		"kubeconfig clusters[kind-dev].proxy-url: proxies are not supported: the Client dials the server through the Host\n"+
+		`kubeconfig users[dev].exec: exec plugins are not supported: build a Token function (docs/kubernetes.md "Connecting to cloud clusters")`)
+}
+
+func TestFromKubeconfig_reports_a_file_it_cannot_read_or_parse(t *testing.T) {
+	h := apptest.NewHost(t)
+	h.WriteFile("kubeconfig", []byte("\tnot: [yaml"))
+	_, err := FromKubeconfig(h.FS(), h.Path("kubeconfig"))
+	require.ErrorContains(t, err, "yaml")
+
 	_, err = FromKubeconfig(h.FS(), h.Path("absent"))
 	require.ErrorContains(t, err, "absent")
 }
