@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loam-dev/loam/domain/crd"
 )
@@ -22,6 +23,16 @@ type PrinterColumn = crd.PrinterColumn
 // from the field.
 func Column[T any](name string, field *T) PrinterColumn { return crd.Column(name, field) }
 
+// ConditionColumn is a column named name that kubectl get prints, of the
+// status (True, False or Unknown) of the condition of type conditionType
+// among the conditions points to, such as
+// ConditionColumn("Available", &status.Conditions, "Available"), whose
+// JSONPath is .status.conditions[?(@.type=="Available")].status. CRD
+// reports an empty or malformed conditionType with its other mistakes.
+func ConditionColumn(name string, conditions *[]metav1.Condition, conditionType string) PrinterColumn {
+	return crd.ConditionColumn(name, conditions, conditionType)
+}
+
 // CRD returns the resource's CustomResourceDefinition, named
 // <Plural>.<Group>, with one version, served and stored, with the status
 // subresource. Its schema is reflected from Spec and Status as
@@ -34,7 +45,8 @@ func Column[T any](name string, field *T) PrinterColumn { return crd.Column(name
 // map whose keys aren't strings, an interface, a channel, a function, a
 // type that contains itself, a constraint that doesn't fit its field's
 // type, a Field that names no field of the value given to Rules, or a
-// field of a nested struct, and two Rules, or two Schemas, for one type.
+// field of a nested struct, a column with no name or another's, a
+// ConditionColumn with no condition type or a malformed one, and two Rules, or two Schemas, for one type.
 // It doesn't compile CEL rules: the API server does, when the CRD is
 // applied.
 func (r Resource[Spec, Status]) CRD() (*apiextensionsv1.CustomResourceDefinition, error) {

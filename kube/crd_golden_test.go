@@ -30,11 +30,18 @@ var (
 	status MemcachedStatus
 
 	Memcached = kube.Resource[MemcachedSpec, MemcachedStatus]{
-		Group:   "cache.example.com",
-		Version: "v1alpha1",
-		Kind:    "Memcached",
-		Plural:  "memcacheds",
-		Scope:   kube.Namespaced,
+		Group:      "cache.example.com",
+		Version:    "v1alpha1",
+		Kind:       "Memcached",
+		Plural:     "memcacheds",
+		Scope:      kube.Namespaced,
+		ShortNames: []string{"mc"},
+		Categories: []string{"all"},
+		Columns: []kube.PrinterColumn{
+			kube.Column("Size", &spec.Size),
+			kube.Column("Ready", &status.ReadyReplicas),
+			kube.ConditionColumn("Available", &status.Conditions, "Available"),
+		},
 		Rules: []kube.TypeRules{
 			kube.Rules(&spec,
 				kube.Field(&spec.Size).Minimum(1).Maximum(3).Description("How many memcached pods run."),

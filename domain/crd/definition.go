@@ -32,6 +32,11 @@ type PrinterColumn struct {
 	pointer     any
 	description string
 	priority    int32
+	// condition is the type of the condition whose status the column
+	// prints, when ConditionColumn made it; pointer then points to the
+	// conditions.
+	condition   string
+	isCondition bool
 }
 
 // Column is a column named name that kubectl get prints, of the field
@@ -41,6 +46,18 @@ type PrinterColumn struct {
 // from the field.
 func Column[T any](name string, field *T) PrinterColumn {
 	return PrinterColumn{name: name, pointer: field}
+}
+
+// ConditionColumn is a column named name that kubectl get prints, of the
+// status of the condition of type conditionType among the conditions
+// points to, such as ConditionColumn("Available", &status.Conditions,
+// "Available"): its JSONPath filters the list by type, as
+// .status.conditions[?(@.type=="Available")].status, and its type is
+// string. Definition.CRD reports an empty or malformed conditionType (the
+// API server takes a qualified name, such as Available or
+// example.com/Ready), as it reports every other mistake.
+func ConditionColumn(name string, conditions *[]metav1.Condition, conditionType string) PrinterColumn {
+	return PrinterColumn{name: name, pointer: conditions, condition: conditionType, isCondition: true}
 }
 
 // Description describes the column, as kubectl explains it.
@@ -214,6 +231,13 @@ func (b *builder) columns(d Definition, roots map[string]*apiextensionsv1.JSONSc
 			continue
 		}
 		typ, format := columnType(s)
+		if c.isCondition {
+			cp, ok := b.conditionPath(label, path, c.condition)
+			if !ok {
+				continue
+			}
+			path, typ, format = cp, "string", ""
+		}
 		out = append(out, apiextensionsv1.CustomResourceColumnDefinition{
 			Name:        c.name,
 			Type:        typ,
@@ -227,6 +251,22 @@ func (b *builder) columns(d Definition, roots map[string]*apiextensionsv1.JSONSc
 		out = append(out, ageColumn)
 	}
 	return out
+}
+
+// conditionPath returns the JSONPath of the status of the condition of
+// type conditionType in the conditions at path. A condition's type is a
+// qualified name, as the API server validates it, so it has no quote
+// that would end the filter's string.
+func (b *builder) conditionPath(label, path, conditionType string) (string, bool) {
+	if conditionType == "" {
+		b.failf(label, "has no condition type")
+		return "", false
+	}
+	if p := validation.IsQualifiedName(conditionType); len(p) > 0 {
+		b.failf(label, "has the condition type %q: %s", conditionType, strings.Join(p, "; "))
+		return "", false
+	}
+	return path + `[?(@.type=="` + conditionType + `")].status`, true
 }
 
 // columnPath returns the JSONPath of the field pointer points to, and its
