@@ -60,6 +60,17 @@ var Memcached = kube.Resource[MemcachedSpec, MemcachedStatus]{
 	Kind:    "Memcached",
 	Plural:  "memcacheds",
 	Scope:   kube.Namespaced,
+	// kubectl get mc lists Memcacheds, and kubectl get all lists them
+	// beside the Deployments and Services they own, as operators'
+	// resources commonly are: a category of their own would add nothing
+	// the singular memcached doesn't already name.
+	ShortNames: []string{"mc"},
+	Categories: []string{"all"},
+	Columns: []kube.PrinterColumn{
+		kube.Column("Size", &spec.Size).Description("How many memcached pods run."),
+		kube.Column("Ready", &status.ReadyReplicas).Description("How many of the pods are ready."),
+		kube.ConditionColumn("Available", &status.Conditions, "Available").Description("Whether the Memcached serves: True, False or Unknown."),
+	},
 	Rules: []kube.TypeRules{
 		kube.Rules(&spec,
 			kube.Field(&spec.Size).Minimum(1).Maximum(3).Description("How many memcached pods run."),
