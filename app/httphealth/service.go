@@ -21,8 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	stdlog "log"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -35,6 +33,7 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/health"
+	"github.com/loam-dev/loam/app/internal/httpserve"
 )
 
 // scope is the instrumentation scope of the Service's log records.
@@ -50,7 +49,6 @@ const (
 
 // The attributes of the Service's log records.
 var (
-	attrAddress    = attribute.Key("server.address")
 	attrCheck      = attribute.Key("loam.health.check")
 	attrKind       = attribute.Key("loam.health.kind")
 	attrHealthy    = attribute.Key("loam.health.healthy")
@@ -60,18 +58,11 @@ var (
 // Service is an app.Service that serves health Checks to HTTP probes.
 // NewService makes one.
 type Service struct {
-	network app.Network
-	address string
-	server  *http.Server
-	logger  log.Logger
+	server *httpserve.Server
+	logger log.Logger
 
 	// liveness and readiness are the Checks each path asks.
 	liveness, readiness []*check
-
-	mu       sync.Mutex
-	served   bool          // Serve was called
-	stopped  bool          // Shutdown was called, or Serve's context ended
-	listener *onceListener // what Serve listens on, once it does
 }
 
 // check is one health.Check, with the label a probe's report names it by,
@@ -122,23 +113,22 @@ func NewService(s *app.Setup, settings Settings, checks ...health.Check) (*Servi
 	if s.Telemetry.LoggerProvider != nil {
 		lp = s.Telemetry.LoggerProvider
 	}
-	svc := &Service{
-		network: s.Host.Network,
-		address: settings.Address,
-		logger:  lp.Logger(scope),
-	}
+	svc := &Service{logger: lp.Logger(scope)}
 	svc.liveness, svc.readiness = labelled(checks)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /livez", svc.probe(svc.liveness))
 	mux.HandleFunc("GET /readyz", svc.probe(append(append([]*check(nil), svc.liveness...), svc.readiness...)))
-	svc.server = &http.Server{
+	svc.server = httpserve.New(httpserve.Config{
+		Package:           "httphealth",
+		What:              "probes",
+		Network:           s.Host.Network,
+		Address:           settings.Address,
 		Handler:           mux,
+		Logger:            svc.logger,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
-		// Never the log package's global logger.
-		ErrorLog: stdlog.New(serverErrors{svc}, "", 0),
-	}
+	})
 	return svc, nil
 }
 
@@ -281,111 +271,10 @@ func (s *Service) logChange(ctx context.Context, c *check, ok bool, report strin
 // Connections in flight are left for Shutdown to finish. Serve returns an
 // error when it cannot listen, when accepting fails, or when it is called
 // a second time.
-func (s *Service) Serve(ctx context.Context) error {
-	s.mu.Lock()
-	if s.served {
-		s.mu.Unlock()
-		return errors.New("httphealth: Serve called twice")
-	}
-	s.served = true
-	stopped := s.stopped
-	s.mu.Unlock()
-	if stopped || ctx.Err() != nil {
-		return nil
-	}
-
-	l, err := s.network.Listen(ctx, "tcp", s.address)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("httphealth: listening on %s: %w", s.address, err)
-	}
-	ol := &onceListener{Listener: l}
-	s.mu.Lock()
-	s.listener = ol
-	s.mu.Unlock()
-	s.logInfo(ctx, "serving probes on "+l.Addr().String(), attrAddress.String(l.Addr().String()))
-
-	stopServing := context.AfterFunc(ctx, s.stopAccepting)
-	defer stopServing()
-	err = s.server.Serve(ol)
-	if errors.Is(err, http.ErrServerClosed) || s.isStopped() {
-		return nil
-	}
-	return fmt.Errorf("httphealth: serving on %s: %w", l.Addr(), err)
-}
-
-// stopAccepting closes the listener, so that Serve returns, and closes
-// idle connections, leaving requests in flight to finish.
-func (s *Service) stopAccepting() {
-	s.mu.Lock()
-	s.stopped = true
-	l := s.listener
-	s.mu.Unlock()
-	s.server.SetKeepAlivesEnabled(false)
-	if l != nil {
-		_ = l.Close()
-	}
-}
-
-// isStopped reports whether Shutdown was called or Serve's context ended.
-func (s *Service) isStopped() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stopped
-}
+func (s *Service) Serve(ctx context.Context) error { return s.server.Serve(ctx) }
 
 // Shutdown stops the Service: it stops accepting probes, so Serve returns
 // nil, and waits for the probes in flight to be answered. When ctx ends
 // first, it closes their connections and returns an error wrapping ctx's.
 // A Service shut down before it is served never listens.
-func (s *Service) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.stopped = true
-	s.mu.Unlock()
-	if err := s.server.Shutdown(ctx); err != nil {
-		_ = s.server.Close()
-		return fmt.Errorf("httphealth: shutting down: %w", err)
-	}
-	return nil
-}
-
-// logInfo emits an INFO record.
-func (s *Service) logInfo(ctx context.Context, body string, attrs ...attribute.KeyValue) {
-	var r log.Record
-	r.SetTimestamp(time.Now())
-	r.SetSeverity(log.SeverityInfo)
-	r.SetSeverityText(log.SeverityInfo.String())
-	r.SetBody(attribute.StringValue(body))
-	r.AddAttributes(attrs...)
-	s.logger.Emit(ctx, r)
-}
-
-// serverErrors logs what http.Server reports, such as a connection it
-// could not accept or a handler's panic, as WARN records.
-type serverErrors struct{ s *Service }
-
-func (w serverErrors) Write(p []byte) (int, error) {
-	var r log.Record
-	r.SetTimestamp(time.Now())
-	r.SetSeverity(log.SeverityWarn)
-	r.SetSeverityText(log.SeverityWarn.String())
-	r.SetBody(attribute.StringValue(strings.TrimSpace(string(p))))
-	w.s.logger.Emit(context.Background(), r)
-	return len(p), nil
-}
-
-// onceListener closes its Listener once: Serve's context and Shutdown may
-// both close it, and http.Server reports a second Close's error.
-type onceListener struct {
-	net.Listener
-	once sync.Once
-}
-
-// Close closes the Listener the first time, and does nothing after.
-func (l *onceListener) Close() error {
-	var err error
-	l.once.Do(func() { err = l.Listener.Close() })
-	return err
-}
+func (s *Service) Shutdown(ctx context.Context) error { return s.server.Shutdown(ctx) }

@@ -18,19 +18,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	stdlog "log"
-	"net"
 	"net/http"
 	"net/http/pprof"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/otlptranslator"
-	"go.opentelemetry.io/otel/attribute"
 	otelprometheus "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/log"
 	lognoop "go.opentelemetry.io/otel/log/noop"
@@ -38,6 +33,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/internal/httpserve"
 )
 
 // scope is the instrumentation scope of the Service's log records.
@@ -50,9 +46,6 @@ const (
 	readHeaderTimeout = 5 * time.Second
 	idleTimeout       = 2 * time.Minute
 )
-
-// attrAddress names the address in the Service's log records.
-var attrAddress = attribute.Key("server.address")
 
 // Exporter is the metric reader of an App's MeterProvider that a Service
 // serves: pass it to sdkmetric.WithReader in the TelemetryBuilder, and to
@@ -99,15 +92,7 @@ func (e *Exporter) Gatherer() prometheus.Gatherer { return e.registry }
 // Service is an app.Service that serves an Exporter's metrics on /metrics.
 // NewService makes one.
 type Service struct {
-	network app.Network
-	address string
-	server  *http.Server
-	logger  log.Logger
-
-	mu       sync.Mutex
-	served   bool          // Serve was called
-	stopped  bool          // Shutdown was called, or Serve's context ended
-	listener *onceListener // what Serve listens on, once it does
+	server *httpserve.Server
 }
 
 // NewService returns a Service that serves exporter's metrics on
@@ -151,14 +136,19 @@ func NewService(s *app.Setup, settings Settings, exporter *Exporter) (*Service, 
 	if s.Telemetry.LoggerProvider != nil {
 		lp = s.Telemetry.LoggerProvider
 	}
-	svc := &Service{
-		network: s.Host.Network,
-		address: settings.Address,
-		logger:  lp.Logger(scope),
-	}
 	mux := http.NewServeMux()
+	server := httpserve.New(httpserve.Config{
+		Package:           "httpmetrics",
+		What:              "metrics",
+		Network:           s.Host.Network,
+		Address:           settings.Address,
+		Handler:           mux,
+		Logger:            lp.Logger(scope),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(exporter.registry, promhttp.HandlerOpts{
-		ErrorLog: stdlog.New(serverErrors{svc}, "", 0),
+		ErrorLog: server.ErrorLog(),
 	}))
 	if settings.Pprof {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
@@ -167,13 +157,7 @@ func NewService(s *app.Setup, settings Settings, exporter *Exporter) (*Service, 
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
-	svc.server = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		// Never the log package's global logger.
-		ErrorLog: stdlog.New(serverErrors{svc}, "", 0),
-	}
+	svc := &Service{server: server}
 	return svc, nil
 }
 
@@ -181,116 +165,9 @@ func NewService(s *app.Setup, settings Settings, exporter *Exporter) (*Service, 
 // answers scrapes until ctx ends or Shutdown is called, then returns nil.
 // It returns an error when it cannot listen, when accepting fails, or when
 // it is called a second time.
-func (s *Service) Serve(ctx context.Context) error {
-	s.mu.Lock()
-	if s.served {
-		s.mu.Unlock()
-		return errors.New("httpmetrics: Serve called twice")
-	}
-	s.served = true
-	stopped := s.stopped
-	s.mu.Unlock()
-	if stopped || ctx.Err() != nil {
-		return nil
-	}
-
-	l, err := s.network.Listen(ctx, "tcp", s.address)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("httpmetrics: listening on %s: %w", s.address, err)
-	}
-	ol := &onceListener{Listener: l}
-	s.mu.Lock()
-	s.listener = ol
-	stopped = s.stopped
-	s.mu.Unlock()
-	if stopped {
-		_ = ol.Close()
-		return nil
-	}
-	s.logInfo(ctx, "serving metrics on "+l.Addr().String(), attrAddress.String(l.Addr().String()))
-
-	stopServing := context.AfterFunc(ctx, s.stopAccepting)
-	defer stopServing()
-	err = s.server.Serve(ol)
-	if errors.Is(err, http.ErrServerClosed) || s.isStopped() {
-		return nil
-	}
-	return fmt.Errorf("httpmetrics: serving on %s: %w", l.Addr(), err)
-}
-
-// stopAccepting closes the listener, so that Serve returns, and closes
-// idle connections, leaving requests in flight to finish.
-func (s *Service) stopAccepting() {
-	s.mu.Lock()
-	s.stopped = true
-	l := s.listener
-	s.mu.Unlock()
-	s.server.SetKeepAlivesEnabled(false)
-	if l != nil {
-		_ = l.Close()
-	}
-}
-
-// isStopped reports whether Shutdown was called or Serve's context ended.
-func (s *Service) isStopped() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stopped
-}
+func (s *Service) Serve(ctx context.Context) error { return s.server.Serve(ctx) }
 
 // Shutdown stops the Service: it stops accepting scrapes, so Serve returns
 // nil, and waits for those in flight to be answered. When ctx ends first,
 // it closes their connections and returns an error wrapping ctx's.
-func (s *Service) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.stopped = true
-	s.mu.Unlock()
-	if err := s.server.Shutdown(ctx); err != nil {
-		_ = s.server.Close()
-		return fmt.Errorf("httpmetrics: shutting down: %w", err)
-	}
-	return nil
-}
-
-// logInfo emits an INFO record.
-func (s *Service) logInfo(ctx context.Context, body string, attrs ...attribute.KeyValue) {
-	var r log.Record
-	r.SetTimestamp(time.Now())
-	r.SetSeverity(log.SeverityInfo)
-	r.SetSeverityText(log.SeverityInfo.String())
-	r.SetBody(attribute.StringValue(body))
-	r.AddAttributes(attrs...)
-	s.logger.Emit(ctx, r)
-}
-
-// serverErrors logs what http.Server and promhttp report, such as a
-// connection that could not be accepted or a collector that failed, as
-// WARN records.
-type serverErrors struct{ s *Service }
-
-func (w serverErrors) Write(p []byte) (int, error) {
-	var r log.Record
-	r.SetTimestamp(time.Now())
-	r.SetSeverity(log.SeverityWarn)
-	r.SetSeverityText(log.SeverityWarn.String())
-	r.SetBody(attribute.StringValue(strings.TrimSpace(string(p))))
-	w.s.logger.Emit(context.Background(), r)
-	return len(p), nil
-}
-
-// onceListener closes its Listener once: Serve's context and Shutdown may
-// both close it.
-type onceListener struct {
-	net.Listener
-	once sync.Once
-}
-
-// Close closes the Listener the first time, and does nothing after.
-func (l *onceListener) Close() error {
-	var err error
-	l.once.Do(func() { err = l.Listener.Close() })
-	return err
-}
+func (s *Service) Shutdown(ctx context.Context) error { return s.server.Shutdown(ctx) }
