@@ -54,4 +54,9 @@
 // or panicking Service, a Shutdown that overran) are in the scope
 // github.com/loam-dev/loam/app and name the Service by its String method,
 // or else its type, in the attribute loam.app.service.
+//
+// WithTelemetry's builder is handed the Process; WithHostTelemetry's is
+// handed the Host too, completed before the telemetry is built, so an
+// exporter that sends to a collector dials through the Host, as everything
+// else the App reaches does.
 package app

@@ -25,6 +25,14 @@ const DefaultGracePeriod = 20 * time.Second
 // code 78.
 type TelemetryBuilder func(ctx context.Context, p Process) (Telemetry, func(context.Context) error, error)
 
+// HostTelemetryBuilder builds an App's telemetry as a TelemetryBuilder
+// does, and is handed the App's Host too, so exporters that send telemetry
+// over the network dial through the Host's Network rather than the real
+// one. The Host is the one the App's Setup gets: WithHost's, or the
+// default, with its missing parts refusing every call. Its returns mean
+// what a TelemetryBuilder's do.
+type HostTelemetryBuilder func(ctx context.Context, h Host, p Process) (Telemetry, func(context.Context) error, error)
+
 // Option changes how Main or Run runs an App.
 type Option struct {
 	apply func(*runConfig)
@@ -34,8 +42,8 @@ type Option struct {
 type runConfig struct {
 	host         *Host
 	process      *Process
-	telemetry    TelemetryBuilder
-	telemetrySet bool
+	telemetry    HostTelemetryBuilder
+	telemetrySet string // the option that set telemetry, "" for none
 	gracePeriod  time.Duration
 	faults       *fault.Settings
 }
@@ -59,11 +67,28 @@ func WithProcess(p Process) Option {
 // WithTelemetry builds the App's Telemetry with b instead of the default:
 // no-op traces and metrics, and log records written to the Process's
 // stderr as one JSON object a line. A nil b fails the App with exit code
-// 78.
+// 78. It replaces an earlier WithTelemetry or WithHostTelemetry.
 func WithTelemetry(b TelemetryBuilder) Option {
 	return Option{apply: func(c *runConfig) {
+		c.telemetry = nil
+		if b != nil {
+			c.telemetry = func(ctx context.Context, _ Host, p Process) (Telemetry, func(context.Context) error, error) {
+				return b(ctx, p)
+			}
+		}
+		c.telemetrySet = "WithTelemetry"
+	}}
+}
+
+// WithHostTelemetry builds the App's Telemetry with b, as WithTelemetry
+// does, handing b the App's Host as well as its Process: an exporter that
+// sends telemetry to a collector dials through the Host. It replaces an
+// earlier WithTelemetry or WithHostTelemetry. A nil b fails the App with
+// exit code 78.
+func WithHostTelemetry(b HostTelemetryBuilder) Option {
+	return Option{apply: func(c *runConfig) {
 		c.telemetry = b
-		c.telemetrySet = true
+		c.telemetrySet = "WithHostTelemetry"
 	}}
 }
 
@@ -95,8 +120,8 @@ func newRunConfig(opts []Option) (runConfig, error) {
 	if c.gracePeriod < 0 {
 		errs = append(errs, fmt.Errorf("app: WithGracePeriod: %v is negative", c.gracePeriod))
 	}
-	if c.telemetrySet && c.telemetry == nil {
-		errs = append(errs, errors.New("app: WithTelemetry: the builder is nil"))
+	if c.telemetrySet != "" && c.telemetry == nil {
+		errs = append(errs, fmt.Errorf("app: %s: the builder is nil", c.telemetrySet))
 	}
 	return c, errors.Join(errs...)
 }

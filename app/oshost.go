@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -79,3 +80,14 @@ func (osFS) Open(name string) (fs.File, error) {
 type osEnvironment struct{}
 
 func (osEnvironment) LookupEnv(name string) (string, bool) { return os.LookupEnv(name) }
+
+// Names returns the name of every variable of the real environment.
+func (osEnvironment) Names() []string {
+	vars := os.Environ()
+	names := make([]string, 0, len(vars))
+	for _, kv := range vars {
+		name, _, _ := strings.Cut(kv, "=")
+		names = append(names, name)
+	}
+	return names
+}

@@ -37,6 +37,9 @@ type emptyEnvironment struct{}
 
 func (emptyEnvironment) LookupEnv(string) (string, bool) { return "", false }
 
+// Names returns none.
+func (emptyEnvironment) Names() []string { return nil }
+
 // completeHost fills h's missing parts with ones that refuse every call.
 func completeHost(h Host) Host {
 	if h.Network == nil {

@@ -81,8 +81,12 @@ func Run(ctx context.Context, init Init, opts ...Option) int {
 	if cfg.host != nil {
 		host = *cfg.host
 	}
+	// The Host is complete before the telemetry is built, so a
+	// HostTelemetryBuilder's exporters dial through the Host the Setup
+	// gets.
+	host = completeHost(host)
 
-	telemetry, flush, err := buildTelemetry(ctx, cfg.telemetry, process)
+	telemetry, flush, err := buildTelemetry(ctx, cfg.telemetry, host, process)
 	if err != nil {
 		var p *panicError
 		if errors.As(err, &p) {
@@ -94,7 +98,7 @@ func Run(ctx context.Context, init Init, opts ...Option) int {
 	}
 
 	setup := &Setup{
-		Host:      completeHost(host),
+		Host:      host,
 		Process:   process,
 		Telemetry: telemetry,
 		Faults:    fault.Inert(),

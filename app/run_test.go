@@ -121,6 +121,12 @@ func TestRunExitCodes(t *testing.T) {
 			want: 78,
 		},
 		{
+			name: "a nil host telemetry builder",
+			init: services(),
+			opts: []app.Option{app.WithHostTelemetry(nil)},
+			want: 78,
+		},
+		{
 			name: "a nil init",
 			want: 78,
 		},
@@ -243,4 +249,31 @@ func TestRunStderrIsShared(t *testing.T) {
 		require.Equal(t, 78, app.Run(t.Context(), init, p.option()))
 		require.True(t, strings.HasPrefix(p.stderr.String(), "written by the App\ninit: bad\n{"), p.stderr.String())
 	})
+}
+
+func TestRunProcessListsItsEnvironment(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []app.Option
+		want []string
+	}{
+		{name: "the default Process has none", want: nil},
+		{name: "WithProcess with no Environment has none", opts: []app.Option{app.WithProcess(app.Process{})}, want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var names []string
+			listed := false
+			init := func(_ context.Context, s *app.Setup) ([]app.Service, error) {
+				var l app.EnvironmentLister
+				if l, listed = s.Process.Environment.(app.EnvironmentLister); listed {
+					names = l.Names()
+				}
+				return nil, nil
+			}
+			require.Equal(t, 0, app.Run(t.Context(), init, tt.opts...))
+			require.True(t, listed, "an Environment Run fills in lists its names")
+			require.Equal(t, tt.want, names)
+		})
+	}
 }

@@ -69,6 +69,18 @@ type Environment interface {
 	LookupEnv(name string) (value string, ok bool)
 }
 
+// EnvironmentLister is an Environment that can also name every variable
+// it holds, so a reader that owns a prefix, such as OTEL_, can report the
+// variables under it that it doesn't support rather than ignore them. The
+// Environments of Main's Process, of Run's default one and of apptest's
+// Env are EnvironmentListers.
+type EnvironmentLister interface {
+	Environment
+	// Names returns the name of every variable that is set, in no
+	// particular order.
+	Names() []string
+}
+
 // Process is the App's process as the App sees it: never os.Getenv,
 // os.Args or os.Stderr directly, so a test can hand an App a process of
 // its own.

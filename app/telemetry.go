@@ -20,8 +20,9 @@ func defaultPropagator() propagation.TextMapPropagator {
 }
 
 // buildTelemetry returns the App's Telemetry and the func that flushes and
-// shuts it down, from b or, with no b, the default.
-func buildTelemetry(ctx context.Context, b TelemetryBuilder, p Process) (Telemetry, func(context.Context) error, error) {
+// shuts it down, from b, which is handed h and p, or, with no b, the
+// default.
+func buildTelemetry(ctx context.Context, b HostTelemetryBuilder, h Host, p Process) (Telemetry, func(context.Context) error, error) {
 	if b == nil {
 		t, shutdown := defaultTelemetry(p.Stderr)
 		return t, shutdown, nil
@@ -32,7 +33,7 @@ func buildTelemetry(ctx context.Context, b TelemetryBuilder, p Process) (Telemet
 	)
 	err := recovered(func() error {
 		var err error
-		t, shutdown, err = b(ctx, p)
+		t, shutdown, err = b(ctx, h, p)
 		return err
 	})
 	if err != nil {

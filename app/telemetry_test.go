@@ -3,7 +3,9 @@ package app_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -236,3 +238,107 @@ type testDecoder struct{}
 
 func (testDecoder) Members() []string                            { return []string{"fit"} }
 func (testDecoder) Decode(baggage.Baggage) (fit.Scenario, error) { return fit.Scenario{}, nil }
+
+// dialNetwork is a Network that records the addresses it is asked to
+// dial and refuses them with errDialed.
+type dialNetwork struct {
+	mu     sync.Mutex
+	dialed []string
+}
+
+var errDialed = errors.New("dialNetwork refuses")
+
+func (n *dialNetwork) Dial(_ context.Context, _, address string) (net.Conn, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.dialed = append(n.dialed, address)
+	return nil, errDialed
+}
+
+func (*dialNetwork) Listen(context.Context, string, string) (net.Listener, error) {
+	return nil, errDialed
+}
+
+func TestWithHostTelemetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newTestProcess(map[string]string{"OTEL_SERVICE_NAME": "memcached-operator"})
+		network := &dialNetwork{}
+		var (
+			serviceName string
+			builderErr  error
+			builderFS   app.FS
+		)
+		flushes := 0
+		builder := func(ctx context.Context, h app.Host, proc app.Process) (app.Telemetry, func(context.Context) error, error) {
+			serviceName, _ = proc.Environment.LookupEnv("OTEL_SERVICE_NAME")
+			// An exporter dials its collector through the Host.
+			_, builderErr = h.Dial(ctx, "tcp", "collector:4318")
+			builderFS = h.FS
+			return app.Telemetry{}, func(context.Context) error { flushes++; return nil }, nil
+		}
+		var (
+			tel     app.Telemetry
+			initErr error
+		)
+		init := func(ctx context.Context, s *app.Setup) ([]app.Service, error) {
+			tel = s.Telemetry
+			_, initErr = s.Host.Dial(ctx, "tcp", "api:443")
+			return nil, nil
+		}
+		code := app.Run(t.Context(), init, p.option(), app.WithHost(app.Host{Network: network}), app.WithHostTelemetry(builder))
+		require.Equal(t, 0, code, "stderr:\n%s", p.stderr.String())
+		require.Equal(t, "memcached-operator", serviceName, "the builder reads the App's Process")
+		require.ErrorIs(t, builderErr, errDialed, "the builder dials through WithHost's Network")
+		require.ErrorIs(t, initErr, errDialed)
+		require.Equal(t, []string{"collector:4318", "api:443"}, network.dialed, "the builder and Init share one Host")
+		require.NotNil(t, builderFS, "the builder's Host is complete: a missing FS refuses, it isn't nil")
+		_, err := builderFS.Open("/etc/hostname")
+		require.ErrorContains(t, err, "app.WithHost")
+		requireComplete(t, tel)
+		require.Equal(t, 1, flushes, "flushed once, at the end")
+	})
+}
+
+func TestWithHostTelemetryWithoutHost(t *testing.T) {
+	var dialErr error
+	builder := func(ctx context.Context, h app.Host, _ app.Process) (app.Telemetry, func(context.Context) error, error) {
+		_, dialErr = h.Dial(ctx, "tcp", "127.0.0.1:4318")
+		return app.Telemetry{}, nil, nil
+	}
+	require.Equal(t, 0, app.Run(t.Context(), services(), app.WithHostTelemetry(builder)))
+	require.ErrorContains(t, dialErr, "app.WithHost", "Run's default Host reaches nothing, for the builder too")
+}
+
+func TestTelemetryOptionsLastWins(t *testing.T) {
+	hostBuilt, processBuilt := 0, 0
+	hostBuilder := func(context.Context, app.Host, app.Process) (app.Telemetry, func(context.Context) error, error) {
+		hostBuilt++
+		return app.Telemetry{}, nil, nil
+	}
+	processBuilder := func(context.Context, app.Process) (app.Telemetry, func(context.Context) error, error) {
+		processBuilt++
+		return app.Telemetry{}, nil, nil
+	}
+	tests := []struct {
+		name            string
+		opts            []app.Option
+		wantHost, wantP int
+	}{
+		{name: "WithHostTelemetry after WithTelemetry", opts: []app.Option{app.WithTelemetry(processBuilder), app.WithHostTelemetry(hostBuilder)}, wantHost: 1},
+		{name: "WithTelemetry after WithHostTelemetry", opts: []app.Option{app.WithHostTelemetry(hostBuilder), app.WithTelemetry(processBuilder)}, wantP: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hostBuilt, processBuilt = 0, 0
+			require.Equal(t, 0, app.Run(t.Context(), services(), tt.opts...))
+			require.Equal(t, tt.wantHost, hostBuilt)
+			require.Equal(t, tt.wantP, processBuilt)
+		})
+	}
+}
+
+func TestWithHostTelemetryNil(t *testing.T) {
+	p := newTestProcess(nil)
+	require.Equal(t, 78, app.Run(t.Context(), services(), p.option(), app.WithHostTelemetry(nil), app.WithGracePeriod(-1)))
+	require.Equal(t, "app: WithGracePeriod: -1ns is negative\napp: WithHostTelemetry: the builder is nil\n", p.stderr.String(), "every bad option, in one error")
+}

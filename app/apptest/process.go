@@ -2,6 +2,8 @@ package apptest
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/loam-dev/loam/app"
@@ -12,13 +14,16 @@ import (
 // environment leaks in. A variable set to "" is set, and empty.
 type Env map[string]string
 
-var _ app.Environment = Env(nil)
+var _ app.EnvironmentLister = Env(nil)
 
 // LookupEnv returns the variable's value and whether it is set.
 func (e Env) LookupEnv(name string) (string, bool) {
 	v, ok := e[name]
 	return v, ok
 }
+
+// Names returns the name of every variable e holds, sorted.
+func (e Env) Names() []string { return slices.Sorted(maps.Keys(e)) }
 
 // output is a standard stream a test reads while the App writes it.
 type output struct {
