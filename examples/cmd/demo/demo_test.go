@@ -118,6 +118,13 @@ func applyDeploy(t *testing.T, c *kubetest.Cluster, dir string) {
 		APIVersion string   `json:"apiVersion"`
 		Kind       string   `json:"kind"`
 		Resources  []string `json:"resources"`
+		// The image deployment.yaml names, as make image tags it;
+		// examples/image's tests check the entries.
+		Images []struct {
+			Name    string `json:"name"`
+			NewName string `json:"newName"`
+			NewTag  string `json:"newTag"`
+		} `json:"images"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	require.NoError(t, err)
