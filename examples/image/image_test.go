@@ -119,9 +119,9 @@ func TestOperatorImages(t *testing.T) {
 			// Run what the image holds, as a container runtime would: its
 			// entrypoint, with nothing in its environment.
 			extracted := filepath.Join(t.TempDir(), op.name)
-			require.NoError(t, os.WriteFile(extracted, f.content, 0o755)) //nolint:gosec // an executable
+			require.NoError(t, os.WriteFile(extracted, f.content, 0o755))
 			var stderr bytes.Buffer
-			cmd := exec.CommandContext(t.Context(), extracted) //nolint:gosec // the binary this test built
+			cmd := exec.CommandContext(t.Context(), extracted)
 			cmd.Env = []string{}
 			cmd.Dir = "/"
 			cmd.Stderr = &stderr
