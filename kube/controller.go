@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
 
 	"github.com/loam-dev/loam/adapters/apply"
 	"github.com/loam-dev/loam/adapters/clock"
+	"github.com/loam-dev/loam/adapters/events"
 	"github.com/loam-dev/loam/adapters/informer"
 	"github.com/loam-dev/loam/adapters/lease"
 	"github.com/loam-dev/loam/adapters/queue"
@@ -45,6 +48,11 @@ type Controller struct {
 	runtime *controller.Controller
 	synced  *health.Flag
 	logger  logr.Logger
+	// events writes the Controller's Events, nil when its Client has no
+	// events client; its goroutine runs from the first Serve until that
+	// Serve returns or Shutdown flushes it.
+	events       *events.Writer
+	eventsServed atomic.Bool
 }
 
 // target is what a Controller reconciles: a Resource's or a Kind's names.
@@ -156,6 +164,15 @@ func assemble[T any](s *app.Setup, c *Client, settings Settings, t target, rec a
 	return build(s, settings, t, handler[T]{reconcile: reconcile, finalize: p.finalize}, p.commonParts, cl, tel)
 }
 
+// eventsOf returns the eventWriter of a Controller of t's objects on cl's
+// events client, or the zero eventWriter when cl has none.
+func eventsOf(cl clients, settings Settings, t target, tel telemetry) (eventWriter, error) {
+	if cl.events == nil {
+		return eventWriter{}, nil
+	}
+	return newEventWriter(cl.events, settings.Name, settings.LeaderElection.Identity, t, tel.logger)
+}
+
 // clients is what a Controller talks to the API server through.
 type clients struct {
 	dynamic  dynamic.Interface
@@ -165,6 +182,9 @@ type clients struct {
 	// informers is the Client's registry of shareable informers: nil
 	// shares none.
 	informers *informer.Shared
+	// events creates and patches the Controller's Events: nil records
+	// none.
+	events eventsv1client.EventsGetter
 }
 
 // clientsOf returns the clients of c, each on a Config of its own, as
@@ -185,10 +205,17 @@ func clientsOf(c *Client) (clients, error) {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("kube: the Lease client: %w", err))
 	}
+	// On the Client's transport, so Events are traced, measured and
+	// injected with faults as every other request is.
+	evs, err := eventsv1client.NewForConfig(c.Config())
+	if err != nil {
+		errs = append(errs, fmt.Errorf("kube: the events client: %w", err))
+	}
 	return clients{
 		dynamic:   dyn,
 		metadata:  meta,
 		informers: c.informers,
+		events:    evs,
 		elector: func(lc lease.Config) (ports.Elector, error) {
 			lc.Client = leases
 			return lease.New(lc)
@@ -206,9 +233,24 @@ func clientsOf(c *Client) (clients, error) {
 	}, errors.Join(errs...)
 }
 
+// eventsHandler is a Handler whose calls' contexts can carry the object
+// for RecordEvent: kube's handler.
+type eventsHandler interface {
+	ports.Handler
+	recordingOn(e ports.Events) ports.Handler
+}
+
 // build wires the adapters on cl into the runtime of a Controller of t's
-// objects, handled by h, as settings and p say, reporting through tel.
+// objects, handled by h, as settings and p say, reporting through tel and
+// recording Events through cl's events client, when it has one.
 func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonParts, cl clients, tel telemetry) (*Controller, error) {
+	ev, err := eventsOf(cl, settings, t, tel)
+	if err != nil {
+		return nil, err
+	}
+	if eh, ok := h.(eventsHandler); ok && ev.w != nil {
+		h = eh.recordingOn(ev)
+	}
 	le := settings.LeaderElection
 	elector, err := cl.elector(lease.Config{
 		Name: settings.Name, Namespace: le.Namespace, Identity: le.Identity,
@@ -243,6 +285,10 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		return nil, fmt.Errorf("kube: controller %s: %w", settings.Name, err)
 	}
 	synced := &health.Flag{}
+	var failureEvents ports.Events
+	if ev.w != nil && settings.FailureEvents == FailureEventsOn {
+		failureEvents = ev
+	}
 	rt, err := controller.New(controller.Config{
 		Name:    settings.Name,
 		Workers: settings.Workers,
@@ -263,6 +309,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 
 		// NewController checked it is above zero: every call is bounded.
 		ReconcileTimeout: settings.ReconcileTimeout,
+		Events:           failureEvents,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
@@ -270,7 +317,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	if err := bindHandles(settings.Name, setting, p, related, watch); err != nil {
 		return nil, err
 	}
-	return &Controller{name: settings.Name, gvr: t.gvr, runtime: rt, synced: synced, logger: tel.logger}, nil
+	return &Controller{name: settings.Name, gvr: t.gvr, runtime: rt, synced: synced, logger: tel.logger, events: ev.w}, nil
 }
 
 // bindHandles gives p's Caches and Indexes what they read from watch's
@@ -381,18 +428,44 @@ func (c *Controller) Synced() health.Monitor { return c.synced }
 // Reconciler or Finalize that ignores its context keeps its worker until
 // it returns.
 //
+// Serve also runs the writer of the Controller's Events, which Shutdown
+// flushes; when Serve returns without a Shutdown, it flushes them itself,
+// for at most 5 seconds.
+//
 // Serve runs once: a second call fails.
 func (c *Controller) Serve(ctx context.Context) error {
+	if c.events != nil && !c.eventsServed.Swap(true) {
+		c.events.Start()
+		defer c.flushEvents(context.WithoutCancel(ctx))
+	}
 	return kubeError(c.runtime.Serve(klog.NewContext(ctx, c.logger)))
 }
 
+// flushEvents closes the Events' writer once Serve's runtime returned,
+// within eventsFlushTimeout: a Shutdown flushes them within its own
+// context as well, and waits for its own flush.
+func (c *Controller) flushEvents(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, eventsFlushTimeout)
+	defer cancel()
+	if err := c.events.Close(ctx); err != nil {
+		c.logger.Error(err, "writing the controller's last events failed", "controller", c.name)
+	}
+}
+
 // Shutdown stops the Controller: Serve stops taking keys, waits for the
-// reconciles in flight, releases the Lease and returns. When ctx ends
-// first, Shutdown cancels the reconciles in flight, waits for them, and
-// returns an error that wraps ctx's. It returns nil at once when Serve
-// never ran.
+// reconciles in flight, releases the Lease and returns. It then writes
+// the Events still queued, and the count of every series, within ctx.
+// When ctx ends first, Shutdown cancels the reconciles in flight, waits
+// for them, and returns an error that wraps ctx's. It returns nil at once
+// when Serve never ran.
 func (c *Controller) Shutdown(ctx context.Context) error {
-	return kubeError(c.runtime.Shutdown(ctx))
+	err := kubeError(c.runtime.Shutdown(ctx))
+	if c.events != nil && c.eventsServed.Load() {
+		if cerr := c.events.Close(ctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("kube: controller %s: writing its last events: %w", c.name, cerr))
+		}
+	}
+	return err
 }
 
 // kubeError names kube in the runtime's errors, as in every other error

@@ -11,22 +11,32 @@ import (
 
 // handler adapts the end user's code on objects of type T to the domain's
 // ports.Handler: it decodes each cached object into a new T, the end
-// user's own copy, and encodes the status they return.
+// user's own copy, and encodes the status they return. Each call's
+// context carries the object for RecordEvent.
 type handler[T any] struct {
 	reconcile func(context.Context, T) (ports.Result, error)
 	// finalize is nil for a Controller without a Finalize, whose domain
 	// never calls it.
 	finalize func(context.Context, T) error
+	// events is where RecordEvent records; nil leaves it nowhere to, and
+	// it fails.
+	events ports.Events
 }
 
-var _ ports.Handler = handler[struct{}]{}
+var _ eventsHandler = handler[struct{}]{}
+
+// recordingOn returns h with RecordEvent recording through e.
+func (h handler[T]) recordingOn(e ports.Events) ports.Handler {
+	h.events = e
+	return h
+}
 
 func (h handler[T]) Reconcile(ctx context.Context, obj ports.Object) (ports.Result, error) {
 	v, err := decode[T](obj.JSON)
 	if err != nil {
 		return ports.Result{}, err
 	}
-	return h.reconcile(ctx, v)
+	return h.reconcile(withEvents(ctx, h.events, obj, actionReconcile), v)
 }
 
 func (h handler[T]) Finalize(ctx context.Context, obj ports.Object) error {
@@ -37,7 +47,7 @@ func (h handler[T]) Finalize(ctx context.Context, obj ports.Object) error {
 	if err != nil {
 		return err
 	}
-	return h.finalize(ctx, v)
+	return h.finalize(withEvents(ctx, h.events, obj, actionFinalize), v)
 }
 
 // decode returns doc, a cached object's JSON shared with the cache, as a

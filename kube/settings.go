@@ -20,10 +20,35 @@ type Settings = settings.Settings
 // Settings.Name.
 type LeaderElection = settings.LeaderElection
 
+// FailureEvents says whether a Controller records a Warning Event on an
+// object whose reconcile failed or timed out (reason ReconcileFailed, the
+// error as its note) or panicked (ReconcilePanicked). Its zero value is
+// FailureEventsOn, so they are recorded unless Settings.FailureEvents is
+// FailureEventsOff.
+type FailureEvents = settings.FailureEvents
+
+const (
+	// FailureEventsOn records the Events: the zero value.
+	FailureEventsOn = settings.FailureEventsOn
+	// FailureEventsOff records none; the failures are still logged, traced
+	// and counted.
+	FailureEventsOff = settings.FailureEventsOff
+)
+
+// ParseFailureEvents returns the FailureEvents s names, "on" or "off", as
+// an Init's config parses an environment variable with it. It fails,
+// naming s, on anything else.
+func ParseFailureEvents(s string) (FailureEvents, error) { return settings.ParseFailureEvents(s) }
+
+// CheckFailureEvents reports whether f is FailureEventsOn or
+// FailureEventsOff. It returns nil when it is.
+func CheckFailureEvents(f FailureEvents) error { return settings.CheckFailureEvents(f) }
+
 // DefaultSettings returns Kubernetes' own defaults: one worker, a resync
 // every 10 hours, client-go's per-object backoff from 5ms to 1000s under
 // its bucket of 10 retries a second bursting to 100, a reconcile timeout
-// of 5 minutes (see settings.DefaultReconcileTimeout for why), every
+// of 5 minutes (see settings.DefaultReconcileTimeout for why), a Warning
+// Event on every failed, timed-out or panicked reconcile, every
 // namespace and every object, and kube-controller-manager's Lease of 15s, renewed within 10s, retried every
 // 2s. Name, LeaderElection.Namespace and LeaderElection.Identity have no
 // default, so the end user always sources them.

@@ -48,6 +48,11 @@ const (
 type Regarding struct {
 	APIVersion, Kind, Namespace, Name string
 	UID                               types.UID
+	// ResourceVersion is the version of the object the event was
+	// recorded on. The Event created for a series names the first
+	// occurrence's; its repeats, on later versions, count in the same
+	// series all the same.
+	ResourceVersion string
 }
 
 // Event is one occurrence to record.
@@ -57,8 +62,31 @@ type Event struct {
 	Type string
 	// Reason and Action are CamelCase, at most 128 characters.
 	Reason, Action string
-	// Note is cut to NoteLimit bytes.
+	// Note is cut to NoteLimit bytes, at a character's boundary.
 	Note string
+}
+
+// seriesKey is what tells e's series apart: e without the object's
+// resourceVersion, which every status write changes.
+func seriesKey(e Event) Event {
+	e.Regarding.ResourceVersion = ""
+	return e
+}
+
+// CutNote returns note cut to at most NoteLimit bytes, at the boundary of
+// a UTF-8 character, so the cut leaves no partial character that an
+// encoder would replace with a longer one.
+func CutNote(note string) string {
+	if len(note) <= NoteLimit {
+		return note
+	}
+	cut := NoteLimit
+	// A continuation byte is 10xxxxxx: back up to the start of its
+	// character, which then falls past the limit.
+	for cut > 0 && note[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return note[:cut]
 }
 
 // Config is what a Writer writes with.
@@ -133,9 +161,7 @@ func New(c Config) (*Writer, error) {
 // Record queues e without blocking; a full buffer, or a closed Writer,
 // drops it and counts it in Dropped.
 func (w *Writer) Record(e Event) {
-	if len(e.Note) > NoteLimit {
-		e.Note = e.Note[:NoteLimit]
-	}
+	e.Note = CutNote(e.Note)
 	select {
 	case <-w.stop:
 		w.dropped.Add(1)
@@ -214,7 +240,8 @@ func (w *Writer) observe(ctx context.Context, e Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := time.Now()
-	if s, ok := w.series[e]; ok && now.Sub(s.last) <= w.c.Window {
+	k := seriesKey(e)
+	if s, ok := w.series[k]; ok && now.Sub(s.last) <= w.c.Window {
 		s.count++
 		s.last = now
 		s.dirty = true
@@ -240,14 +267,15 @@ func (w *Writer) observe(ctx context.Context, e Event) {
 		Regarding: corev1.ObjectReference{
 			APIVersion: e.Regarding.APIVersion, Kind: e.Regarding.Kind,
 			Namespace: e.Regarding.Namespace, Name: e.Regarding.Name, UID: e.Regarding.UID,
+			ResourceVersion: e.Regarding.ResourceVersion,
 		},
 	}
 	if _, err := w.c.Client.Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		w.c.Logger.Error(err, "creating an event failed", "reason", e.Reason, "object", ns+"/"+e.Regarding.Name)
-		delete(w.series, e)
+		delete(w.series, k)
 		return
 	}
-	w.series[e] = &series{namespace: ns, name: ev.Name, count: 1, last: now}
+	w.series[k] = &series{namespace: ns, name: ev.Name, count: 1, last: now}
 }
 
 // flush patches the count of every series that grew, and forgets those

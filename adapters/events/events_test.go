@@ -2,10 +2,12 @@ package events_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
@@ -94,4 +96,48 @@ func TestNewMistakes(t *testing.T) {
 	require.ErrorContains(t, err, "Client is nil")
 	require.ErrorContains(t, err, "Controller is empty")
 	require.ErrorContains(t, err, "Instance is empty")
+}
+
+func TestSeriesIgnoresResourceVersion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := fake.NewClientset()
+		w, err := events.New(events.Config{Client: cs.EventsV1(), Controller: "memcached", Instance: "pod-0"})
+		require.NoError(t, err)
+		w.Start()
+		// Every failed reconcile's status write makes a new version.
+		for i := range 5 {
+			e := failure("boom")
+			e.Regarding.ResourceVersion = strconv.Itoa(100 + i)
+			w.Record(e)
+			synctest.Wait()
+		}
+		require.NoError(t, w.Close(t.Context()))
+		list, err := cs.EventsV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+		require.NoError(t, err)
+		require.Len(t, list.Items, 1)
+		require.Equal(t, "100", list.Items[0].Regarding.ResourceVersion, "the Event names the first occurrence's version")
+		require.NotNil(t, list.Items[0].Series)
+		require.Equal(t, int32(5), list.Items[0].Series.Count)
+	})
+}
+
+func TestCutNote(t *testing.T) {
+	for _, tc := range []struct {
+		name, note string
+		want       int // the cut note's length
+	}{
+		{"short", "boom", 4},
+		{"exactly the limit", strings.Repeat("x", events.NoteLimit), events.NoteLimit},
+		{"one byte over", strings.Repeat("x", events.NoteLimit+1), events.NoteLimit},
+		// 1023 bytes of x, then a 3-byte character across the limit.
+		{"a character across the limit", strings.Repeat("x", events.NoteLimit-1) + "€€", events.NoteLimit - 1},
+		{"a character ending at the limit", strings.Repeat("x", events.NoteLimit-3) + "€€", events.NoteLimit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := events.CutNote(tc.note)
+			require.Len(t, got, tc.want)
+			require.True(t, utf8.ValidString(got))
+			require.True(t, strings.HasPrefix(tc.note, got))
+		})
+	}
 }

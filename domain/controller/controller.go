@@ -75,6 +75,10 @@ type Config struct {
 	// ReconcileTimeout bounds each call of the end user's Reconcile and
 	// Finalize, as reconcile.Config's Timeout does; 0 bounds nothing.
 	ReconcileTimeout time.Duration
+	// Events, when not nil, records a Warning Event on the object of
+	// every pass that failed, timed out or panicked, as reconcile.Config's
+	// Events does; nil records none.
+	Events ports.Events
 }
 
 // Controller runs one controller's life. Serve runs it once; Shutdown
@@ -204,6 +208,7 @@ func (c *Controller) loop() (*reconcile.Loop, error) {
 		Finalizer: c.c.Finalizer,
 		Prepare:   c.c.Prepare,
 		Timeout:   c.c.ReconcileTimeout,
+		Events:    c.c.Events,
 	})
 	if err != nil {
 		q.ShutDown()

@@ -9,6 +9,8 @@
 //   - so does a timeout: the end user's Reconcile or Finalize returned
 //     after Config.Timeout had cancelled its context;
 //   - a panic forgets it, never retried;
+//   - a failure, a timeout and a panic each record a Warning Event on the
+//     object, when the Config has Events;
 //   - otherwise a positive Result.After queues it again after that long,
 //     and nothing else does until it changes or the resync comes.
 //
@@ -42,6 +44,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/ports"
@@ -84,7 +87,25 @@ type Config struct {
 	// call that returns after that, whatever it returns, is a timeout. 0
 	// bounds nothing.
 	Timeout time.Duration
+	// Events, when not nil, records a Warning Event on the object of
+	// every pass that failed, timed out or panicked: ReasonFailed with
+	// the error as its note, or ReasonPanicked with the panic's value.
+	// Nil records none.
+	Events ports.Events
 }
+
+// The reasons of the Events a Loop records on an object whose pass went
+// wrong.
+const (
+	// ReasonFailed is the reason of a pass that failed or timed out.
+	ReasonFailed = "ReconcileFailed"
+	// ReasonPanicked is the reason of a pass whose end user's code
+	// panicked.
+	ReasonPanicked = "ReconcilePanicked"
+	// NoteLimit is the API server's bound on an Event's note, in bytes,
+	// to which a Loop cuts the error it records.
+	NoteLimit = 1024
+)
 
 // Loop reconciles a controller's keys, one pass at a time per call. It is
 // safe for concurrent use by the controller's workers; the Queue sees to it
@@ -218,7 +239,54 @@ func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
 	}
 	s.report.Duration = l.c.Clock.Now().Sub(start)
 	l.settle(key, s)
+	if err == nil {
+		// A failed cache read has no object to record an Event on.
+		l.recordEvent(ctx, obj, step, s.report)
+	}
 	l.c.Recorder.ReconcileEnded(ctx, key, s.report)
+}
+
+// recordEvent records on obj the Warning Event of a pass over it that
+// report says went wrong, when the Config has Events: the object's
+// describe then says why it isn't converging without its logs.
+func (l *Loop) recordEvent(ctx context.Context, obj ports.Object, step Step, report ports.Report) {
+	if l.c.Events == nil {
+		return
+	}
+	r := ports.EventRecord{Type: ports.EventWarning, Action: action(step)}
+	switch report.Outcome {
+	case ports.OutcomeError, ports.OutcomeTimeout:
+		r.Reason, r.Note = ReasonFailed, report.Err.Error()
+	case ports.OutcomePanic:
+		r.Reason, r.Note = ReasonPanicked, fmt.Sprintf("panic: %v", report.Panic.Value)
+	default:
+		return
+	}
+	r.Note = cutNote(r.Note)
+	l.c.Events.Record(ctx, obj, r)
+}
+
+// action names what a pass of step did, as an Event's action reads:
+// Finalize, or Reconcile for every other step, adding the finalizer
+// included.
+func action(step Step) string {
+	if step == StepFinalize {
+		return "Finalize"
+	}
+	return "Reconcile"
+}
+
+// cutNote returns note cut to NoteLimit bytes at a UTF-8 character's
+// boundary, since a cut character would be encoded longer than it was.
+func cutNote(note string) string {
+	if len(note) <= NoteLimit {
+		return note
+	}
+	cut := NoteLimit
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut]
 }
 
 // settlement is how a pass ends: its report, and when to reconcile the key

@@ -169,3 +169,12 @@ func CheckRetryBurst(burst int) error {
 	}
 	return nil
 }
+
+// CheckFailureEvents reports whether f is FailureEventsOn or
+// FailureEventsOff.
+func CheckFailureEvents(f FailureEvents) error {
+	if f != FailureEventsOn && f != FailureEventsOff {
+		return fmt.Errorf("is %v: want FailureEventsOn or FailureEventsOff", f)
+	}
+	return nil
+}

@@ -86,9 +86,50 @@ type Settings struct {
 	// context is cancelled that long after it started, and a reconcile
 	// that returns after that is a failure, retried with backoff.
 	ReconcileTimeout time.Duration
+	// FailureEvents says whether the controller records a Warning Event on
+	// an object whose reconcile failed, timed out or panicked. Its zero
+	// value, FailureEventsOn, records them.
+	FailureEvents FailureEvents
 	// LeaderElection configures the Lease the controller's replicas
 	// campaign for.
 	LeaderElection LeaderElection
+}
+
+// FailureEvents says whether a controller records a Warning Event on an
+// object whose reconcile failed, timed out or panicked: ReconcileFailed,
+// with the error as its note, or ReconcilePanicked. Its zero value is
+// FailureEventsOn, so a Settings that never names it records them.
+type FailureEvents int
+
+const (
+	// FailureEventsOn records the Events: the zero value.
+	FailureEventsOn FailureEvents = iota
+	// FailureEventsOff records none: the failures are still logged,
+	// traced and counted.
+	FailureEventsOff
+)
+
+// String returns "on" or "off", as ParseFailureEvents reads them.
+func (f FailureEvents) String() string {
+	switch f {
+	case FailureEventsOn:
+		return "on"
+	case FailureEventsOff:
+		return "off"
+	}
+	return fmt.Sprintf("FailureEvents(%d)", int(f))
+}
+
+// ParseFailureEvents returns the FailureEvents s names: "on" or "off". It
+// fails, naming s, on anything else.
+func ParseFailureEvents(s string) (FailureEvents, error) {
+	switch s {
+	case "on":
+		return FailureEventsOn, nil
+	case "off":
+		return FailureEventsOff, nil
+	}
+	return 0, fmt.Errorf("%q is neither on nor off", s)
 }
 
 // LeaderElection configures the Lease that elects which of a controller's
@@ -121,6 +162,7 @@ func Default() Settings {
 		RetryRate:        DefaultRetryRate,
 		RetryBurst:       DefaultRetryBurst,
 		ReconcileTimeout: DefaultReconcileTimeout,
+		FailureEvents:    FailureEventsOn,
 		LeaderElection: LeaderElection{
 			LeaseDuration: DefaultLeaseDuration,
 			RenewDeadline: DefaultRenewDeadline,
@@ -160,6 +202,7 @@ func Validate(s Settings) error {
 	check("RetryRate", CheckRetryRate(s.RetryRate))
 	check("RetryBurst", CheckRetryBurst(s.RetryBurst))
 	check("ReconcileTimeout", CheckPositive(s.ReconcileTimeout))
+	check("FailureEvents", CheckFailureEvents(s.FailureEvents))
 	check("LeaderElection.Namespace", CheckNamespace(le.Namespace))
 	check("LeaderElection.Identity", CheckIdentity(le.Identity))
 	leaseOK := check("LeaderElection.LeaseDuration", CheckLeaseSeconds(le.LeaseDuration))

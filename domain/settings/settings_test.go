@@ -84,6 +84,12 @@ func TestValidate(t *testing.T) {
 			s.LabelSelector, s.FieldSelector = "app.kubernetes.io/part-of in (memcached),tier!=db", "metadata.name!=default"
 		}, nil},
 		{"a slow, narrow retry bucket", func(s *settings.Settings) { s.RetryRate, s.RetryBurst = 0.5, 1 }, nil},
+		{"failure events off", func(s *settings.Settings) { s.FailureEvents = settings.FailureEventsOff }, nil},
+		{
+			"failure events neither on nor off",
+			func(s *settings.Settings) { s.FailureEvents = 7 },
+			[]string{"kube: Settings.FailureEvents: is FailureEvents(7): want FailureEventsOn or FailureEventsOff"},
+		},
 		{
 			"a namespace set with a duplicate and an invalid name",
 			func(s *settings.Settings) { s.Namespaces = []string{"team-a", "Team B", "team-a"} },
@@ -161,6 +167,33 @@ func TestValidate(t *testing.T) {
 				return
 			}
 			require.EqualError(t, err, strings.Join(tc.want, "\n"))
+		})
+	}
+}
+
+func TestFailureEvents(t *testing.T) {
+	require.Equal(t, settings.FailureEventsOn, settings.FailureEvents(0), "the zero value records the Events")
+	require.Equal(t, settings.FailureEventsOn, settings.Default().FailureEvents)
+	for _, tc := range []struct {
+		text string
+		want settings.FailureEvents
+		err  string
+	}{
+		{text: "on", want: settings.FailureEventsOn},
+		{text: "off", want: settings.FailureEventsOff},
+		{text: "Off", err: `"Off" is neither on nor off`},
+		{text: "", err: `"" is neither on nor off`},
+	} {
+		t.Run(tc.text, func(t *testing.T) {
+			got, err := settings.ParseFailureEvents(tc.text)
+			if tc.err != "" {
+				require.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.text, got.String())
+			require.NoError(t, settings.CheckFailureEvents(got))
 		})
 	}
 }
