@@ -13,7 +13,7 @@ TOOLS := $(CURDIR)/.tools
 GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 # Every module of the repository. The library first: the others build on it.
-MODULES := . kubetest examples benchmarks
+MODULES := . kubetest examples benchmarks examples/cloudtoken
 
 # The library's tests run with the race detector. The kubetest module's
 # test binaries link a whole API server and etcd; their race build costs
