@@ -1,0 +1,33 @@
+// Package otlp exports an App's traces, metrics and log records by OTLP
+// over HTTP (http/protobuf) when the OpenTelemetry specification's
+// standard variables say so, read from the App's Process, never from the
+// real environment:
+//
+//	app.Main(Init, app.WithHostTelemetry(otlp.Builder(otlp.Options{ServiceName: "memcached-operator"})))
+//
+// Variables lists what Read supports: OTEL_SDK_DISABLED,
+// OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_ENDPOINT
+// and each signal's own endpoint, headers, timeout, compression and
+// protocol (http/protobuf alone), OTEL_{TRACES,METRICS,LOGS}_EXPORTER
+// (otlp or none), OTEL_TRACES_SAMPLER and its argument, and
+// OTEL_METRIC_EXPORT_INTERVAL and _TIMEOUT. Any other OTEL_* variable that
+// is set, and every bad value, fails Read, all named in one error.
+//
+// Without an endpoint nothing is exported: a signal with none, and every
+// signal under OTEL_SDK_DISABLED=true, has no OTLP exporter at all, and
+// an App that passes no processor or reader of its own for it gets a
+// no-op provider.
+//
+// OpenTelemetry's SDK and exporters read the OTEL_* variables from the
+// real environment with os.Getenv themselves, so New passes every one of
+// their settings explicitly (endpoint, headers, timeout, compression,
+// retries, TLS, the HTTP client, sampler, limits, batching, temporality
+// and aggregation) and replaces the resource of every exported span and
+// metric with the one built from the Process's variables, which the SDK
+// otherwise merges with the real OTEL_RESOURCE_ATTRIBUTES. The exporters
+// dial through the App's Host, with no proxy. What the real environment
+// still reaches: a log record's resource, which the log SDK merges with
+// the real OTEL_RESOURCE_ATTRIBUTES and no exporter can replace; the SDK's
+// experimental OTEL_GO_X_* switches; and, for an https endpoint, the
+// machine's root certificates, which crypto/x509 reads from the disk.
+package otlp

@@ -1,0 +1,380 @@
+package otlp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/config"
+)
+
+// The defaults the OpenTelemetry specification gives the variables.
+const (
+	defaultTimeout              = 10 * time.Second
+	defaultMetricExportInterval = 60 * time.Second
+	defaultMetricExportTimeout  = 30 * time.Second
+	defaultSampler              = "parentbased_always_on"
+	protocolHTTPProtobuf        = "http/protobuf"
+)
+
+// Settings are what the OTEL_* variables say: whether and where each
+// signal is exported, the resource that names the process, and how traces
+// are sampled. Read sources them from a Process's environment; the zero
+// Settings export nothing.
+type Settings struct {
+	// Disabled is OTEL_SDK_DISABLED: nothing is exported by OTLP.
+	Disabled bool
+	// ServiceName is OTEL_SERVICE_NAME, "" when it isn't set.
+	ServiceName string
+	// ResourceAttributes are OTEL_RESOURCE_ATTRIBUTES', in their order.
+	ResourceAttributes []attribute.KeyValue
+	// Traces, Metrics and Logs say where each signal is exported.
+	Traces, Metrics, Logs Signal
+	// Sampler is OTEL_TRACES_SAMPLER, such as "parentbased_always_on", the
+	// default, and SamplerArg OTEL_TRACES_SAMPLER_ARG, the ratio of a
+	// traceidratio sampler (1 by default).
+	Sampler    string
+	SamplerArg float64
+	// MetricExportInterval and MetricExportTimeout are
+	// OTEL_METRIC_EXPORT_INTERVAL's and OTEL_METRIC_EXPORT_TIMEOUT's,
+	// 60s and 30s by default.
+	MetricExportInterval, MetricExportTimeout time.Duration
+}
+
+// Signal is where one signal, traces, metrics or logs, is exported.
+type Signal struct {
+	// Endpoint is the URL the exporter posts to, such as
+	// http://collector:4318/v1/traces. "" exports nothing.
+	Endpoint string
+	// Headers are sent with every export, such as an API key.
+	Headers map[string]string
+	// Timeout bounds one export; 10s by default.
+	Timeout time.Duration
+	// Gzip compresses each export's body.
+	Gzip bool
+}
+
+// signal is one signal's variables and its path under the base endpoint.
+type signal struct {
+	name string // TRACES, METRICS or LOGS
+	path string // /v1/traces …
+}
+
+// signals are the three signals, in the order they are reported.
+func signals() []signal {
+	return []signal{{"TRACES", "/v1/traces"}, {"METRICS", "/v1/metrics"}, {"LOGS", "/v1/logs"}}
+}
+
+// Variables returns the OTEL_* variables Read supports, sorted. Every
+// other variable whose name begins with OTEL_ fails Read.
+func Variables() []string {
+	vars := []string{
+		"OTEL_SDK_DISABLED",
+		"OTEL_SERVICE_NAME",
+		"OTEL_RESOURCE_ATTRIBUTES",
+		"OTEL_EXPORTER_OTLP_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_HEADERS",
+		"OTEL_EXPORTER_OTLP_TIMEOUT",
+		"OTEL_EXPORTER_OTLP_COMPRESSION",
+		"OTEL_EXPORTER_OTLP_PROTOCOL",
+		"OTEL_TRACES_SAMPLER",
+		"OTEL_TRACES_SAMPLER_ARG",
+		"OTEL_METRIC_EXPORT_INTERVAL",
+		"OTEL_METRIC_EXPORT_TIMEOUT",
+	}
+	for _, s := range signals() {
+		vars = append(vars,
+			"OTEL_"+s.name+"_EXPORTER",
+			"OTEL_EXPORTER_OTLP_"+s.name+"_ENDPOINT",
+			"OTEL_EXPORTER_OTLP_"+s.name+"_HEADERS",
+			"OTEL_EXPORTER_OTLP_"+s.name+"_TIMEOUT",
+			"OTEL_EXPORTER_OTLP_"+s.name+"_COMPRESSION",
+			"OTEL_EXPORTER_OTLP_"+s.name+"_PROTOCOL",
+		)
+	}
+	slices.Sort(vars)
+	return vars
+}
+
+// knownUnsupported are variables of the OpenTelemetry specification, and
+// of the Go SDK, that Read doesn't support. Read reports each one that is
+// set even in an Environment that can't list its names, where it can't
+// find every OTEL_* variable.
+func knownUnsupported() []string {
+	vars := []string{
+		"OTEL_LOG_LEVEL", "OTEL_PROPAGATORS", "OTEL_CONFIG_FILE", "OTEL_EXPERIMENTAL_CONFIG_FILE",
+		"OTEL_RESOURCE_DETECTORS", "OTEL_SEMCONV_STABILITY_OPT_IN",
+		"OTEL_BSP_SCHEDULE_DELAY", "OTEL_BSP_EXPORT_TIMEOUT", "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+		"OTEL_BLRP_SCHEDULE_DELAY", "OTEL_BLRP_EXPORT_TIMEOUT", "OTEL_BLRP_MAX_QUEUE_SIZE", "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE",
+		"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT",
+		"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_SPAN_EVENT_COUNT_LIMIT",
+		"OTEL_SPAN_LINK_COUNT_LIMIT", "OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT", "OTEL_LINK_ATTRIBUTE_COUNT_LIMIT",
+		"OTEL_LOGRECORD_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT",
+		"OTEL_METRICS_EXEMPLAR_FILTER",
+		"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION",
+		"OTEL_EXPORTER_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_PORT",
+		"OTEL_EXPORTER_ZIPKIN_ENDPOINT", "OTEL_EXPORTER_ZIPKIN_TIMEOUT",
+		"OTEL_GO_X_OBSERVABILITY", "OTEL_GO_X_SELF_OBSERVABILITY", "OTEL_GO_X_CARDINALITY_LIMIT", "OTEL_GO_X_RESOURCE",
+	}
+	for _, prefix := range []string{"OTEL_EXPORTER_OTLP_", "OTEL_EXPORTER_OTLP_TRACES_", "OTEL_EXPORTER_OTLP_METRICS_", "OTEL_EXPORTER_OTLP_LOGS_"} {
+		vars = append(vars, prefix+"INSECURE", prefix+"CERTIFICATE", prefix+"CLIENT_KEY", prefix+"CLIENT_CERTIFICATE")
+	}
+	return vars
+}
+
+// errUnsupported is the cause of every unsupported variable's error.
+var errUnsupported = errors.New("not supported: examples/otlp reads only the variables otlp.Variables lists")
+
+// Read sources the Settings from env, a Process's environment: never the
+// real one, which OpenTelemetry's SDK and exporters would otherwise read
+// for themselves. Its error names every variable with a bad value, and
+// every OTEL_* variable that is set but isn't one of Variables, together:
+// all of them when env is an app.EnvironmentLister, the ones the
+// specification and the Go SDK define otherwise.
+func Read(ctx context.Context, env app.Environment) (Settings, error) {
+	var errs []error
+	for _, name := range unsupported(env) {
+		errs = append(errs, &config.Error{Name: name, Err: errUnsupported})
+	}
+	s, err := config.Struct(func(r *config.Resolver) Settings {
+		return resolve(r, env)
+	}).Read(ctx)
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return Settings{}, err
+	}
+	return s, nil
+}
+
+// unsupported returns the OTEL_* variables set in env that Read doesn't
+// support, sorted.
+func unsupported(env app.Environment) []string {
+	supported := Variables()
+	var names []string
+	if l, ok := env.(app.EnvironmentLister); ok {
+		for _, name := range l.Names() {
+			if strings.HasPrefix(name, "OTEL_") && !slices.Contains(supported, name) && isSet(env, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	for _, name := range knownUnsupported() {
+		if isSet(env, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// isSet reports whether name is set to something other than "", which
+// the specification reads as unset.
+func isSet(env app.Environment, name string) bool {
+	v, ok := env.LookupEnv(name)
+	return ok && v != ""
+}
+
+// resolve reads every variable through r, which collects their errors.
+func resolve(r *config.Resolver, e app.Environment) Settings {
+	env := func(name string) config.Value[string] { return config.Env(e, name) }
+	s := Settings{
+		Disabled:             r.Get(env("OTEL_SDK_DISABLED").Parse(parseBool).Default(false)),
+		ServiceName:          r.Get(env("OTEL_SERVICE_NAME").Default("")),
+		ResourceAttributes:   r.Get(env("OTEL_RESOURCE_ATTRIBUTES").Parse(parseResourceAttributes).Default(nil)),
+		Sampler:              r.Get(env("OTEL_TRACES_SAMPLER").Validate(checkSampler).Default(defaultSampler)),
+		MetricExportInterval: r.Get(env("OTEL_METRIC_EXPORT_INTERVAL").Parse(parseMillis).Default(defaultMetricExportInterval)),
+		MetricExportTimeout:  r.Get(env("OTEL_METRIC_EXPORT_TIMEOUT").Parse(parseMillis).Default(defaultMetricExportTimeout)),
+	}
+	s.SamplerArg = 1
+	if strings.HasSuffix(s.Sampler, "traceidratio") {
+		s.SamplerArg = r.Get(env("OTEL_TRACES_SAMPLER_ARG").Parse(parseRatio).Default(1))
+	}
+
+	base := r.Get(env("OTEL_EXPORTER_OTLP_ENDPOINT").Parse(parseEndpoint).Default(nil))
+	headers := r.Get(env("OTEL_EXPORTER_OTLP_HEADERS").Parse(parseHeaders).Default(map[string]string{}))
+	timeout := r.Get(env("OTEL_EXPORTER_OTLP_TIMEOUT").Parse(parseMillis).Default(defaultTimeout))
+	gzip := r.Get(env("OTEL_EXPORTER_OTLP_COMPRESSION").Parse(parseCompression).Default(false))
+	r.Get(env("OTEL_EXPORTER_OTLP_PROTOCOL").Validate(checkProtocol).Default(protocolHTTPProtobuf))
+
+	out := []*Signal{&s.Traces, &s.Metrics, &s.Logs}
+	for i, sig := range signals() {
+		v := func(name string) config.Value[string] { return env("OTEL_EXPORTER_OTLP_" + sig.name + "_" + name) }
+		r.Get(v("PROTOCOL").Validate(checkProtocol).Default(protocolHTTPProtobuf))
+		exporter := r.Get(env("OTEL_" + sig.name + "_EXPORTER").Validate(checkExporter).Default("otlp"))
+		own := r.Get(v("ENDPOINT").Parse(parseEndpoint).Default(nil))
+		*out[i] = Signal{
+			Headers: r.Get(v("HEADERS").Parse(parseHeaders).Default(headers)),
+			Timeout: r.Get(v("TIMEOUT").Parse(parseMillis).Default(timeout)),
+			Gzip:    r.Get(v("COMPRESSION").Parse(parseCompression).Default(gzip)),
+		}
+		switch {
+		case exporter == "none":
+		case own != nil:
+			// A signal's own endpoint is its whole URL.
+			out[i].Endpoint = own.String()
+		case base != nil:
+			// The base endpoint is the collector's: each signal posts to
+			// its path beneath it.
+			u := *base
+			u.Path = strings.TrimSuffix(u.Path, "/") + sig.path
+			out[i].Endpoint = u.String()
+		}
+	}
+	return s
+}
+
+// parseBool parses a boolean variable: true or false, in any case.
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		return true, nil
+	case "false", "":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is neither true nor false", v)
+}
+
+// parseMillis parses a duration in milliseconds, such as 10000, which
+// must be more than 0.
+func parseMillis(v string) (time.Duration, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a whole number of milliseconds", v)
+	}
+	if n <= 0 || n > int64(time.Duration(1<<62)/time.Millisecond) {
+		return 0, fmt.Errorf("%d milliseconds is out of range: more than 0 is required", n)
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+// parseRatio parses a traceidratio sampler's ratio, from 0 to 1.
+func parseRatio(v string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < 0 || f > 1 {
+		return 0, fmt.Errorf("%q is not a ratio from 0 to 1", v)
+	}
+	return f, nil
+}
+
+// parseEndpoint parses an endpoint: an http or https URL with a host,
+// such as http://collector:4318.
+func parseEndpoint(v string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(v))
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a URL: %w", v, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%q is not an http or https URL", v)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%q has no host", v)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("%q has a user: send credentials in the headers", u.Redacted())
+	}
+	return u, nil
+}
+
+// parseHeaders parses a header list: key=value pairs, comma-separated,
+// each value percent-encoded, such as "api-key=secret,team=a%20b".
+func parseHeaders(v string) (map[string]string, error) {
+	pairs, err := parsePairs(v)
+	if err != nil {
+		return nil, err
+	}
+	headers := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		headers[p[0]] = p[1]
+	}
+	return headers, nil
+}
+
+// parseResourceAttributes parses OTEL_RESOURCE_ATTRIBUTES: key=value
+// pairs as a header list's, each a string attribute.
+func parseResourceAttributes(v string) ([]attribute.KeyValue, error) {
+	pairs, err := parsePairs(v)
+	if err != nil {
+		return nil, err
+	}
+	attrs := make([]attribute.KeyValue, 0, len(pairs))
+	for _, p := range pairs {
+		attrs = append(attrs, attribute.String(p[0], p[1]))
+	}
+	return attrs, nil
+}
+
+// parsePairs parses comma-separated key=value pairs, with percent-encoded
+// values; every bad pair is reported.
+func parsePairs(v string) ([][2]string, error) {
+	var (
+		pairs [][2]string
+		errs  []error
+	)
+	for i, item := range strings.Split(v, ",") {
+		if strings.TrimSpace(item) == "" {
+			continue
+		}
+		key, value, ok := strings.Cut(item, "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			errs = append(errs, fmt.Errorf("pair %d, %q, is not key=value", i+1, item))
+			continue
+		}
+		decoded, err := url.PathUnescape(strings.TrimSpace(value))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pair %d, the value of %q, is not percent-encoded: %w", i+1, key, err))
+			continue
+		}
+		pairs = append(pairs, [2]string{key, decoded})
+	}
+	return pairs, errors.Join(errs...)
+}
+
+// parseCompression parses a compression, gzip or none, into whether it
+// is gzip.
+func parseCompression(v string) (bool, error) {
+	switch strings.TrimSpace(v) {
+	case "gzip":
+		return true, nil
+	case "none":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is neither gzip nor none", v)
+}
+
+// checkProtocol accepts the one protocol the exporters speak here.
+func checkProtocol(v string) error {
+	if v != protocolHTTPProtobuf {
+		return fmt.Errorf("%q is not supported: only http/protobuf is", v)
+	}
+	return nil
+}
+
+// checkExporter accepts otlp and none.
+func checkExporter(v string) error {
+	if v != "otlp" && v != "none" {
+		return fmt.Errorf("%q is not supported: only otlp or none is", v)
+	}
+	return nil
+}
+
+// samplers are the supported values of OTEL_TRACES_SAMPLER.
+func samplers() []string {
+	return []string{"always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"}
+}
+
+// checkSampler accepts the supported samplers.
+func checkSampler(v string) error {
+	if !slices.Contains(samplers(), v) {
+		return fmt.Errorf("%q is not supported: only %s", v, strings.Join(samplers(), ", "))
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package otlp_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/examples/otlp"
+)
+
+// defaults are the Settings of an environment with no OTEL_* variable.
+func defaults() otlp.Settings {
+	signal := otlp.Signal{Headers: map[string]string{}, Timeout: 10 * time.Second}
+	return otlp.Settings{
+		Traces: signal, Metrics: signal, Logs: signal,
+		Sampler: "parentbased_always_on", SamplerArg: 1,
+		MetricExportInterval: time.Minute, MetricExportTimeout: 30 * time.Second,
+	}
+}
+
+func TestRead(t *testing.T) {
+	tests := []struct {
+		name   string
+		env    apptest.Env
+		change func(s *otlp.Settings)
+	}{
+		{name: "nothing set exports nothing", env: apptest.Env{"CONTROLLER_NAME": "memcached"}, change: func(*otlp.Settings) {}},
+		{
+			name: "the base endpoint, beneath which each signal has its path",
+			env:  apptest.Env{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"},
+			change: func(s *otlp.Settings) {
+				s.Traces.Endpoint = "http://collector:4318/v1/traces"
+				s.Metrics.Endpoint = "http://collector:4318/v1/metrics"
+				s.Logs.Endpoint = "http://collector:4318/v1/logs"
+			},
+		},
+		{
+			name: "a base endpoint with a path",
+			env:  apptest.Env{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://gateway.example.com/otlp"},
+			change: func(s *otlp.Settings) {
+				s.Traces.Endpoint = "https://gateway.example.com/otlp/v1/traces"
+				s.Metrics.Endpoint = "https://gateway.example.com/otlp/v1/metrics"
+				s.Logs.Endpoint = "https://gateway.example.com/otlp/v1/logs"
+			},
+		},
+		{
+			name: "a signal's own endpoint is used as it is, and none turns a signal off",
+			env: apptest.Env{
+				"OTEL_EXPORTER_OTLP_ENDPOINT":        "http://collector:4318",
+				"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://tempo:4318/custom",
+				"OTEL_LOGS_EXPORTER":                 "none",
+				"OTEL_METRICS_EXPORTER":              "otlp",
+			},
+			change: func(s *otlp.Settings) {
+				s.Traces.Endpoint = "http://tempo:4318/custom"
+				s.Metrics.Endpoint = "http://collector:4318/v1/metrics"
+			},
+		},
+		{
+			name: "only one signal's endpoint exports only that signal",
+			env:  apptest.Env{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://mimir:4318/otlp/v1/metrics"},
+			change: func(s *otlp.Settings) {
+				s.Metrics.Endpoint = "http://mimir:4318/otlp/v1/metrics"
+			},
+		},
+		{
+			name: "headers, timeout and compression, a signal's own replacing the base's",
+			env: apptest.Env{
+				"OTEL_EXPORTER_OTLP_HEADERS":             "api-key=secret, team=a%20b",
+				"OTEL_EXPORTER_OTLP_LOGS_HEADERS":        "tenant=logs",
+				"OTEL_EXPORTER_OTLP_TIMEOUT":             "2500",
+				"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT":     "500",
+				"OTEL_EXPORTER_OTLP_COMPRESSION":         "gzip",
+				"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION":  "none",
+				"OTEL_EXPORTER_OTLP_PROTOCOL":            "http/protobuf",
+				"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL":     "http/protobuf",
+				"OTEL_EXPORTER_OTLP_METRICS_COMPRESSION": "",
+			},
+			change: func(s *otlp.Settings) {
+				base := map[string]string{"api-key": "secret", "team": "a b"}
+				s.Traces = otlp.Signal{Headers: base, Timeout: 2500 * time.Millisecond}
+				s.Metrics = otlp.Signal{Headers: base, Timeout: 500 * time.Millisecond, Gzip: true}
+				s.Logs = otlp.Signal{Headers: map[string]string{"tenant": "logs"}, Timeout: 2500 * time.Millisecond, Gzip: true}
+			},
+		},
+		{
+			name: "the resource, the sampler and the metric interval",
+			env: apptest.Env{
+				"OTEL_SERVICE_NAME":           "memcached-operator",
+				"OTEL_RESOURCE_ATTRIBUTES":    "deployment.environment.name=staging,k8s.pod.name=memcached-0,note=a%2Cb",
+				"OTEL_TRACES_SAMPLER":         "parentbased_traceidratio",
+				"OTEL_TRACES_SAMPLER_ARG":     "0.25",
+				"OTEL_METRIC_EXPORT_INTERVAL": "15000",
+				"OTEL_METRIC_EXPORT_TIMEOUT":  "5000",
+				"OTEL_SDK_DISABLED":           "FALSE",
+			},
+			change: func(s *otlp.Settings) {
+				s.ServiceName = "memcached-operator"
+				s.ResourceAttributes = []attribute.KeyValue{
+					attribute.String("deployment.environment.name", "staging"),
+					attribute.String("k8s.pod.name", "memcached-0"),
+					attribute.String("note", "a,b"),
+				}
+				s.Sampler = "parentbased_traceidratio"
+				s.SamplerArg = 0.25
+				s.MetricExportInterval = 15 * time.Second
+				s.MetricExportTimeout = 5 * time.Second
+			},
+		},
+		{
+			name:   "a sampler's argument is read only for a ratio",
+			env:    apptest.Env{"OTEL_TRACES_SAMPLER": "always_off", "OTEL_TRACES_SAMPLER_ARG": "not read"},
+			change: func(s *otlp.Settings) { s.Sampler = "always_off" },
+		},
+		{
+			name:   "disabled",
+			env:    apptest.Env{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"},
+			change: func(s *otlp.Settings) { s.Disabled = true; setEndpoints(s, "http://collector:4318") },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := defaults()
+			tt.change(&want)
+			got, err := otlp.Read(t.Context(), tt.env)
+			require.NoError(t, err)
+			require.Equal(t, want, got)
+		})
+	}
+}
+
+// setEndpoints sets each signal's endpoint beneath base.
+func setEndpoints(s *otlp.Settings, base string) {
+	s.Traces.Endpoint = base + "/v1/traces"
+	s.Metrics.Endpoint = base + "/v1/metrics"
+	s.Logs.Endpoint = base + "/v1/logs"
+}
+
+func TestReadReportsEveryMistakeTogether(t *testing.T) {
+	env := apptest.Env{
+		"OTEL_SDK_DISABLED":                  "yes",
+		"OTEL_RESOURCE_ATTRIBUTES":           "team,bad=%zz",
+		"OTEL_EXPORTER_OTLP_ENDPOINT":        "collector:4318",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://",
+		"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT":   "ftp://collector",
+		"OTEL_EXPORTER_OTLP_HEADERS":         "=x",
+		"OTEL_EXPORTER_OTLP_TIMEOUT":         "10s",
+		"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "0",
+		"OTEL_EXPORTER_OTLP_COMPRESSION":     "zstd",
+		"OTEL_EXPORTER_OTLP_PROTOCOL":        "grpc",
+		"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL":   "http/json",
+		"OTEL_TRACES_SAMPLER":                "traceidratio",
+		"OTEL_TRACES_SAMPLER_ARG":            "1.5",
+		"OTEL_METRIC_EXPORT_INTERVAL":        "-1",
+		"OTEL_TRACES_EXPORTER":               "jaeger",
+		"OTEL_METRICS_EXPORTER":              "prometheus",
+		"OTEL_BSP_SCHEDULE_DELAY":            "100",
+		"OTEL_PROPAGATORS":                   "b3",
+		"OTEL_EXPORTER_OTLP_ENDPIONT":        "http://typo:4318",
+		"OTEL_LOG_LEVEL":                     "", // empty is unset
+		"NOT_OTEL_EXPORTER":                  "ignored",
+	}
+	_, err := otlp.Read(t.Context(), env)
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	for _, name := range []string{
+		"OTEL_SDK_DISABLED", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_EXPORTER_OTLP_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS",
+		"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_COMPRESSION",
+		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "OTEL_TRACES_SAMPLER_ARG",
+		"OTEL_METRIC_EXPORT_INTERVAL", "OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER",
+		"OTEL_BSP_SCHEDULE_DELAY", "OTEL_PROPAGATORS", "OTEL_EXPORTER_OTLP_ENDPIONT",
+	} {
+		require.Condition(t, func() bool {
+			for _, l := range lines {
+				if strings.HasPrefix(l, "config "+name+": ") {
+					return true
+				}
+			}
+			return false
+		}, "no line names %s in:\n%s", name, err)
+	}
+	require.NotContains(t, err.Error(), "OTEL_LOG_LEVEL", "an empty variable is unset")
+	require.NotContains(t, err.Error(), "NOT_OTEL")
+	require.Contains(t, err.Error(), `config OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" is not supported: only http/protobuf is`)
+	require.Contains(t, err.Error(), "config OTEL_EXPORTER_OTLP_ENDPIONT: not supported")
+	require.Contains(t, err.Error(), `pair 1, "team", is not key=value`)
+	require.Contains(t, err.Error(), `pair 2, the value of "bad", is not percent-encoded`)
+}
+
+// lookupOnly is an Environment that can't list its names.
+type lookupOnly map[string]string
+
+func (e lookupOnly) LookupEnv(name string) (string, bool) {
+	v, ok := e[name]
+	return v, ok
+}
+
+func TestReadWithoutAListFindsTheSpecifiedVariables(t *testing.T) {
+	var env app.Environment = lookupOnly{
+		"OTEL_EXPORTER_OTLP_CERTIFICATE":         "/etc/ca.pem",
+		"OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY":     "/etc/key.pem",
+		"OTEL_GO_X_OBSERVABILITY":                "true",
+		"OTEL_EXPORTER_OTLP_ENDPIONT":            "a typo only a list would find",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":     "http://collector:4318/v1/traces",
+		"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT": "64",
+	}
+	_, err := otlp.Read(t.Context(), env)
+	require.EqualError(t, err, strings.Join([]string{
+		"config OTEL_EXPORTER_OTLP_CERTIFICATE: not supported: examples/otlp reads only the variables otlp.Variables lists",
+		"config OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY: not supported: examples/otlp reads only the variables otlp.Variables lists",
+		"config OTEL_GO_X_OBSERVABILITY: not supported: examples/otlp reads only the variables otlp.Variables lists",
+		"config OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT: not supported: examples/otlp reads only the variables otlp.Variables lists",
+	}, "\n"))
+}
+
+func TestVariables(t *testing.T) {
+	vars := otlp.Variables()
+	require.IsIncreasing(t, vars)
+	for _, name := range []string{
+		"OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES",
+		"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_PROTOCOL",
+		"OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG", "OTEL_METRIC_EXPORT_INTERVAL",
+		"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_LOGS_EXPORTER",
+	} {
+		require.Contains(t, vars, name)
+	}
+	require.Len(t, vars, 30)
+}
