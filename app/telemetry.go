@@ -48,8 +48,10 @@ func buildTelemetry(ctx context.Context, b HostTelemetryBuilder, h Host, p Proce
 
 // defaultTelemetry has no-op traces and metrics, and writes log records to
 // stderr as JSON lines. Its LoggerProvider is built with every setting
-// given, and an empty resource, so it reads none of OpenTelemetry's
-// environment variables.
+// given, so no OpenTelemetry variable of the real environment changes a
+// line: the SDK merges the real OTEL_RESOURCE_ATTRIBUTES into the empty
+// resource it is given, whatever it is given, but a line never shows the
+// resource.
 func defaultTelemetry(stderr io.Writer) (Telemetry, func(context.Context) error) {
 	lp := sdklog.NewLoggerProvider(
 		sdklog.WithResource(resource.Empty()),
