@@ -218,14 +218,24 @@ func dial(h app.Host) func(ctx context.Context, network, address string) (net.Co
 // Settings' attributes and service.name, and no detector's, which would
 // read the real environment.
 func newResource(s Settings, fallback string) *resource.Resource {
-	name := fallback
 	attrs := make([]attribute.KeyValue, 0, len(s.ResourceAttributes)+1)
+	for _, kv := range s.ResourceAttributes {
+		if kv.Key != "service.name" {
+			attrs = append(attrs, kv)
+		}
+	}
+	return resource.NewSchemaless(append(attrs, attribute.String("service.name", s.Service(fallback)))...)
+}
+
+// Service returns the service.name the resource has: OTEL_SERVICE_NAME's,
+// else service.name in OTEL_RESOURCE_ATTRIBUTES, else fallback, else
+// "unknown_service", as the specification orders them.
+func (s Settings) Service(fallback string) string {
+	name := fallback
 	for _, kv := range s.ResourceAttributes {
 		if kv.Key == "service.name" {
 			name = kv.Value.AsString()
-			continue
 		}
-		attrs = append(attrs, kv)
 	}
 	if s.ServiceName != "" {
 		name = s.ServiceName
@@ -233,7 +243,7 @@ func newResource(s Settings, fallback string) *resource.Resource {
 	if name == "" {
 		name = "unknown_service"
 	}
-	return resource.NewSchemaless(append(attrs, attribute.String("service.name", name))...)
+	return name
 }
 
 // newSampler returns the sampler OTEL_TRACES_SAMPLER names; Read has

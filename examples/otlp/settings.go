@@ -138,8 +138,13 @@ var errUnsupported = errors.New("not supported: examples/otlp reads only the var
 // for themselves. Its error names every variable with a bad value, and
 // every OTEL_* variable that is set but isn't one of Variables, together:
 // all of them when env is an app.EnvironmentLister, the ones the
-// specification and the Go SDK define otherwise.
+// specification and the Go SDK define otherwise. A nil env has no
+// variables.
 func Read(ctx context.Context, env app.Environment) (Settings, error) {
+	if env == nil {
+		// A Process built by hand may have none: it has no variables.
+		env = config.Map(nil)
+	}
 	var errs []error
 	for _, name := range unsupported(env) {
 		errs = append(errs, &config.Error{Name: name, Err: errUnsupported})

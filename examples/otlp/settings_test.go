@@ -134,6 +134,31 @@ func TestRead(t *testing.T) {
 	}
 }
 
+func TestReadANilEnvironment(t *testing.T) {
+	s, err := otlp.Read(t.Context(), nil)
+	require.NoError(t, err)
+	require.Equal(t, defaults(), s)
+}
+
+func TestSettingsService(t *testing.T) {
+	tests := []struct {
+		name     string
+		s        otlp.Settings
+		fallback string
+		want     string
+	}{
+		{name: "the fallback", fallback: "memcached-operator", want: "memcached-operator"},
+		{name: "none at all", want: "unknown_service"},
+		{name: "the resource's", s: otlp.Settings{ResourceAttributes: []attribute.KeyValue{attribute.String("service.name", "from-attributes")}}, fallback: "memcached-operator", want: "from-attributes"},
+		{name: "OTEL_SERVICE_NAME first", s: otlp.Settings{ServiceName: "named", ResourceAttributes: []attribute.KeyValue{attribute.String("service.name", "from-attributes")}}, fallback: "memcached-operator", want: "named"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, tt.s.Service(tt.fallback))
+		})
+	}
+}
+
 // setEndpoints sets each signal's endpoint beneath base.
 func setEndpoints(s *otlp.Settings, base string) {
 	s.Traces.Endpoint = base + "/v1/traces"
