@@ -121,6 +121,10 @@ type Reconciler struct {
 	// ConfigMaps reads the ConfigMap a Memcached names. Only a Memcached
 	// that names one needs it.
 	ConfigMaps ConfigMapReader
+	// RecordEvent records an Event on the Memcached being reconciled, as
+	// kube.RecordEvent does, which it is when nil; a test's records what
+	// it is handed.
+	RecordEvent func(ctx context.Context, typ kube.EventType, reason, note string) error
 }
 
 // Reconcile applies m's Deployment and returns m's status. A failed apply
@@ -128,9 +132,11 @@ type Reconciler struct {
 // which the controller applies, and the error, which retries m.
 //
 // A ConfigMap that m names and that doesn't exist is an Available
-// condition of False with the reason ConfigMapMissing, and no error: the
-// Controller watches ConfigMaps, so the ConfigMap's creation reconciles m
-// again, and a retry could do no better before then. The Deployment isn't
+// condition of False with the reason ConfigMapMissing, a Warning Event
+// on m with the same reason, which kubectl describe shows, and no error:
+// the Controller watches ConfigMaps, so the ConfigMap's creation
+// reconciles m again, and a retry could do no better before then. An
+// Event that can't be recorded is an error, which retries m. The Deployment isn't
 // applied then: an existing one keeps running with the flags it had,
 // rather than restarting with none, which a ConfigMap deleted by mistake
 // would otherwise cause.
@@ -145,11 +151,14 @@ func (r Reconciler) Reconcile(ctx context.Context, m Object) (kube.Result[Memcac
 			return kube.Result[MemcachedStatus]{}, fmt.Errorf("the Memcached %s/%s: %w", m.Namespace, m.Name, err)
 		}
 		if !found {
+			message := fmt.Sprintf("the ConfigMap %q is not in the namespace %q: the Deployment is left as it is until it is created", name, m.Namespace)
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 				Type: "Available", Status: metav1.ConditionFalse, Reason: ReasonConfigMapMissing,
-				Message:            fmt.Sprintf("the ConfigMap %q is not in the namespace %q: the Deployment is left as it is until it is created", name, m.Namespace),
-				ObservedGeneration: m.Generation,
+				Message: message, ObservedGeneration: m.Generation,
 			})
+			if err := r.recordEvent(ctx, kube.Warning, ReasonConfigMapMissing, message); err != nil {
+				return kube.Result[MemcachedStatus]{Status: &st}, fmt.Errorf("the Memcached %s/%s: %w", m.Namespace, m.Name, err)
+			}
 			return kube.Result[MemcachedStatus]{Status: &st}, nil
 		}
 		container.WithArgs(flags(cm.Data)...)
@@ -178,6 +187,16 @@ func (r Reconciler) Reconcile(ctx context.Context, m Object) (kube.Result[Memcac
 	st.ReadyReplicas = d.Status.ReadyReplicas
 	meta.SetStatusCondition(&st.Conditions, available(d, m.Generation))
 	return kube.Result[MemcachedStatus]{Status: &st}, nil
+}
+
+// recordEvent records an Event on the Memcached that ctx's reconcile was
+// handed, through r.RecordEvent or else kube.RecordEvent, and returns
+// their error.
+func (r Reconciler) recordEvent(ctx context.Context, typ kube.EventType, reason, note string) error {
+	if r.RecordEvent != nil {
+		return r.RecordEvent(ctx, typ, reason, note)
+	}
+	return kube.RecordEvent(ctx, typ, reason, note)
 }
 
 // configMap reads the ConfigMap namespace/name through r.ConfigMaps.

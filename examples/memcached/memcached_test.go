@@ -1,6 +1,7 @@
 package memcached
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"os"
@@ -429,9 +430,9 @@ func TestReconciler_rolls_the_pods_when_the_ConfigMap_changes(t *testing.T) {
 }
 
 // TestReconciler_reports_a_missing_ConfigMap: the Memcached is not
-// Available, saying which ConfigMap is missing; no error, since the
-// ConfigMap's creation reconciles it; and no apply, so a Deployment that
-// exists keeps its flags.
+// Available, saying which ConfigMap is missing, and a Warning Event says
+// the same; no error, since the ConfigMap's creation reconciles it; and no
+// apply, so a Deployment that exists keeps its flags.
 func TestReconciler_reports_a_missing_ConfigMap(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -444,7 +445,8 @@ func TestReconciler_reports_a_missing_ConfigMap(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			kc := kubefake.NewClientset()
 			cms := withConfigMaps(map[string]map[string]string{"flags": {"memory-limit": "64"}})
-			r := Reconciler{Kube: kc, ConfigMaps: cms}
+			events := &recordedEvents{}
+			r := Reconciler{Kube: kc, ConfigMaps: cms, RecordEvent: events.record}
 			m := cacheNaming("flags")
 			var before *appsv1.Deployment
 			if tt.existing {
@@ -468,6 +470,7 @@ func TestReconciler_reports_a_missing_ConfigMap(t *testing.T) {
 			require.Equal(t, ReasonConfigMapMissing, c.Reason)
 			require.Equal(t, `the ConfigMap "flags" is not in the namespace "default": the Deployment is left as it is until it is created`, c.Message)
 			require.Equal(t, int64(2), c.ObservedGeneration)
+			require.Equal(t, []recordedEvent{{kube.Warning, ReasonConfigMapMissing, c.Message}}, events.list, "one Warning, saying what the condition says")
 
 			require.Empty(t, kc.Actions(), "no request: no apply, and no read of the Deployment")
 			d, err := kc.AppsV1().Deployments("default").Get(t.Context(), "cache", metav1.GetOptions{})
@@ -477,6 +480,52 @@ func TestReconciler_reports_a_missing_ConfigMap(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, before, d, "the Deployment keeps its flags")
+		})
+	}
+}
+
+// recordedEvent is one Event a Reconciler recorded.
+type recordedEvent struct {
+	typ          kube.EventType
+	reason, note string
+}
+
+// recordedEvents keeps the Events a Reconciler records, failing with err
+// when it is set.
+type recordedEvents struct {
+	list []recordedEvent
+	err  error
+}
+
+func (r *recordedEvents) record(_ context.Context, typ kube.EventType, reason, note string) error {
+	if r.err != nil {
+		return r.err
+	}
+	r.list = append(r.list, recordedEvent{typ, reason, note})
+	return nil
+}
+
+// TestReconciler_records_a_missing_ConfigMap_through_kube_RecordEvent: a
+// Reconciler with no RecordEvent of its own records through
+// kube.RecordEvent, which refuses a context that no Controller handed it,
+// as a test's is; a refused Event fails the reconcile, naming the
+// Memcached, with the condition still returned.
+func TestReconciler_records_a_missing_ConfigMap_through_kube_RecordEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		record func(context.Context, kube.EventType, string, string) error
+		want   string
+	}{
+		{name: "kube.RecordEvent", want: "the context is not one a Controller handed"},
+		{name: "a failing recorder", record: (&recordedEvents{err: errors.New("no room")}).record, want: "no room"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Reconciler{Kube: kubefake.NewClientset(), ConfigMaps: withConfigMaps(nil), RecordEvent: tc.record}
+			res, err := r.Reconcile(t.Context(), cacheNaming("flags"))
+			require.ErrorContains(t, err, "the Memcached default/cache: ")
+			require.ErrorContains(t, err, tc.want)
+			require.NotNil(t, res.Status)
+			require.Equal(t, ReasonConfigMapMissing, meta.FindStatusCondition(res.Status.Conditions, "Available").Reason)
 		})
 	}
 }
