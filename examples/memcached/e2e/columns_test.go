@@ -125,9 +125,9 @@ func rowCells(t *testing.T, table metav1.Table) [][]any {
 
 // kubectl get memcacheds prints, for each Memcached, its name, its size,
 // its ready pods, the status of its Available condition and its age; a
-// Memcached whose controller hasn't reported yet prints its size, and no
-// Ready and no Available (kubectl's <none>), rather than a 0 or a False
-// it never reported. The single object's Table has the same columns and
+// Memcached whose controller hasn't reported yet prints its size, and
+// null cells for Ready and Available, which kubectl leaves blank, rather
+// than a 0 or a False it never reported. The single object's Table has the same columns and
 // the one row.
 func TestColumns_kubectl_get_prints_Size_Ready_Available_and_Age(t *testing.T) {
 	ns, mcs, dc := columnsSetup(t)
