@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/wait"
+)
+
+// The events tests run a Controller whose Reconciler fails, or panics,
+// and read the Events it records on the object once the App has stopped:
+// Shutdown writes the last of them, and every series' count, within the
+// grace period.
+
+// eventsSettings are a Controller's Settings whose failures are retried
+// within milliseconds: a backoff from 5ms to 20ms, under a bucket that
+// never holds a retry back.
+func eventsSettings(ns string) kube.Settings {
+	s := settingsFor("events-controller", ns, "pod-a")
+	s.Namespace = ns
+	s.RetryMaxDelay = 20 * time.Millisecond
+	s.RetryRate, s.RetryBurst = 10000, 10000
+	return s
+}
+
+// eventsOn returns the Events in ns about the object whose uid is uid.
+func eventsOn(t *testing.T, k kubernetes.Interface, ns string, uid types.UID) []eventsv1.Event {
+	t.Helper()
+	list, err := k.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.UID == uid {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// occurrences returns how many occurrences es count: one for an Event
+// without a series, its series' count for one with.
+func occurrences(es []eventsv1.Event) int {
+	n := 0
+	for _, e := range es {
+		if e.Series != nil {
+			n += int(e.Series.Count)
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// The issue: 100 failed reconciles of one object, each writing a status
+// that changes its resourceVersion, are at most two Events, whose series
+// count them all.
+func TestEvents_a_hundred_failed_reconciles_are_one_series_of_ReconcileFailed(t *testing.T) {
+	const failures = 100
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installMemcached(t, c, ns)
+	admin := adminClients(t, c)
+	uid := newMemcached(t, admin.dynamic, r, ns, "m", 1).GetUID()
+
+	var calls atomic.Int32
+	reconciler := kube.ReconcilerFunc[memcachedSpec, memcachedStatus](func(_ context.Context, m memcachedObject) (kube.Result[memcachedStatus], error) {
+		n := calls.Add(1)
+		st := m.Status
+		st.ReadyReplicas = n // a new resourceVersion on every failure
+		if n <= failures {
+			return kube.Result[memcachedStatus]{Status: &st}, errors.New("the memcached image can't be pulled")
+		}
+		return kube.Result[memcachedStatus]{Status: &st}, nil
+	})
+	a := startController(t, c.Connection(), func(s *app.Setup, client *kube.Client) (*kube.Controller, error) {
+		return kube.NewController(s, client, eventsSettings(ns), r, reconciler)
+	})
+	wait.For(t, 2*time.Minute, func() bool { return calls.Load() > failures }, "the object never failed 100 times, then succeeded", a)
+	require.Equal(t, 0, a.Stop())
+	require.Empty(t, a.failure())
+
+	es := eventsOn(t, admin.kube, ns, uid)
+	require.NotEmpty(t, es, "no Event was recorded\n%s", a.Report())
+	require.LessOrEqual(t, len(es), 2, "the failures are one series, or two at most")
+	require.Equal(t, failures, occurrences(es), "the series count every failure")
+	last := es[len(es)-1]
+	require.NotNil(t, last.Series, "repeats count in a series")
+	for _, e := range es {
+		require.Equal(t, "Warning", e.Type)
+		require.Equal(t, "ReconcileFailed", e.Reason)
+		require.Equal(t, "Reconcile", e.Action)
+		require.Equal(t, "the memcached image can't be pulled", e.Note)
+		require.Equal(t, "events-controller", e.ReportingController)
+		require.Equal(t, "pod-a", e.ReportingInstance)
+		require.Equal(t, r.Group+"/"+r.Version, e.Regarding.APIVersion)
+		require.Equal(t, "Memcached", e.Regarding.Kind)
+		require.Equal(t, ns, e.Regarding.Namespace)
+		require.Equal(t, "m", e.Regarding.Name)
+		require.NotEmpty(t, e.Regarding.ResourceVersion)
+	}
+}
+
+// Settings.FailureEvents = FailureEventsOff records no ReconcileFailed,
+// while the Reconciler's own RecordEvent still records.
+func TestEvents_FailureEventsOff_records_no_failure(t *testing.T) {
+	const failures = 10
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installMemcached(t, c, ns)
+	admin := adminClients(t, c)
+	uid := newMemcached(t, admin.dynamic, r, ns, "m", 1).GetUID()
+
+	var calls atomic.Int32
+	reconciler := kube.ReconcilerFunc[memcachedSpec, memcachedStatus](func(ctx context.Context, _ memcachedObject) (kube.Result[memcachedStatus], error) {
+		if n := calls.Add(1); n <= failures {
+			return kube.Result[memcachedStatus]{}, errors.New("boom")
+		}
+		if err := kube.RecordEvent(ctx, kube.Normal, "Recovered", "reconciled after 10 failures"); err != nil {
+			return kube.Result[memcachedStatus]{}, err
+		}
+		return kube.Result[memcachedStatus]{}, nil
+	})
+	a := startController(t, c.Connection(), func(s *app.Setup, client *kube.Client) (*kube.Controller, error) {
+		settings := eventsSettings(ns)
+		settings.FailureEvents = kube.FailureEventsOff
+		return kube.NewController(s, client, settings, r, reconciler)
+	})
+	wait.For(t, 2*time.Minute, func() bool { return calls.Load() > failures }, "the object never failed 10 times, then succeeded", a)
+	require.Equal(t, 0, a.Stop())
+	require.Empty(t, a.failure())
+
+	var failed, recovered []eventsv1.Event
+	for _, e := range eventsOn(t, admin.kube, ns, uid) {
+		switch e.Reason {
+		case "ReconcileFailed", "ReconcilePanicked":
+			failed = append(failed, e)
+		case "Recovered":
+			recovered = append(recovered, e)
+		}
+	}
+	require.Empty(t, failed, "FailureEventsOff records no failure")
+	require.Len(t, recovered, 1, "the Reconciler's own Event is recorded\n%s", a.Report())
+	require.Equal(t, "Normal", recovered[0].Type)
+	require.Equal(t, "reconciled after 10 failures", recovered[0].Note)
+}
+
+// A panicking Reconciler records ReconcilePanicked, once: a panic is never
+// retried.
+func TestEvents_a_panic_records_ReconcilePanicked(t *testing.T) {
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installMemcached(t, c, ns)
+	admin := adminClients(t, c)
+	uid := newMemcached(t, admin.dynamic, r, ns, "m", 1).GetUID()
+
+	reconciler := kube.ReconcilerFunc[memcachedSpec, memcachedStatus](func(context.Context, memcachedObject) (kube.Result[memcachedStatus], error) {
+		panic("the cache is corrupt")
+	})
+	a := startController(t, c.Connection(), func(s *app.Setup, client *kube.Client) (*kube.Controller, error) {
+		return kube.NewController(s, client, eventsSettings(ns), r, reconciler)
+	})
+	wait.For(t, time.Minute, func() bool { return panicsOf(a, "m") > 0 }, "the Reconciler never panicked", a)
+	require.Equal(t, 0, a.Stop())
+	require.Empty(t, a.failure())
+
+	es := eventsOn(t, admin.kube, ns, uid)
+	require.Len(t, es, 1, "one Event\n%s", a.Report())
+	e := es[0]
+	require.Equal(t, "Warning", e.Type)
+	require.Equal(t, "ReconcilePanicked", e.Reason)
+	require.Equal(t, "Reconcile", e.Action)
+	require.Equal(t, "panic: the cache is corrupt", e.Note)
+	require.Nil(t, e.Series, "a panic is never retried")
+}
