@@ -16,6 +16,7 @@ import (
 	"github.com/loam-dev/loam/app/config"
 	"github.com/loam-dev/loam/app/health"
 	"github.com/loam-dev/loam/app/httphealth"
+	"github.com/loam-dev/loam/app/httpmetrics"
 	"github.com/loam-dev/loam/examples/connection"
 	"github.com/loam-dev/loam/kube"
 )
@@ -33,6 +34,11 @@ const ScenarioAnnotation = "databases.example.com/failure-scenario"
 // PROBE_ADDRESS says otherwise.
 const defaultProbeAddress = ":8081"
 
+// defaultMetricsAddress is where the metrics Service listens unless
+// METRICS_ADDRESS says otherwise; deploy/deployment.yaml's metrics port
+// names it.
+const defaultMetricsAddress = ":8080"
+
 // Settings is everything Init sources besides the Connection.
 type Settings struct {
 	// Controller is the controller's: CONTROLLER_NAME, CONTROLLER_WORKERS,
@@ -47,16 +53,44 @@ type Settings struct {
 	ExperimentNamespace string
 	// Probes is the probes Service's: PROBE_ADDRESS, ":8081" by default.
 	Probes httphealth.Settings
+	// Metrics is the metrics Service's: METRICS_ADDRESS, ":8080" by
+	// default.
+	Metrics httpmetrics.Settings
 }
+
+// errNoExporter is what Operator.Init reports when the App's telemetry
+// was not built by the Operator's Telemetry.
+var errNoExporter = errors.New("databases: Operator.Init: the App's telemetry is not the Operator's, so no exporter reads its MeterProvider for the metrics Service: run the App with app.WithTelemetry(op.Telemetry)")
 
 // Init is the controller's Init: it sources the Settings and the
 // Connection, and returns the Database controller, which owns Secrets,
 // drops databases with its finalizer, and trusts the failure scenario on
-// the Databases of EXPERIMENT_NAMESPACE, with a probes Service whose
-// readiness is the controller's Synced. A variable that is missing or
-// wrong fails Init, naming every one, so the App exits 78.
+// the Databases of EXPERIMENT_NAMESPACE, with a probes Service on
+// PROBE_ADDRESS whose readiness is the controller's Synced, and a metrics
+// Service on METRICS_ADDRESS that serves the exporter o's Telemetry made.
+// A variable that is missing or wrong fails Init, naming every one, so the
+// App exits 78; so does an App whose telemetry o's Telemetry did not
+// build, reported with them.
+func (o *Operator) Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
+	return initController(ctx, s, true, o.exporter)
+}
+
+// Init is the controller's Init for an App whose telemetry another builder
+// makes, such as the in-memory Telemetry of apptest that a test reads: all
+// that Operator.Init returns but the metrics Service, which would have no
+// exporter to serve. It checks METRICS_ADDRESS all the same, so a value
+// one fails is one the other fails. Command databases runs Operator.Init.
 func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
+	return initController(ctx, s, false, nil)
+}
+
+// initController is both Inits: with serveMetrics, the services include a
+// metrics Service of exporter, and a nil exporter is one more mistake.
+func initController(ctx context.Context, s *app.Setup, serveMetrics bool, exporter *httpmetrics.Exporter) ([]app.Service, error) {
 	settings, err := ReadSettings(ctx, s.Process.Environment)
+	if serveMetrics && exporter == nil {
+		err = errors.Join(err, errNoExporter)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +123,15 @@ func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []app.Service{ctrl, probes}, nil
+	services := []app.Service{ctrl, probes}
+	if serveMetrics {
+		metrics, err := httpmetrics.NewService(s, settings.Metrics, exporter)
+		if err != nil {
+			return nil, err
+		}
+		services = append(services, metrics)
+	}
+	return services, nil
 }
 
 // ReadSettings sources the Settings from env, reporting every variable
@@ -105,6 +147,8 @@ func ReadSettings(ctx context.Context, env app.Environment) (Settings, error) {
 		k.Namespace = r.Get(v("WATCH_NAMESPACE").Default("").Validate(optionalNamespace))
 		k.LeaderElection.Namespace = r.Get(v("POD_NAMESPACE").Validate(kube.CheckNamespace))
 		k.LeaderElection.Identity = r.Get(v("POD_NAME").Validate(kube.CheckIdentity))
+		metrics := httpmetrics.DefaultSettings()
+		metrics.Address = r.Get(v("METRICS_ADDRESS").Default(defaultMetricsAddress).Validate(httpmetrics.CheckAddress))
 		return Settings{
 			Controller: k,
 			Postgres: Postgres{
@@ -116,6 +160,7 @@ func ReadSettings(ctx context.Context, env app.Environment) (Settings, error) {
 			},
 			ExperimentNamespace: r.Get(v("EXPERIMENT_NAMESPACE").Default("").Validate(optionalNamespace)),
 			Probes:              httphealth.Settings{Address: r.Get(v("PROBE_ADDRESS").Default(defaultProbeAddress).Validate(httphealth.CheckAddress))},
+			Metrics:             metrics,
 		}
 	}).Read(ctx)
 }

@@ -2,6 +2,7 @@ package memcached
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/loam-dev/loam/app/config"
 	"github.com/loam-dev/loam/app/health"
 	"github.com/loam-dev/loam/app/httphealth"
+	"github.com/loam-dev/loam/app/httpmetrics"
 	"github.com/loam-dev/loam/examples/connection"
 	"github.com/loam-dev/loam/kube"
 )
@@ -28,11 +30,18 @@ const (
 	kubeconfigVariable = "MEMCACHED_KUBECONFIG"
 	// probeAddressVariable is where the probes Service listens.
 	probeAddressVariable = "PROBE_ADDRESS"
+	// metricsAddressVariable is where the metrics Service listens.
+	metricsAddressVariable = "METRICS_ADDRESS"
 )
 
 // defaultProbeAddress is where the probes Service listens unless
 // PROBE_ADDRESS says otherwise; deploy/deployment.yaml's probes name it.
 const defaultProbeAddress = ":8081"
+
+// defaultMetricsAddress is where the metrics Service listens unless
+// METRICS_ADDRESS says otherwise; deploy/deployment.yaml's metrics port
+// names it.
+const defaultMetricsAddress = ":8080"
 
 // UserAgent is the User-Agent of the Reconcilers' own requests: the
 // Deployments and PodDisruptionBudgets they apply.
@@ -56,17 +65,38 @@ const scenarioAnnotation = "acme.example.com/failure-scenario"
 // there.
 const scenarioNamespace = "staging"
 
-// Init is the operator's Init: it sources the Settings and the Connection,
-// builds the Client and a clientset on it, and returns the two controllers,
-// Memcacheds' and Budget's, with a probes Service whose readiness is the
-// Memcached controller's Synced. A variable that is missing or wrong fails
-// Init, naming every one, so the App exits 78.
+// errNoExporter is what Operator.Init reports when the App's telemetry
+// was not built by the Operator's Telemetry.
+var errNoExporter = errors.New("memcached: Operator.Init: the App's telemetry is not the Operator's, so no exporter reads its MeterProvider for the metrics Service: run the App with app.WithTelemetry(op.Telemetry)")
+
+// Init is the operator's Init: it sources the settings and the
+// Connection, builds the Client and a clientset on it, and returns the two
+// controllers, Memcacheds' and Budget's, with a probes Service on
+// PROBE_ADDRESS whose readiness is the Memcached controller's Synced, and
+// a metrics Service on METRICS_ADDRESS that serves the exporter o's
+// Telemetry made. A variable that is missing or wrong fails Init, naming
+// every one, so the App exits 78; so does an App whose telemetry o's
+// Telemetry did not build, reported with them.
+func (o *Operator) Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
+	return initOperator(ctx, s, true, o.exporter)
+}
+
+// Init is the operator's Init for an App whose telemetry another builder
+// makes, such as the in-memory Telemetry of apptest that a test reads: all
+// that Operator.Init returns but the metrics Service, which would have no
+// exporter to serve. It checks METRICS_ADDRESS all the same, so a value
+// one fails is one the other fails. Command memcached runs Operator.Init.
 func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
+	return initOperator(ctx, s, false, nil)
+}
+
+// initOperator is both Inits: with serveMetrics, the services include a
+// metrics Service of exporter, and a nil exporter is one more mistake.
+func initOperator(ctx context.Context, s *app.Setup, serveMetrics bool, exporter *httpmetrics.Exporter) ([]app.Service, error) {
 	settings, err := readSettings(ctx, s)
-	if err != nil {
-		return nil, err
+	if serveMetrics && exporter == nil {
+		err = errors.Join(err, errNoExporter)
 	}
-	probeSettings, err := readProbeSettings(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -88,18 +118,26 @@ func Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	budgetSettings := settings
-	budgetSettings.Name = settings.Name + "-budget" // its own Lease and field manager
+	budgetSettings := settings.controller
+	budgetSettings.Name = settings.controller.Name + "-budget" // its own Lease and field manager
 	budgetSettings.LabelSelector = managedBy
-	memcacheds, budgets, err := operator(s, client, settings, budgetSettings, kc)
+	memcacheds, budgets, err := operator(s, client, settings.controller, budgetSettings, kc)
 	if err != nil {
 		return nil, err
 	}
-	probes, err := httphealth.NewService(s, probeSettings, health.Readiness(memcacheds.Synced(), budgets.Synced()))
+	probes, err := httphealth.NewService(s, settings.probes, health.Readiness(memcacheds.Synced(), budgets.Synced()))
 	if err != nil {
 		return nil, err
 	}
-	return []app.Service{memcacheds, budgets, probes}, nil
+	services := []app.Service{memcacheds, budgets, probes}
+	if serveMetrics {
+		metrics, err := httpmetrics.NewService(s, settings.metrics, exporter)
+		if err != nil {
+			return nil, err
+		}
+		services = append(services, metrics)
+	}
+	return services, nil
 }
 
 // ConfigMaps is Kubernetes' own ConfigMap kind, which the Memcached
@@ -177,12 +215,20 @@ func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.S
 	return memcacheds, budgets, nil
 }
 
-// readSettings sources the Controller's Settings from the environment.
-func readSettings(ctx context.Context, s *app.Setup) (kube.Settings, error) {
+// settings is everything Init sources besides the Connection.
+type settings struct {
+	controller kube.Settings
+	probes     httphealth.Settings
+	metrics    httpmetrics.Settings
+}
+
+// readSettings sources the settings from the environment, reporting every
+// variable that is missing or wrong at once.
+func readSettings(ctx context.Context, s *app.Setup) (settings, error) {
 	env := func(name string) config.Value[string] { return config.Env(s.Process.Environment, name) }
 
 	d := kube.DefaultSettings()
-	return config.Struct(func(r *config.Resolver) kube.Settings {
+	return config.Struct(func(r *config.Resolver) settings {
 		k := d
 		// No .Default: the name, and the Lease's namespace and identity, are required.
 		k.Name = r.Get(env("CONTROLLER_NAME").Validate(kube.CheckName))
@@ -193,7 +239,11 @@ func readSettings(ctx context.Context, s *app.Setup) (kube.Settings, error) {
 		// The pod's spec sets both from the downward API.
 		k.LeaderElection.Namespace = r.Get(env("POD_NAMESPACE").Validate(kube.CheckNamespace))
 		k.LeaderElection.Identity = r.Get(env("POD_NAME").Validate(kube.CheckIdentity))
-		return k
+
+		probes := httphealth.Settings{Address: r.Get(env(probeAddressVariable).Default(defaultProbeAddress).Validate(httphealth.CheckAddress))}
+		metrics := httpmetrics.DefaultSettings()
+		metrics.Address = r.Get(env(metricsAddressVariable).Default(defaultMetricsAddress).Validate(httpmetrics.CheckAddress))
+		return settings{controller: k, probes: probes, metrics: metrics}
 	}).Read(ctx)
 }
 
@@ -209,12 +259,4 @@ func namespaceList(s string) ([]string, error) {
 		return nil, err
 	}
 	return namespaces, nil
-}
-
-// readProbeSettings sources the probes Service's Settings: PROBE_ADDRESS,
-// ":8081" when it isn't set.
-func readProbeSettings(ctx context.Context, s *app.Setup) (httphealth.Settings, error) {
-	address, err := config.Env(s.Process.Environment, probeAddressVariable).
-		Default(defaultProbeAddress).Validate(httphealth.CheckAddress).Read(ctx)
-	return httphealth.Settings{Address: address}, err
 }

@@ -1,12 +1,18 @@
 package memcached
 
 import (
+	"bytes"
+	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 
+	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 
+	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/app/httpmetrics"
 )
 
 func TestInit_exits_78_naming_the_three_variables(t *testing.T) {
@@ -38,6 +44,7 @@ func TestInit_exits_78_for_a_bad_value(t *testing.T) {
 		{name: "reconcile timeout not a duration", env: map[string]string{"CONTROLLER_RECONCILE_TIMEOUT": "5"}, want: "config CONTROLLER_RECONCILE_TIMEOUT"},
 		{name: "name", env: map[string]string{"CONTROLLER_NAME": "Memcached Controller"}, want: "config CONTROLLER_NAME"},
 		{name: "probe address", env: map[string]string{"PROBE_ADDRESS": "8081"}, want: "config PROBE_ADDRESS"},
+		{name: "metrics address", env: map[string]string{"METRICS_ADDRESS": "8080"}, want: "config METRICS_ADDRESS"},
 		{name: "a kubeconfig that isn't there", env: map[string]string{"MEMCACHED_KUBECONFIG": "/nowhere/kubeconfig"}, want: "MEMCACHED_KUBECONFIG /nowhere/kubeconfig"},
 		{name: "no service account", env: map[string]string{}, want: "ca.crt"},
 	}
@@ -57,4 +64,59 @@ func TestInit_exits_78_for_a_bad_value(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestOperatorInit_exits_78_naming_every_variable_and_the_telemetry_not_its_own(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// apptest's in-memory Telemetry, which no exporter of op's reads.
+		a := apptest.Start(t, NewOperator("memcached-operator").Init,
+			apptest.WithEnv(map[string]string{"METRICS_ADDRESS": "localhost"}))
+		require.Equal(t, 78, a.Wait())
+		require.Equal(t, "init: config CONTROLLER_NAME: not found\n"+
+			"config POD_NAMESPACE: not found\n"+
+			"config POD_NAME: not found\n"+
+			"config METRICS_ADDRESS: "+httpmetrics.CheckAddress("localhost").Error()+"\n"+
+			errNoExporter.Error()+"\n", a.Stderr())
+	})
+}
+
+func TestOperatorInit_with_its_Telemetry_exits_78_naming_only_the_variables(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		op := NewOperator("memcached-operator")
+		a := apptest.Start(t, op.Init,
+			apptest.WithEnv(map[string]string{"METRICS_ADDRESS": "8080"}),
+			apptest.WithAppOptions(app.WithTelemetry(op.Telemetry)))
+		require.Equal(t, 78, a.Wait())
+		require.Contains(t, a.Stderr(), "config CONTROLLER_NAME: not found\n")
+		require.Contains(t, a.Stderr(), "config METRICS_ADDRESS")
+		require.NotContains(t, a.Stderr(), errNoExporter.Error())
+	})
+}
+
+func TestOperatorTelemetry_builds_the_MeterProvider_its_exporter_reads(t *testing.T) {
+	var stderr bytes.Buffer
+	op := NewOperator("memcached-operator")
+	tel, shutdown, err := op.Telemetry(t.Context(), app.Process{Stderr: &stderr})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
+	require.NotNil(t, op.exporter)
+
+	// What Init hands NewService: the Setup's MeterProvider must be one
+	// the exporter reads, or NewService fails.
+	_, err = httpmetrics.NewService(&app.Setup{Host: apptest.NewHost(t).Host(), Telemetry: tel},
+		httpmetrics.Settings{Address: defaultMetricsAddress}, op.exporter)
+	require.NoError(t, err)
+
+	c, err := tel.MeterProvider.Meter("test").Int64Counter("test.reconciles")
+	require.NoError(t, err)
+	c.Add(t.Context(), 3)
+	families, err := op.exporter.Gatherer().Gather()
+	require.NoError(t, err)
+	var text strings.Builder
+	for _, f := range families {
+		_, err := expfmt.MetricFamilyToText(&text, f)
+		require.NoError(t, err)
+	}
+	require.Contains(t, text.String(), "\ntest_reconciles_total{")
+	require.Contains(t, text.String(), `target_info{service_name="memcached-operator"} 1`)
 }

@@ -2,88 +2,65 @@ package memcached
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"sync"
-	"time"
+	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/httpmetrics"
+	"github.com/loam-dev/loam/examples/jsonlog"
 )
 
-// Telemetry returns the operator's telemetry builder: its log records go to
-// the Process's stderr as one JSON object a line, each naming service, the
-// OpenTelemetry service.name. Traces and metrics are left to the App's
-// no-op defaults; an operator that exports them adds its exporters here.
-func Telemetry(service string) app.TelemetryBuilder {
-	return func(_ context.Context, p app.Process) (app.Telemetry, func(context.Context) error, error) {
-		res := resource.NewSchemaless(attribute.String("service.name", service))
-		lp := sdklog.NewLoggerProvider(
-			sdklog.WithResource(res),
-			sdklog.WithProcessor(&jsonRecords{w: p.Stderr, service: service}),
-		)
-		return app.Telemetry{LoggerProvider: lp}, lp.Shutdown, nil
-	}
+// Operator is the operator's App as command memcached runs it: its
+// Telemetry method is the App's TelemetryBuilder and its Init method the
+// App's Init, and the two share the Prometheus exporter that Telemetry
+// builds the MeterProvider on and Init serves on METRICS_ADDRESS:
+//
+//	op := memcached.NewOperator("memcached-operator")
+//	app.Main(op.Init, app.WithTelemetry(op.Telemetry))
+//
+// An SDK MeterProvider takes its readers when it is built, so the
+// exporter can only come from the builder; the Operator carries it from
+// one to the other rather than a global. One Operator runs one App at a
+// time: Telemetry, which the App calls before Init, replaces the exporter.
+type Operator struct {
+	service  string
+	exporter *httpmetrics.Exporter // made by Telemetry, served by Init
 }
 
-// jsonRecords writes each record as it is emitted, as one JSON object on a
-// line of its own.
-type jsonRecords struct {
-	mu      sync.Mutex
-	w       io.Writer
-	service string
-}
+// NewOperator returns an Operator whose telemetry names service, the
+// OpenTelemetry service.name.
+func NewOperator(service string) *Operator { return &Operator{service: service} }
 
-// record is one line.
-type record struct {
-	Time       string         `json:"time"`
-	Service    string         `json:"service"`
-	Severity   string         `json:"severity,omitempty"`
-	Body       string         `json:"body"`
-	Attributes map[string]any `json:"attributes,omitempty"`
-	TraceID    string         `json:"trace_id,omitempty"`
-}
-
-// OnEmit writes r. A write that fails is dropped: a log line has nowhere
-// else to go.
-func (j *jsonRecords) OnEmit(_ context.Context, r *sdklog.Record) error {
-	line := record{
-		Time:     r.Timestamp().UTC().Format(time.RFC3339Nano),
-		Service:  j.service,
-		Severity: r.SeverityText(),
-		Body:     r.Body().String(),
-	}
-	if line.Severity == "" {
-		line.Severity = r.Severity().String()
-	}
-	if id := r.TraceID(); id.IsValid() {
-		line.TraceID = id.String()
-	}
-	r.WalkAttributes(func(kv attribute.KeyValue) bool {
-		if line.Attributes == nil {
-			line.Attributes = map[string]any{}
-		}
-		line.Attributes[string(kv.Key)] = kv.Value.String()
-		return true
-	})
-	b, err := json.Marshal(line)
+// Telemetry is the operator's TelemetryBuilder: its log records go to the
+// Process's stderr as one JSON object a line, each naming the Operator's
+// service, and its metrics to a MeterProvider read by an httpmetrics
+// Exporter, which Init serves. Traces are left to the App's no-op
+// default. It returns an error when the exporter cannot be made.
+func (o *Operator) Telemetry(_ context.Context, p app.Process) (app.Telemetry, func(context.Context) error, error) {
+	exporter, err := httpmetrics.NewExporter()
 	if err != nil {
-		return err
+		return app.Telemetry{}, nil, err
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	_, _ = j.w.Write(append(b, '\n'))
-	return nil
+	res := resource.NewSchemaless(attribute.String("service.name", o.service))
+	lp := sdklog.NewLoggerProvider(
+		sdklog.WithResource(res),
+		sdklog.WithProcessor(jsonlog.New(p.Stderr, o.service)),
+	)
+	mp := sdkmetric.NewMeterProvider(
+		// Both set, so the SDK reads neither OTEL_RESOURCE_ATTRIBUTES nor
+		// OTEL_METRICS_EXEMPLAR_FILTER from the real environment.
+		sdkmetric.WithResource(res),
+		sdkmetric.WithExemplarFilter(exemplar.TraceBasedFilter),
+		sdkmetric.WithReader(exporter),
+	)
+	o.exporter = exporter
+	shutdown := func(ctx context.Context) error {
+		return errors.Join(mp.Shutdown(ctx), lp.Shutdown(ctx))
+	}
+	return app.Telemetry{LoggerProvider: lp, MeterProvider: mp}, shutdown, nil
 }
-
-// Enabled writes every record.
-func (*jsonRecords) Enabled(context.Context, sdklog.EnabledParameters) bool { return true }
-
-// Shutdown has nothing to flush: every record is written as it comes.
-func (*jsonRecords) Shutdown(context.Context) error { return nil }
-
-// ForceFlush has nothing to flush either.
-func (*jsonRecords) ForceFlush(context.Context) error { return nil }

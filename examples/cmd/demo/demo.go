@@ -113,7 +113,7 @@ func Run(ctx context.Context, out io.Writer, opts Options) (err error) {
 		return err
 	}
 	logPath := filepath.Join(dir, "operator.log")
-	d.say("Running the operator (the Memcached controller and Budget) as an App, with memcached.Init;")
+	d.say("Running the operator (the Memcached controller and Budget) as an App, with memcached.Operator;")
 	d.say("  its log records go to %s.", logPath)
 	opCtx, stopOperator := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopOperator()

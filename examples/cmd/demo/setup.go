@@ -58,18 +58,19 @@ func (d *demo) connect(cluster *kubetest.Cluster) error {
 }
 
 // runOperator runs the operator's App in a goroutine, as its main does but
-// for three things: it connects with the kubeconfig, as
+// for four things: it connects with the kubeconfig, as
 // MEMCACHED_KUBECONFIG lets it; its failure injection reads scenarios with
-// jsonscenario's codec; and its spans are recorded for the trace at the
-// end. The operator's exit code goes to d.operator.
+// jsonscenario's codec; its spans are recorded for the trace at the end;
+// and its probes and metrics listen on free loopback ports. The operator's
+// exit code goes to d.operator.
 func (d *demo) runOperator(ctx context.Context, kubeconfig, logPath string, codec *jsonscenario.Codec) error {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
-	logs := memcached.Telemetry("memcached-operator")
+	op := memcached.NewOperator("memcached-operator")
 	telemetry := func(ctx context.Context, p app.Process) (app.Telemetry, func(context.Context) error, error) {
-		t, shutdown, err := logs(ctx, p)
+		t, shutdown, err := op.Telemetry(ctx, p)
 		if err != nil {
 			return t, shutdown, err
 		}
@@ -84,12 +85,13 @@ func (d *demo) runOperator(ctx context.Context, kubeconfig, logPath string, code
 		"POD_NAMESPACE":        operatorNamespace,
 		"POD_NAME":             "memcached-controller-demo",
 		"PROBE_ADDRESS":        "127.0.0.1:0",
+		"METRICS_ADDRESS":      "127.0.0.1:0",
 		"MEMCACHED_KUBECONFIG": kubeconfig,
 	}
 	exited := make(chan int, 1)
 	d.operator = exited
 	go func() {
-		exited <- app.Run(ctx, memcached.Init,
+		exited <- app.Run(ctx, op.Init,
 			app.WithHost(app.OSHost()),
 			app.WithProcess(app.Process{Environment: env, Stdout: logFile, Stderr: logFile}),
 			app.WithTelemetry(telemetry),

@@ -1,7 +1,8 @@
 // Command databases runs the Database controller: it provisions a
 // PostgreSQL database, a login role and a Secret of credentials for each
 // Database. POSTGRES_HOST and its siblings name the server;
-// DATABASES_KUBECONFIG runs it from a laptop.
+// DATABASES_KUBECONFIG runs it from a laptop; METRICS_ADDRESS is where
+// Prometheus scrapes its metrics.
 package main
 
 import (
@@ -10,5 +11,6 @@ import (
 )
 
 func main() {
-	app.Main(databases.Init)
+	op := databases.NewOperator("databases-controller")
+	app.Main(op.Init, app.WithTelemetry(op.Telemetry))
 }

@@ -1,6 +1,7 @@
 // Command memcached runs the Memcached operator: the Memcached controller
-// and Budget's, with a probes server. deploy/ has what runs it in a
-// cluster; MEMCACHED_KUBECONFIG runs it from a laptop.
+// and Budget's, with a probes server and a metrics server for Prometheus.
+// deploy/ has what runs it in a cluster; MEMCACHED_KUBECONFIG runs it from
+// a laptop.
 package main
 
 import (
@@ -9,5 +10,6 @@ import (
 )
 
 func main() {
-	app.Main(memcached.Init, app.WithTelemetry(memcached.Telemetry("memcached-operator")))
+	op := memcached.NewOperator("memcached-operator")
+	app.Main(op.Init, app.WithTelemetry(op.Telemetry))
 }
