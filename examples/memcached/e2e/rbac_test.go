@@ -10,11 +10,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/kube"
@@ -295,6 +297,40 @@ func renewRefused() failure {
 	}
 }
 
+// eventRefused: the Events' verb is refused, which the Memcached
+// controller's writer of Events logs as body, naming the refusal. A
+// Memcached that names a ConfigMap that doesn't exist makes the
+// Reconciler record ConfigMapMissing: its first occurrence is created
+// (create), and the repeats that each change of the Memcached's labels
+// reconciles count in its series, patched (patch).
+func eventRefused(verb, body string) failure {
+	return failure{
+		operation: fmt.Sprintf("the Events of a Memcached whose ConfigMap is missing: %q, \"cannot %s\" events", body, verb),
+		alone:     true,
+		check: func(t *testing.T, o *operator, start func()) {
+			o.createNaming(t, "cache", 1, "missing")
+			start()
+			touches := 0
+			wait.For(t, patience, func() bool {
+				if _, ok := o.recordWith(body, forbidden(o, verb, "events", eventsv1.GroupName, o.ns)); ok {
+					return true
+				}
+				// Each change of a label reconciles the Memcached again,
+				// and records ConfigMapMissing again: a repeat.
+				touches++
+				patch := fmt.Sprintf(`{"metadata":{"labels":{"test.loam.dev/touch":"%d"}}}`, touches)
+				_, err := o.memcacheds.Patch(t.Context(), "cache", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+				require.NoError(t, err)
+				return false
+			}, "no record of the refused Event", o)
+			m, _ := o.memcached(t, "cache")
+			c := meta.FindStatusCondition(m.Status.Conditions, "Available")
+			require.NotNil(t, c, "the reconcile goes on: the status is written")
+			require.Equal(t, memcached.ReasonConfigMapMissing, c.Reason)
+		},
+	}
+}
+
 // failures is the table: for each verb of rbac.yaml's rules, what fails
 // without it. A verb the file grants and the table doesn't name, or the
 // other way round, fails the test.
@@ -320,6 +356,8 @@ func failures() map[permission]failure {
 		{coordinationv1.GroupName, "leases", "get"}:               leaseRefused("get", "Error retrieving lease lock"),
 		{coordinationv1.GroupName, "leases", "create"}:            leaseRefused("create", "Error initially creating lease lock"),
 		{coordinationv1.GroupName, "leases", "update"}:            renewRefused(),
+		{eventsv1.GroupName, "events", "create"}:                  eventRefused("create", "creating an event failed"),
+		{eventsv1.GroupName, "events", "patch"}:                   eventRefused("patch", "patching an event's series failed"),
 	}
 }
 
@@ -332,6 +370,7 @@ var firstUse = map[string]string{
 	corev1.GroupName + "/configmaps":                 "list",
 	policyv1.GroupName + "/poddisruptionbudgets":     "list",
 	coordinationv1.GroupName + "/leases":             "get",
+	eventsv1.GroupName + "/events":                   "create",
 }
 
 // row is one case of the table: rbac.yaml's rules with one rule, or one
