@@ -189,3 +189,15 @@ func TestEventWriter_needs_a_name_and_an_identity(t *testing.T) {
 	require.ErrorContains(t, err, "Controller is empty")
 	require.ErrorContains(t, err, "Instance is empty")
 }
+
+func TestFailureEvents_settings(t *testing.T) {
+	require.Equal(t, FailureEventsOn, DefaultSettings().FailureEvents)
+	require.Equal(t, FailureEventsOn, Settings{}.FailureEvents, "the zero value records them")
+	off, err := ParseFailureEvents("off")
+	require.NoError(t, err)
+	require.Equal(t, FailureEventsOff, off)
+	require.NoError(t, CheckFailureEvents(off))
+	require.EqualError(t, CheckFailureEvents(2), "is FailureEvents(2): want FailureEventsOn or FailureEventsOff")
+	_, err = ParseFailureEvents("no")
+	require.EqualError(t, err, `"no" is neither on nor off`)
+}
