@@ -1,5 +1,6 @@
 // Command memcached runs the Memcached operator: the Memcached controller
-// and Budget's, with a probes server and a metrics server for Prometheus.
+// and Budget's, with a probes server and a metrics server for Prometheus,
+// exporting by OTLP too when OTEL_EXPORTER_OTLP_ENDPOINT says where.
 // deploy/ has what runs it in a cluster; MEMCACHED_KUBECONFIG runs it from
 // a laptop.
 package main
@@ -11,5 +12,5 @@ import (
 
 func main() {
 	op := memcached.NewOperator("memcached-operator")
-	app.Main(op.Init, app.WithTelemetry(op.Telemetry))
+	app.Main(op.Init, app.WithHostTelemetry(op.HostTelemetry))
 }
