@@ -4,64 +4,73 @@ import (
 	"context"
 	"errors"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/exemplar"
-	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/httpmetrics"
 	"github.com/loam-dev/loam/examples/jsonlog"
+	"github.com/loam-dev/loam/examples/otlp"
 )
 
 // Operator is the Database controller's App as command databases runs it:
-// its Telemetry method is the App's TelemetryBuilder and its Init method
-// the App's Init, and the two share the Prometheus exporter that
-// Telemetry builds the MeterProvider on and Init serves on
+// its HostTelemetry method is the App's HostTelemetryBuilder and its Init
+// method the App's Init, and the two share the Prometheus exporter that
+// HostTelemetry builds the MeterProvider on and Init serves on
 // METRICS_ADDRESS:
 //
 //	op := databases.NewOperator("databases-controller")
-//	app.Main(op.Init, app.WithTelemetry(op.Telemetry))
+//	app.Main(op.Init, app.WithHostTelemetry(op.HostTelemetry))
 //
 // An SDK MeterProvider takes its readers when it is built, so the
 // exporter can only come from the builder; the Operator carries it from
 // one to the other rather than a global. One Operator runs one App at a
-// time: Telemetry, which the App calls before Init, replaces the exporter.
+// time: HostTelemetry, which the App calls before Init, replaces the
+// exporter.
 type Operator struct {
 	service  string
-	exporter *httpmetrics.Exporter // made by Telemetry, served by Init
+	exporter *httpmetrics.Exporter // made by HostTelemetry, served by Init
 }
 
 // NewOperator returns an Operator whose telemetry names service, the
 // OpenTelemetry service.name.
 func NewOperator(service string) *Operator { return &Operator{service: service} }
 
-// Telemetry is the controller's TelemetryBuilder: its log records go to
-// the Process's stderr as one JSON object a line, each naming the
-// Operator's service, and its metrics to a MeterProvider read by an
-// httpmetrics Exporter, which Init serves. Traces are left to the App's
-// no-op default. It returns an error when the exporter cannot be made.
-func (o *Operator) Telemetry(_ context.Context, p app.Process) (app.Telemetry, func(context.Context) error, error) {
-	exporter, err := httpmetrics.NewExporter()
+// Telemetry is HostTelemetry for an App built with app.WithTelemetry,
+// which hands the builder no Host: with an OTLP endpoint among the
+// Process's OTEL_* variables it fails, since the exporters would have
+// nothing to dial through.
+func (o *Operator) Telemetry(ctx context.Context, p app.Process) (app.Telemetry, func(context.Context) error, error) {
+	return o.HostTelemetry(ctx, app.Host{}, p)
+}
+
+// HostTelemetry is the controller's HostTelemetryBuilder: its log records
+// go to the Process's stderr as one JSON object a line, each naming the
+// service, and its metrics to a MeterProvider read by an httpmetrics
+// Exporter, which Init serves. When the Process's OTEL_* variables name an
+// OTLP endpoint (see examples/otlp), its traces, metrics and log records
+// are exported by OTLP too, through h, from the same providers; without
+// one, traces are the App's no-op default. The service is the Operator's,
+// unless OTEL_SERVICE_NAME names another. It returns an error naming every
+// bad or unsupported OTEL_* variable, and when the exporter cannot be
+// made.
+func (o *Operator) HostTelemetry(ctx context.Context, h app.Host, p app.Process) (app.Telemetry, func(context.Context) error, error) {
+	settings, err := otlp.Read(ctx, p.Environment)
+	exporter, exporterErr := httpmetrics.NewExporter()
+	if err := errors.Join(err, exporterErr); err != nil {
+		return app.Telemetry{}, nil, err
+	}
+	// otlp.New builds every provider with each setting the SDK would
+	// otherwise read from the real environment, the resource's and the
+	// exemplar filter's among them.
+	t, shutdown, err := otlp.New(ctx, h, settings, otlp.Options{
+		ServiceName:   o.service,
+		MetricReaders: []sdkmetric.Reader{exporter},
+		LogProcessors: []sdklog.Processor{jsonlog.New(p.Stderr, settings.Service(o.service))},
+	})
 	if err != nil {
 		return app.Telemetry{}, nil, err
 	}
-	res := resource.NewSchemaless(attribute.String("service.name", o.service))
-	lp := sdklog.NewLoggerProvider(
-		sdklog.WithResource(res),
-		sdklog.WithProcessor(jsonlog.New(p.Stderr, o.service)),
-	)
-	mp := sdkmetric.NewMeterProvider(
-		// Both set, so the SDK reads neither OTEL_RESOURCE_ATTRIBUTES nor
-		// OTEL_METRICS_EXEMPLAR_FILTER from the real environment.
-		sdkmetric.WithResource(res),
-		sdkmetric.WithExemplarFilter(exemplar.TraceBasedFilter),
-		sdkmetric.WithReader(exporter),
-	)
 	o.exporter = exporter
-	shutdown := func(ctx context.Context) error {
-		return errors.Join(mp.Shutdown(ctx), lp.Shutdown(ctx))
-	}
-	return app.Telemetry{LoggerProvider: lp, MeterProvider: mp}, shutdown, nil
+	return t, shutdown, nil
 }

@@ -2,7 +2,8 @@
 // PostgreSQL database, a login role and a Secret of credentials for each
 // Database. POSTGRES_HOST and its siblings name the server;
 // DATABASES_KUBECONFIG runs it from a laptop; METRICS_ADDRESS is where
-// Prometheus scrapes its metrics.
+// Prometheus scrapes its metrics; OTEL_EXPORTER_OTLP_ENDPOINT exports its
+// traces, metrics and logs by OTLP too.
 package main
 
 import (
@@ -12,5 +13,5 @@ import (
 
 func main() {
 	op := databases.NewOperator("databases-controller")
-	app.Main(op.Init, app.WithTelemetry(op.Telemetry))
+	app.Main(op.Init, app.WithHostTelemetry(op.HostTelemetry))
 }
