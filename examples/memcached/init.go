@@ -66,17 +66,17 @@ const scenarioAnnotation = "acme.example.com/failure-scenario"
 const scenarioNamespace = "staging"
 
 // errNoExporter is what Operator.Init reports when the App's telemetry
-// was not built by the Operator's Telemetry.
-var errNoExporter = errors.New("memcached: Operator.Init: the App's telemetry is not the Operator's, so no exporter reads its MeterProvider for the metrics Service: run the App with app.WithTelemetry(op.Telemetry)")
+// was not built by the Operator's HostTelemetry or Telemetry.
+var errNoExporter = errors.New("memcached: Operator.Init: the App's telemetry is not the Operator's, so no exporter reads its MeterProvider for the metrics Service: run the App with app.WithHostTelemetry(op.HostTelemetry)")
 
 // Init is the operator's Init: it sources the settings and the
 // Connection, builds the Client and a clientset on it, and returns the two
 // controllers, Memcacheds' and Budget's, with a probes Service on
 // PROBE_ADDRESS whose readiness is the Memcached controller's Synced, and
 // a metrics Service on METRICS_ADDRESS that serves the exporter o's
-// Telemetry made. A variable that is missing or wrong fails Init, naming
-// every one, so the App exits 78; so does an App whose telemetry o's
-// Telemetry did not build, reported with them.
+// HostTelemetry made. A variable that is missing or wrong fails Init,
+// naming every one, so the App exits 78; so does an App whose telemetry
+// o's HostTelemetry (or Telemetry) did not build, reported with them.
 func (o *Operator) Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 	return initOperator(ctx, s, true, o.exporter)
 }

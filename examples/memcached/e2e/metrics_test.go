@@ -33,7 +33,7 @@ import (
 const reconcilesByController = `sum by (loam_kube_controller_name) (loam_kube_controller_reconcile_duration_seconds_count)`
 
 // The operator, run as command memcached runs it, with memcached.Operator's
-// Telemetry and Init, serves /metrics on METRICS_ADDRESS; a real Prometheus
+// HostTelemetry and Init, serves /metrics on METRICS_ADDRESS; a real Prometheus
 // scrapes it every second and answers a query with the Memcached
 // controller's reconciles, and what it scrapes passes promtool's lint.
 func TestMetrics_a_real_Prometheus_scrapes_the_operator_s_reconciles(t *testing.T) {
@@ -76,9 +76,9 @@ func TestMetrics_a_real_Prometheus_scrapes_the_operator_s_reconciles(t *testing.
 }
 
 // startServingMetrics runs the operator as start does, but as command
-// memcached's main runs it: with memcached.Operator's Init and Telemetry,
-// whose exporter the metrics Service serves on address. Its log records
-// go to the App's stderr, which a failed wait reports.
+// memcached's main runs it: with memcached.Operator's Init and
+// HostTelemetry, whose exporter the metrics Service serves on address.
+// Its log records go to the App's stderr, which a failed wait reports.
 func (o *operator) startServingMetrics(t *testing.T, f rbacObjects, kubeconfig []byte, address string) {
 	t.Helper()
 	h := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"kubeconfig": kubeconfig}))
@@ -92,7 +92,7 @@ func (o *operator) startServingMetrics(t *testing.T, f rbacObjects, kubeconfig [
 		apptest.WithEnv(env),
 		apptest.WithAppOptions(
 			app.WithHost(app.Host{Network: app.OSHost().Network, FS: h.FS()}),
-			app.WithTelemetry(op.Telemetry),
+			app.WithHostTelemetry(op.HostTelemetry),
 		),
 	)
 }
