@@ -114,6 +114,10 @@ type Writer struct {
 	seq     int64 // tells apart the names of Events created at one instant, under mu
 	stop    chan struct{}
 	done    chan struct{}
+	// ctx is the goroutine's requests' context, which cancel ends when a
+	// Close's context ends first, so no request outlives Close.
+	ctx     context.Context
+	cancel  context.CancelFunc
 	once    sync.Once
 	started atomic.Bool
 	mu      sync.Mutex // guards series and the flush
@@ -152,8 +156,10 @@ func New(c Config) (*Writer, error) {
 	if c.Buffer <= 0 {
 		c.Buffer = DefaultBuffer
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Writer{
 		c: c, in: make(chan Event, c.Buffer), stop: make(chan struct{}), done: make(chan struct{}),
+		ctx: ctx, cancel: cancel,
 		series: map[Event]*series{},
 	}, nil
 }
@@ -190,13 +196,17 @@ func (w *Writer) Start() {
 // Close stops the Writer's goroutine, then writes every event queued and
 // every series' count, within ctx. It may be called more than once, and
 // concurrently: each call returns once everything queued before it is
-// written, or returns ctx's error when ctx ends first.
+// written, or returns ctx's error when ctx ends first. When ctx ends while
+// the goroutine is still writing, Close cancels that request and waits
+// for the goroutine to return, so nothing the Writer started outlives it.
 func (w *Writer) Close(ctx context.Context) error {
 	w.once.Do(func() { close(w.stop) })
 	if w.started.Load() {
 		select {
 		case <-w.done:
 		case <-ctx.Done():
+			w.cancel()
+			<-w.done
 			return fmt.Errorf("events: closing: %w", ctx.Err())
 		}
 	}
@@ -207,9 +217,10 @@ func (w *Writer) Close(ctx context.Context) error {
 
 func (w *Writer) run() {
 	defer close(w.done)
+	defer w.cancel()
 	t := time.NewTicker(w.c.FlushInterval)
 	defer t.Stop()
-	ctx := context.Background()
+	ctx := w.ctx
 	for {
 		select {
 		case <-w.stop:

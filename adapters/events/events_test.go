@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,8 +13,11 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/loam-dev/loam/adapters/events"
 )
@@ -140,4 +144,48 @@ func TestCutNote(t *testing.T) {
 			require.True(t, strings.HasPrefix(tc.note, got))
 		})
 	}
+}
+
+// hangingEvents is an API server that never answers a create: each waits
+// for its request's context, and counts as it ends.
+type hangingEvents struct {
+	eventsv1client.EventInterface
+	started chan<- struct{}
+	ended   *atomic.Int32
+}
+
+func (h hangingEvents) Create(ctx context.Context, _ *eventsv1.Event, _ metav1.CreateOptions) (*eventsv1.Event, error) {
+	h.started <- struct{}{}
+	<-ctx.Done()
+	h.ended.Add(1)
+	return nil, ctx.Err()
+}
+
+type hangingGetter struct{ events hangingEvents }
+
+func (g hangingGetter) Events(string) eventsv1client.EventInterface { return g.events }
+
+func (g hangingGetter) RESTClient() rest.Interface { return nil }
+
+func TestCloseCancelsARequestPastItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		started := make(chan struct{}, 1)
+		var ended atomic.Int32
+		w, err := events.New(events.Config{
+			Client:     hangingGetter{hangingEvents{started: started, ended: &ended}},
+			Controller: "memcached", Instance: "pod-0",
+		})
+		require.NoError(t, err)
+		w.Start()
+		w.Record(failure("boom"))
+		<-started // the goroutine is inside its create
+
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		err = w.Close(ctx)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		// Close returned only after the goroutine's request ended: nothing
+		// the Writer started is left running (goleak checks the rest).
+		require.Equal(t, int32(1), ended.Load())
+	})
 }
