@@ -66,4 +66,15 @@
 // and panics, and six instruments under loam.kube.controller. client-go's
 // own records reach the Setup's LoggerProvider through a logger in their
 // context.
+//
+// # Events
+//
+// A Controller records events.k8s.io/v1 Events through its Client, as
+// Settings.Name on behalf of the replica's LeaderElection.Identity: a
+// Warning ReconcileFailed on the object of each failed or timed-out
+// reconcile, and a ReconcilePanicked for a panic, unless
+// Settings.FailureEvents is FailureEventsOff. Repeats become one Event's
+// series. RecordEvent records an Event of the end user's own on the object
+// a Reconciler, a KindReconciler or a Finalize was handed. The Controller
+// owns the writer: Serve starts it and Shutdown flushes it.
 package kube

@@ -269,12 +269,14 @@ func grant(t *testing.T, c *kubetest.Cluster, ns, name string, rules []rbacv1.Po
 }
 
 // memcachedRules are the spec's ClusterRole for the Memcached controller
-// with its Finalize: the Controller's own, and its Reconciler's.
+// with its Finalize: the Controller's own, and its Reconciler's, with the
+// Events every Controller records.
 func memcachedRules(group string) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{group}, Resources: []string{"memcacheds"}, Verbs: []string{"list", "watch", "patch"}},
 		{APIGroups: []string{group}, Resources: []string{"memcacheds/status"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"list", "watch", "patch", "create"}},
+		{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 }
 
