@@ -18,6 +18,7 @@ import (
 	"github.com/loam-dev/loam/app/httphealth"
 	"github.com/loam-dev/loam/app/httpmetrics"
 	"github.com/loam-dev/loam/examples/connection"
+	"github.com/loam-dev/loam/examples/telemetry"
 	"github.com/loam-dev/loam/kube"
 )
 
@@ -60,7 +61,7 @@ type Settings struct {
 
 // errNoExporter is what Operator.Init reports when the App's telemetry
 // was not built by the Operator's Telemetry.
-var errNoExporter = errors.New("databases: Operator.Init: the App's telemetry is not the Operator's, so no exporter reads its MeterProvider for the metrics Service: run the App with app.WithTelemetry(op.Telemetry)")
+var errNoExporter = fmt.Errorf("databases: Operator.Init: %w", telemetry.ErrNoExporter)
 
 // Init is the controller's Init: it sources the Settings and the
 // Connection, and returns the Database controller, which owns Secrets,
@@ -72,7 +73,7 @@ var errNoExporter = errors.New("databases: Operator.Init: the App's telemetry is
 // App exits 78; so does an App whose telemetry o's Telemetry did not
 // build, reported with them.
 func (o *Operator) Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
-	return initController(ctx, s, true, o.exporter)
+	return initController(ctx, s, true, o.Exporter())
 }
 
 // Init is the controller's Init for an App whose telemetry another builder

@@ -3,6 +3,7 @@ package memcached
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/loam-dev/loam/app/httphealth"
 	"github.com/loam-dev/loam/app/httpmetrics"
 	"github.com/loam-dev/loam/examples/connection"
+	"github.com/loam-dev/loam/examples/telemetry"
 	"github.com/loam-dev/loam/kube"
 )
 
@@ -67,7 +69,7 @@ const scenarioNamespace = "staging"
 
 // errNoExporter is what Operator.Init reports when the App's telemetry
 // was not built by the Operator's HostTelemetry or Telemetry.
-var errNoExporter = errors.New("memcached: Operator.Init: the App's telemetry is not the Operator's, so no exporter reads its MeterProvider for the metrics Service: run the App with app.WithHostTelemetry(op.HostTelemetry)")
+var errNoExporter = fmt.Errorf("memcached: Operator.Init: %w", telemetry.ErrNoExporter)
 
 // Init is the operator's Init: it sources the settings and the
 // Connection, builds the Client and a clientset on it, and returns the two
@@ -78,7 +80,7 @@ var errNoExporter = errors.New("memcached: Operator.Init: the App's telemetry is
 // naming every one, so the App exits 78; so does an App whose telemetry
 // o's HostTelemetry (or Telemetry) did not build, reported with them.
 func (o *Operator) Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
-	return initOperator(ctx, s, true, o.exporter)
+	return initOperator(ctx, s, true, o.Exporter())
 }
 
 // Init is the operator's Init for an App whose telemetry another builder

@@ -1,13 +1,9 @@
 package memcached
 
 import (
-	"bytes"
-	"context"
-	"strings"
 	"testing"
 	"testing/synctest"
 
-	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 
 	"github.com/loam-dev/loam/app"
@@ -91,32 +87,4 @@ func TestOperatorInit_with_its_Telemetry_exits_78_naming_only_the_variables(t *t
 		require.Contains(t, a.Stderr(), "config METRICS_ADDRESS")
 		require.NotContains(t, a.Stderr(), errNoExporter.Error())
 	})
-}
-
-func TestOperatorTelemetry_builds_the_MeterProvider_its_exporter_reads(t *testing.T) {
-	var stderr bytes.Buffer
-	op := NewOperator("memcached-operator")
-	tel, shutdown, err := op.Telemetry(t.Context(), app.Process{Stderr: &stderr})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
-	require.NotNil(t, op.exporter)
-
-	// What Init hands NewService: the Setup's MeterProvider must be one
-	// the exporter reads, or NewService fails.
-	_, err = httpmetrics.NewService(&app.Setup{Host: apptest.NewHost(t).Host(), Telemetry: tel},
-		httpmetrics.Settings{Address: defaultMetricsAddress}, op.exporter)
-	require.NoError(t, err)
-
-	c, err := tel.MeterProvider.Meter("test").Int64Counter("test.reconciles")
-	require.NoError(t, err)
-	c.Add(t.Context(), 3)
-	families, err := op.exporter.Gatherer().Gather()
-	require.NoError(t, err)
-	var text strings.Builder
-	for _, f := range families {
-		_, err := expfmt.MetricFamilyToText(&text, f)
-		require.NoError(t, err)
-	}
-	require.Contains(t, text.String(), "\ntest_reconciles_total{")
-	require.Contains(t, text.String(), `target_info{service_name="memcached-operator"} 1`)
 }
