@@ -22,12 +22,14 @@
 // real environment with os.Getenv themselves, so New passes every one of
 // their settings explicitly (endpoint, headers, timeout, compression,
 // retries, TLS, the HTTP client, sampler, limits, batching, temporality
-// and aggregation) and replaces the resource of every exported span and
-// metric with the one built from the Process's variables, which the SDK
-// otherwise merges with the real OTEL_RESOURCE_ATTRIBUTES. The exporters
-// dial through the App's Host, with no proxy. What the real environment
-// still reaches: a log record's resource, which the log SDK merges with
-// the real OTEL_RESOURCE_ATTRIBUTES and no exporter can replace; the SDK's
+// and aggregation) and exports every span, metric and log record with the
+// resource built from the Process's variables, which the SDK otherwise
+// merges with the real OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME.
+// Log records are encoded by an exporter of the package's own, since an
+// SDK record's resource can't be replaced. The exporters dial through the
+// App's Host, with no proxy. What the real environment still reaches: the
+// providers' own resources, which OTLP never sends but an App's own
+// exporters may read, such as Prometheus' target_info; the SDK's
 // experimental OTEL_GO_X_* switches; and, for an https endpoint, the
 // machine's root certificates, which crypto/x509 reads from the disk.
 package otlp

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
@@ -186,10 +185,10 @@ func New(ctx context.Context, h app.Host, s Settings, o Options) (app.Telemetry,
 		loggerOpts = append(loggerOpts, sdklog.WithProcessor(p))
 	}
 	if s.Logs.Endpoint != "" {
-		exp, err := otlploghttp.New(ctx, logOptions(s.Logs, client)...)
-		if err != nil {
-			return fail("logs", err)
-		}
+		// Our own exporter, not otlploghttp's: it alone can send the
+		// Settings' resource in place of the one the SDK merged with the
+		// real environment (logexport.go).
+		exp := newLogExporter(s.Logs, client, res)
 		loggerOpts = append(loggerOpts, sdklog.WithProcessor(sdklog.NewBatchProcessor(exp,
 			sdklog.WithExportInterval(logExportInterval),
 			sdklog.WithExportTimeout(batchExportTimeout),
@@ -310,24 +309,6 @@ func metricOptions(s Signal, client *http.Client) []otlpmetrichttp.Option {
 		otlpmetrichttp.WithTemporalitySelector(sdkmetric.DefaultTemporalitySelector),
 		otlpmetrichttp.WithAggregationSelector(sdkmetric.DefaultAggregationSelector),
 		otlpmetrichttp.WithHTTPClient(client),
-	}
-}
-
-func logOptions(s Signal, client *http.Client) []otlploghttp.Option {
-	compression := otlploghttp.NoCompression
-	if s.Gzip {
-		compression = otlploghttp.GzipCompression
-	}
-	return []otlploghttp.Option{
-		otlploghttp.WithEndpointURL(s.Endpoint),
-		otlploghttp.WithHeaders(s.Headers),
-		otlploghttp.WithTimeout(s.Timeout),
-		otlploghttp.WithCompression(compression),
-		otlploghttp.WithRetry(otlploghttp.RetryConfig{
-			Enabled: true, InitialInterval: retryInitialInterval, MaxInterval: retryMaxInterval, MaxElapsedTime: retryMaxElapsed,
-		}),
-		otlploghttp.WithTLSClientConfig(tlsFor(s.Endpoint)),
-		otlploghttp.WithHTTPClient(client),
 	}
 }
 

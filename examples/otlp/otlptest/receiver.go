@@ -86,6 +86,7 @@ type Receiver struct {
 	spans    []Span
 	metrics  []Metric
 	logs     []LogRecord
+	logReqs  []*collogspb.ExportLogsServiceRequest
 }
 
 // NewReceiver returns a Receiver that has received nothing.
@@ -193,6 +194,7 @@ func (r *Receiver) keep(req Request, msg proto.Message) {
 			}
 		}
 	case *collogspb.ExportLogsServiceRequest:
+		r.logReqs = append(r.logReqs, m)
 		for _, rl := range m.GetResourceLogs() {
 			res := attributes(rl.GetResource().GetAttributes())
 			for _, sl := range rl.GetScopeLogs() {
@@ -270,6 +272,19 @@ func (r *Receiver) Logs() []LogRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.logs)
+}
+
+// LogRequests returns every logs export received, decoded, in the order
+// they arrived, for a test to check what LogRecord doesn't hold, such as
+// timestamps, severity numbers and scope versions.
+func (r *Receiver) LogRequests() []*collogspb.ExportLogsServiceRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*collogspb.ExportLogsServiceRequest, len(r.logReqs))
+	for i, m := range r.logReqs {
+		out[i] = proto.CloneOf(m)
+	}
+	return out
 }
 
 // points returns the attributes of each of m's data points.
