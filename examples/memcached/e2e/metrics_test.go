@@ -46,7 +46,7 @@ func TestMetrics_a_real_Prometheus_scrapes_the_operator_s_reconciles(t *testing.
 	o, kubeconfig := newOperator(t, f, f.clusterRole.Rules, f.role.Rules)
 	o.create(t, "cache", 1)
 	metricsAddress := freeAddress(t)
-	o.startServingMetrics(t, f, kubeconfig, metricsAddress)
+	o.startAsMain(t, f, kubeconfig, map[string]string{"METRICS_ADDRESS": metricsAddress})
 	metricsURL := "http://" + metricsAddress + "/metrics"
 
 	// The Memcached controller's first reconcile is counted once it ends.
@@ -75,21 +75,21 @@ func TestMetrics_a_real_Prometheus_scrapes_the_operator_s_reconciles(t *testing.
 	require.Contains(t, got, "memcached-controller-budget", "Budget's controller is counted too")
 }
 
-// startServingMetrics runs the operator as start does, but as command
-// memcached's main runs it: with memcached.Operator's Init and
-// HostTelemetry, whose exporter the metrics Service serves on address.
-// Its log records go to the App's stderr, which a failed wait reports.
-func (o *operator) startServingMetrics(t *testing.T, f rbacObjects, kubeconfig []byte, address string) {
+// startAsMain runs the operator as start does, but as command memcached's
+// main runs it: with memcached.Operator's Init and HostTelemetry, on the
+// OS's network, with deployment.yaml's variables under vars. Its log
+// records go to the App's stderr, which a failed wait reports.
+func (o *operator) startAsMain(t *testing.T, f rbacObjects, kubeconfig []byte, vars map[string]string) {
 	t.Helper()
 	h := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"kubeconfig": kubeconfig}))
 	env := operatorEnv(t, f, o.ns, podName)
 	require.Equal(t, ":8080", env["METRICS_ADDRESS"], "deployment.yaml's METRICS_ADDRESS, which its metrics port names")
-	env["METRICS_ADDRESS"] = address
 	env["MEMCACHED_KUBECONFIG"] = h.Path("kubeconfig")
 	op := memcached.NewOperator("memcached-operator")
 	o.app = apptest.Start(t, op.Init,
 		apptest.WithHost(h),
 		apptest.WithEnv(env),
+		apptest.WithEnv(vars),
 		apptest.WithAppOptions(
 			app.WithHost(app.Host{Network: app.OSHost().Network, FS: h.FS()}),
 			app.WithHostTelemetry(op.HostTelemetry),

@@ -6,9 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/loam-dev/loam/app"
-	"github.com/loam-dev/loam/app/apptest"
-	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/examples/otlp/otlptest"
 	"github.com/loam-dev/loam/kubetest/wait"
 )
@@ -26,7 +23,8 @@ func TestOTLP_the_operator_exports_a_reconcile_s_span_its_metrics_and_its_record
 	f := readRBAC(t)
 	o, kubeconfig := newOperator(t, f, f.clusterRole.Rules, f.role.Rules)
 	o.create(t, "cache", 1)
-	o.startExportingOTLP(t, f, kubeconfig, map[string]string{
+	o.startAsMain(t, f, kubeconfig, map[string]string{
+		"METRICS_ADDRESS":             "127.0.0.1:0",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL,
 		"OTEL_RESOURCE_ATTRIBUTES":    "k8s.pod.name=" + podName,
 		"OTEL_METRIC_EXPORT_INTERVAL": "500",
@@ -77,27 +75,6 @@ func TestOTLP_the_operator_exports_a_reconcile_s_span_its_metrics_and_its_record
 	require.Equal(t, "github.com/loam-dev/loam/app", stopping[0].Scope)
 	require.Equal(t, "memcached-operator", stopping[0].Resource["service.name"])
 	require.Contains(t, o.app.Stderr(), `"body":"stopping"`, "the JSON lines on stderr keep coming")
-}
-
-// startExportingOTLP runs the operator as command memcached's main runs
-// it, with memcached.Operator's Init and Telemetry, and the OTEL_*
-// variables otel.
-func (o *operator) startExportingOTLP(t *testing.T, f rbacObjects, kubeconfig []byte, otel map[string]string) {
-	t.Helper()
-	h := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"kubeconfig": kubeconfig}))
-	env := operatorEnv(t, f, o.ns, podName)
-	env["METRICS_ADDRESS"] = "127.0.0.1:0"
-	env["MEMCACHED_KUBECONFIG"] = h.Path("kubeconfig")
-	op := memcached.NewOperator("memcached-operator")
-	o.app = apptest.Start(t, op.Init,
-		apptest.WithHost(h),
-		apptest.WithEnv(env),
-		apptest.WithEnv(otel),
-		apptest.WithAppOptions(
-			app.WithHost(app.Host{Network: app.OSHost().Network, FS: h.FS()}),
-			app.WithHostTelemetry(op.HostTelemetry),
-		),
-	)
 }
 
 // spanNames lists the names of the spans the receiver has, for a failed
