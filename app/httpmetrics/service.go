@@ -18,8 +18,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/pprof"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +34,7 @@ import (
 	lognoop "go.opentelemetry.io/otel/log/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/internal/httpserve"
@@ -56,35 +60,139 @@ type Exporter struct {
 	registry *prometheus.Registry
 }
 
+// targetInfoHelp is the HELP text of target_info, the one OpenTelemetry's
+// Prometheus exporter gives its own (an unexported constant there).
+const targetInfoHelp = "Target metadata"
+
+// ExporterOption configures an Exporter that NewExporter makes.
+type ExporterOption func(*exporterConfig)
+
+// exporterConfig is what the ExporterOptions set.
+type exporterConfig struct {
+	resource     *resource.Resource
+	withResource bool
+}
+
+// WithResource makes the Exporter serve target_info with exactly res's
+// attributes as its labels, translated as the exporter translates them,
+// such as k8s_pod_name for k8s.pod.name. It exists because an SDK
+// MeterProvider merges resource.Environment(), the real
+// OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME, into the resource it is
+// given, and the exporter's own target_info is that merged resource:
+// with WithResource, what reaches /metrics is the resource made from the
+// Process's environment, as every other signal's is. NewExporter reports
+// a nil res as an error.
+func WithResource(res *resource.Resource) ExporterOption {
+	return func(c *exporterConfig) {
+		c.resource = res
+		c.withResource = true
+	}
+}
+
 // NewExporter returns an Exporter on a registry of its own, which holds the
 // Go runtime's and the process's collectors besides the MeterProvider's
 // metrics. Names are Prometheus' classic ones, with underscores and unit
 // and _total suffixes, such as
-// loam_kube_controller_reconcile_duration_seconds. It returns an error
-// when a collector cannot be registered.
-func NewExporter() (*Exporter, error) {
+// loam_kube_controller_reconcile_duration_seconds.
+//
+// Without WithResource, target_info carries the resource of the
+// MeterProvider that reads the Exporter, which the SDK has merged with the
+// real environment's OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME; with
+// it, target_info carries the option's resource and nothing else.
+//
+// It reports every mistake at once, in one error: a collector that cannot
+// be registered, a nil WithResource resource, and a resource attribute
+// that cannot be a label.
+func NewExporter(opts ...ExporterOption) (*Exporter, error) {
+	var cfg exporterConfig
+	for _, opt := range opts {
+		opt(&cfg)
+	}
 	registry := prometheus.NewRegistry()
 	var errs []error
-	for _, c := range []prometheus.Collector{
+	collectorsToRegister := []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	} {
+	}
+	exporterOpts := []otelprometheus.Option{
+		otelprometheus.WithRegisterer(registry),
+		otelprometheus.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),
+	}
+	if cfg.withResource {
+		exporterOpts = append(exporterOpts, otelprometheus.WithoutTargetInfo())
+		if cfg.resource == nil {
+			errs = append(errs, errors.New("WithResource: nil resource"))
+		} else if info, err := newTargetInfo(cfg.resource); err != nil {
+			errs = append(errs, fmt.Errorf("WithResource: %w", err))
+		} else {
+			collectorsToRegister = append(collectorsToRegister, info)
+		}
+	}
+	for _, c := range collectorsToRegister {
 		if err := registry.Register(c); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	exp, err := otelprometheus.New(
-		otelprometheus.WithRegisterer(registry),
-		otelprometheus.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),
-	)
+	exp, err := otelprometheus.New(exporterOpts...)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("httpmetrics: the exporter: %w", err)
+	if len(errs) > 0 {
+		for i, err := range errs {
+			errs[i] = fmt.Errorf("httpmetrics: the exporter: %w", err)
+		}
+		return nil, errors.Join(errs...)
 	}
 	return &Exporter{Exporter: exp, registry: registry}, nil
 }
+
+// targetInfo is a prometheus.Collector of one constant target_info series.
+type targetInfo struct {
+	metric prometheus.Metric
+}
+
+// newTargetInfo returns the target_info of res: a gauge of value 1 whose
+// labels are res's attributes, each name translated as OpenTelemetry's
+// exporter translates resource attribute names, and the values of
+// attributes whose names translate alike joined by ";" in order, as the
+// exporter joins them. It returns an error naming the attribute whose
+// name cannot be a label.
+func newTargetInfo(res *resource.Resource) (*targetInfo, error) {
+	// The exporter's own namer for the strategy NewExporter gives it.
+	namer := otlptranslator.LabelNamer{UTF8Allowed: !otlptranslator.UnderscoreEscapingWithSuffixes.ShouldEscape()}
+	values := map[string][]string{}
+	var errs []error
+	for _, kv := range res.Attributes() {
+		name, err := namer.Build(string(kv.Key))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("resource attribute %q: %w", kv.Key, err))
+			continue
+		}
+		values[name] = append(values[name], kv.Value.String())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	names := slices.Sorted(maps.Keys(values))
+	labels := make([]string, 0, len(names))
+	for _, name := range names {
+		vals := values[name]
+		slices.Sort(vals)
+		labels = append(labels, strings.Join(vals, ";"))
+	}
+	desc := prometheus.NewDesc(otlptranslator.TargetInfoMetricName, targetInfoHelp, names, nil)
+	m, err := prometheus.NewConstMetric(desc, prometheus.GaugeValue, 1, labels...)
+	if err != nil {
+		return nil, fmt.Errorf("target_info: %w", err)
+	}
+	return &targetInfo{metric: m}, nil
+}
+
+// Describe sends target_info's description.
+func (t *targetInfo) Describe(ch chan<- *prometheus.Desc) { ch <- t.metric.Desc() }
+
+// Collect sends the target_info series.
+func (t *targetInfo) Collect(ch chan<- prometheus.Metric) { ch <- t.metric }
 
 // Gatherer returns the Exporter's registry, which /metrics serves.
 func (e *Exporter) Gatherer() prometheus.Gatherer { return e.registry }
