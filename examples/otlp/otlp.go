@@ -86,7 +86,7 @@ func New(ctx context.Context, h app.Host, s Settings, o Options) (app.Telemetry,
 	if exporting && h.Network == nil {
 		return app.Telemetry{}, nil, errors.New("otlp: the Host has no Network to dial the collector through: build the telemetry with app.WithHostTelemetry")
 	}
-	res := newResource(s, o.ServiceName)
+	res := s.Resource(o.ServiceName)
 	transport := &http.Transport{
 		// The Host's network, never the real one; no proxy, since
 		// net/http's default would read HTTPS_PROXY from the real
@@ -213,10 +213,12 @@ func dial(h app.Host) func(ctx context.Context, network, address string) (net.Co
 	return h.Dial
 }
 
-// newResource is the resource every signal is exported with: the
-// Settings' attributes and service.name, and no detector's, which would
-// read the real environment.
-func newResource(s Settings, fallback string) *resource.Resource {
+// Resource returns the resource New exports every signal with: the
+// Settings' attributes and service.name, as Service orders them with
+// fallback, and no detector's, which would read the real environment.
+// An httpmetrics Exporter made with httpmetrics.WithResource of it serves
+// the same resource as /metrics' target_info.
+func (s Settings) Resource(fallback string) *resource.Resource {
 	attrs := make([]attribute.KeyValue, 0, len(s.ResourceAttributes)+1)
 	for _, kv := range s.ResourceAttributes {
 		if kv.Key != "service.name" {

@@ -58,7 +58,8 @@ func (b *Builder) Telemetry(ctx context.Context, p app.Process) (app.Telemetry, 
 // HostTelemetry is an app.HostTelemetryBuilder: log records go to the
 // Process's stderr as one JSON object a line, each naming the service,
 // and metrics to a MeterProvider read by an httpmetrics Exporter, which
-// Exporter returns for Init. When the Process's OTEL_* variables name an
+// Exporter returns for Init and whose target_info is the OTLP signals'
+// resource, made from the Process's OTEL_* variables alone. When the Process's OTEL_* variables name an
 // OTLP endpoint, traces, metrics and log records are exported by OTLP
 // too, through h, from the same providers; without one, traces are the
 // App's no-op default. It returns an error naming every bad or
@@ -66,7 +67,10 @@ func (b *Builder) Telemetry(ctx context.Context, p app.Process) (app.Telemetry, 
 // failed build keeps no Exporter.
 func (b *Builder) HostTelemetry(ctx context.Context, h app.Host, p app.Process) (app.Telemetry, func(context.Context) error, error) {
 	settings, err := otlp.Read(ctx, p.Environment)
-	exporter, exporterErr := httpmetrics.NewExporter()
+	// /metrics' target_info is the resource the OTLP signals get, made
+	// from the Process's environment; without WithResource it would be the
+	// MeterProvider's, which the SDK merges with the real environment's.
+	exporter, exporterErr := httpmetrics.NewExporter(httpmetrics.WithResource(settings.Resource(b.service)))
 	if err := errors.Join(err, exporterErr); err != nil {
 		return app.Telemetry{}, nil, err
 	}

@@ -95,3 +95,24 @@ func TestTelemetry_builds_the_MeterProvider_its_exporter_reads(t *testing.T) {
 	require.Contains(t, text.String(), "\ntest_reconciles_total{")
 	require.Contains(t, text.String(), `target_info{service_name="an-operator"} 1`)
 }
+
+func TestHostTelemetry_serves_the_Process_resource_as_target_info(t *testing.T) {
+	// The real environment's must not reach /metrics.
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "leak=yes")
+	b := telemetry.New("an-operator")
+	_, shutdown, err := b.HostTelemetry(t.Context(), apptest.NewHost(t).Host(), app.Process{
+		Environment: apptest.Env{"OTEL_RESOURCE_ATTRIBUTES": "k8s.pod.name=p"},
+		Stderr:      &bytes.Buffer{},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, shutdown(context.Background())) })
+	families, err := b.Exporter().Gatherer().Gather()
+	require.NoError(t, err)
+	var text strings.Builder
+	for _, f := range families {
+		_, err := expfmt.MetricFamilyToText(&text, f)
+		require.NoError(t, err)
+	}
+	require.Contains(t, text.String(), "\n"+`target_info{k8s_pod_name="p",service_name="an-operator"} 1`+"\n")
+	require.NotContains(t, text.String(), "leak")
+}
