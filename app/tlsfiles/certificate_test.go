@@ -2,14 +2,8 @@ package tlsfiles_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"testing"
 	"testing/synctest"
@@ -28,44 +22,26 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// The test's server name, which every generated certificate is for.
+// The test's server name, which every certificate the test issues is for.
 const serverName = "webhook.test"
 
-// pair is a generated certificate and key, PEM-encoded, and the parsed
-// certificate.
-type pair struct {
-	certPEM, keyPEM []byte
-	cert            *x509.Certificate
+// pairs returns n server certificates for serverName, each with its key,
+// issued by one CA of the test's own, whose pool verifies them all.
+func pairs(t *testing.T, n int) (*x509.CertPool, []apptest.Cert) {
+	t.Helper()
+	ca := apptest.NewCA(t)
+	out := make([]apptest.Cert, n)
+	for i := range out {
+		out[i] = ca.ServerCert(serverName)
+	}
+	return ca.Pool(), out
 }
 
-// newPair generates a self-signed ECDSA P-256 certificate for serverName
-// with the given serial number.
-func newPair(t *testing.T, serial int64) pair {
+// pair returns one server certificate for serverName, with its key.
+func pair(t *testing.T) apptest.Cert {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(serial),
-		Subject:               pkix.Name{CommonName: serverName},
-		DNSNames:              []string{serverName},
-		NotBefore:             time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),
-		NotAfter:              time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	return pair{
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-		cert:    cert,
-	}
+	_, ps := pairs(t, 1)
+	return ps[0]
 }
 
 // files is a test Host with a pair written where settings point.
@@ -74,11 +50,11 @@ type files struct {
 	settings tlsfiles.Settings
 }
 
-func newFiles(t *testing.T, p pair) files {
+func newFiles(t *testing.T, p apptest.Cert) files {
 	t.Helper()
 	host := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{
-		"tls/tls.crt": p.certPEM,
-		"tls/tls.key": p.keyPEM,
+		"tls/tls.crt": p.CertPEM,
+		"tls/tls.key": p.KeyPEM,
 	}))
 	s := tlsfiles.DefaultSettings()
 	s.CertFile = host.Path("tls/tls.crt")
@@ -97,12 +73,12 @@ func (f files) write(certPEM, keyPEM []byte) {
 }
 
 // serial returns the serial number of c's current leaf.
-func serial(t *testing.T, c *tlsfiles.Certificate) int64 {
+func serial(t *testing.T, c *tlsfiles.Certificate) string {
 	t.Helper()
 	cur := c.Current()
 	require.NotNil(t, cur)
 	require.NotNil(t, cur.Leaf)
-	return cur.Leaf.SerialNumber.Int64()
+	return cur.Leaf.SerialNumber.String()
 }
 
 // severities returns the severity of each record tel holds, in order.
@@ -175,12 +151,12 @@ func TestDefaultSettings(t *testing.T) {
 }
 
 func TestNewLoads(t *testing.T) {
-	p := newPair(t, 1)
+	p := pair(t)
 	f := newFiles(t, p)
 	tel := apptest.NewTelemetry()
 	c, err := tlsfiles.New(t.Context(), f.host.Host(), f.settings, tel.LoggerProvider.Logger("test"))
 	require.NoError(t, err)
-	require.Equal(t, int64(1), serial(t, c))
+	require.Equal(t, p.Leaf.SerialNumber.String(), serial(t, c))
 	require.Equal(t, []log.Severity{log.SeverityInfo}, severities(tel))
 
 	cfg := c.TLSConfig()
@@ -191,8 +167,8 @@ func TestNewLoads(t *testing.T) {
 }
 
 func TestNewFails(t *testing.T) {
-	p := newPair(t, 1)
-	other := newPair(t, 2)
+	_, ps := pairs(t, 2)
+	p, other := ps[0], ps[1]
 	tests := []struct {
 		name     string
 		files    map[string][]byte
@@ -211,12 +187,12 @@ func TestNewFails(t *testing.T) {
 		},
 		{
 			name:  "mismatched key",
-			files: map[string][]byte{"tls/tls.crt": p.certPEM, "tls/tls.key": other.keyPEM},
+			files: map[string][]byte{"tls/tls.crt": p.CertPEM, "tls/tls.key": other.KeyPEM},
 			want:  []string{"are not a certificate and its key", "private key does not match public key"},
 		},
 		{
 			name:  "missing key joined with bad settings",
-			files: map[string][]byte{"tls/tls.crt": p.certPEM},
+			files: map[string][]byte{"tls/tls.crt": p.CertPEM},
 			settings: func(s *tlsfiles.Settings) {
 				s.ReloadInterval, s.MinVersion = 0, tls.VersionTLS10
 			},
@@ -256,7 +232,8 @@ func running(t *testing.T, c *tlsfiles.Certificate) (stop func()) {
 
 func TestRunRotates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		old, next := newPair(t, 1), newPair(t, 2)
+		_, ps := pairs(t, 2)
+		old, next := ps[0], ps[1]
 		f := newFiles(t, old)
 		tel := apptest.NewTelemetry()
 		c, err := tlsfiles.New(t.Context(), f.host.Host(), f.settings, tel.LoggerProvider.Logger("test"))
@@ -267,20 +244,21 @@ func TestRunRotates(t *testing.T) {
 		// A tick with nothing changed takes nothing and logs nothing.
 		time.Sleep(f.settings.ReloadInterval)
 		synctest.Wait()
-		require.Equal(t, int64(1), serial(t, c))
+		require.Equal(t, old.Leaf.SerialNumber.String(), serial(t, c))
 		require.Equal(t, []log.Severity{log.SeverityInfo}, severities(tel))
 
-		f.write(next.certPEM, next.keyPEM)
+		f.write(next.CertPEM, next.KeyPEM)
 		time.Sleep(f.settings.ReloadInterval)
 		synctest.Wait()
-		require.Equal(t, int64(2), serial(t, c))
+		require.Equal(t, next.Leaf.SerialNumber.String(), serial(t, c))
 		require.Equal(t, []log.Severity{log.SeverityInfo, log.SeverityInfo}, severities(tel))
 	})
 }
 
 func TestRunHalfRotated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		old, next := newPair(t, 1), newPair(t, 2)
+		_, ps := pairs(t, 2)
+		old, next := ps[0], ps[1]
 		f := newFiles(t, old)
 		tel := apptest.NewTelemetry()
 		c, err := tlsfiles.New(t.Context(), f.host.Host(), f.settings, tel.LoggerProvider.Logger("test"))
@@ -290,27 +268,27 @@ func TestRunHalfRotated(t *testing.T) {
 
 		// The new certificate beside the old key: the old pair stays, and
 		// the failure is logged once however many ticks see it.
-		f.write(next.certPEM, nil)
+		f.write(next.CertPEM, nil)
 		for range 3 {
 			time.Sleep(f.settings.ReloadInterval)
 			synctest.Wait()
-			require.Equal(t, int64(1), serial(t, c))
+			require.Equal(t, old.Leaf.SerialNumber.String(), serial(t, c))
 		}
 		require.Equal(t, []log.Severity{log.SeverityInfo, log.SeverityWarn}, severities(tel))
 		recs := tel.Records()
 		require.Equal(t, "TLS certificate not reloaded; serving the previous one", recs[1].Body().AsString())
 
 		// The key follows: the next tick takes the whole new pair.
-		f.write(nil, next.keyPEM)
+		f.write(nil, next.KeyPEM)
 		time.Sleep(f.settings.ReloadInterval)
 		synctest.Wait()
-		require.Equal(t, int64(2), serial(t, c))
+		require.Equal(t, next.Leaf.SerialNumber.String(), serial(t, c))
 		require.Equal(t, []log.Severity{log.SeverityInfo, log.SeverityWarn, log.SeverityInfo}, severities(tel))
 	})
 }
 
 func TestReloadFailureKeepsPair(t *testing.T) {
-	p := newPair(t, 1)
+	p := pair(t)
 	f := newFiles(t, p)
 	tel := apptest.NewTelemetry()
 	c, err := tlsfiles.New(t.Context(), f.host.Host(), f.settings, tel.LoggerProvider.Logger("test"))
@@ -319,19 +297,19 @@ func TestReloadFailureKeepsPair(t *testing.T) {
 	f.host.RemoveFile("tls/tls.key")
 	err = c.Reload(t.Context())
 	require.ErrorContains(t, err, `Settings.KeyFile "`)
-	require.Equal(t, int64(1), serial(t, c))
+	require.Equal(t, p.Leaf.SerialNumber.String(), serial(t, c))
 
 	f.write(nil, []byte("garbage"))
 	err = c.Reload(t.Context())
 	require.ErrorContains(t, err, "are not a certificate and its key")
-	require.Equal(t, int64(1), serial(t, c))
+	require.Equal(t, p.Leaf.SerialNumber.String(), serial(t, c))
 	// Two distinct failures, each logged once.
 	require.Equal(t, []log.Severity{log.SeverityInfo, log.SeverityWarn, log.SeverityWarn}, severities(tel))
 }
 
 // handshake connects a TLS client trusting roots to a server with cfg over
 // an in-process pipe, and returns the serial number the server presented.
-func handshake(t *testing.T, cfg *tls.Config, roots *x509.CertPool) int64 {
+func handshake(t *testing.T, cfg *tls.Config, roots *x509.CertPool) string {
 	t.Helper()
 	serverConn, clientConn := net.Pipe()
 	defer func() { _ = clientConn.Close() }()
@@ -344,30 +322,27 @@ func handshake(t *testing.T, cfg *tls.Config, roots *x509.CertPool) int64 {
 	client := tls.Client(clientConn, &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12})
 	require.NoError(t, client.HandshakeContext(t.Context()))
 	require.NoError(t, <-done)
-	return client.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+	return client.ConnectionState().PeerCertificates[0].SerialNumber.String()
 }
 
 func TestHandshakeAfterRotation(t *testing.T) {
-	old, next := newPair(t, 1), newPair(t, 2)
-	roots := x509.NewCertPool()
-	roots.AddCert(old.cert)
-	roots.AddCert(next.cert)
+	roots, ps := pairs(t, 2)
+	old, next := ps[0], ps[1]
 	f := newFiles(t, old)
 	c, err := tlsfiles.New(t.Context(), f.host.Host(), f.settings, nil)
 	require.NoError(t, err)
 	cfg := c.TLSConfig()
 
-	require.Equal(t, int64(1), handshake(t, cfg, roots))
+	require.Equal(t, old.Leaf.SerialNumber.String(), handshake(t, cfg, roots))
 
-	f.write(next.certPEM, next.keyPEM)
+	f.write(next.CertPEM, next.KeyPEM)
 	require.NoError(t, c.Reload(t.Context()))
-	require.Equal(t, int64(2), handshake(t, cfg, roots))
+	require.Equal(t, next.Leaf.SerialNumber.String(), handshake(t, cfg, roots))
 }
 
 func TestHandshakeRefusesOldVersions(t *testing.T) {
-	p := newPair(t, 1)
-	roots := x509.NewCertPool()
-	roots.AddCert(p.cert)
+	roots, ps := pairs(t, 1)
+	p := ps[0]
 	f := newFiles(t, p)
 	c, err := tlsfiles.New(t.Context(), f.host.Host(), f.settings, nil)
 	require.NoError(t, err)
