@@ -1,0 +1,124 @@
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// WebhookClient says how the API server reaches an App's webhooks: through
+// a Service in the cluster, or at a URL, for a webhook outside the cluster
+// or in a test. Exactly one of Service and URL is set. The configurations
+// loam writes (a CRD's conversion stanza, ValidatingWebhookConfiguration,
+// MutatingWebhookConfiguration) append each webhook's own path to it.
+type WebhookClient struct {
+	// Service is the Service in front of the App's webhooks.
+	Service *WebhookService
+	// URL is where the webhooks are served, such as
+	// https://127.0.0.1:9443: an https URL with no query or fragment. Each
+	// webhook's path is appended to its path.
+	URL string
+	// CABundle is the PEM of the certificates that verify the webhooks'
+	// serving certificate. Left empty, it is for cert-manager's CA
+	// injector to fill, as the annotation cert-manager.io/inject-ca-from
+	// asks.
+	CABundle []byte
+}
+
+// WebhookService names the Service in front of an App's webhooks.
+type WebhookService struct {
+	// Namespace and Name name the Service.
+	Namespace, Name string
+	// Port is the Service's port; 0 is the API server's default, 443.
+	Port int32
+	// Path is prefixed to each webhook's own path, such as /hooks; empty
+	// prefixes nothing.
+	Path string
+}
+
+// mistakes returns an error for each mistake in c, named by field.
+func (c WebhookClient) mistakes(field string) []error {
+	var errs []error
+	switch {
+	case c.Service == nil && c.URL == "":
+		errs = append(errs, fmt.Errorf("%s names neither a Service nor a URL", field))
+	case c.Service != nil && c.URL != "":
+		errs = append(errs, fmt.Errorf("%s names both a Service and the URL %q: it takes one", field, c.URL))
+	case c.Service != nil:
+		s := c.Service
+		if s.Namespace == "" {
+			errs = append(errs, fmt.Errorf("%s.Service.Namespace is missing", field))
+		} else if p := validation.IsDNS1123Label(s.Namespace); len(p) > 0 {
+			errs = append(errs, fmt.Errorf("%s.Service.Namespace %q: %s", field, s.Namespace, strings.Join(p, "; ")))
+		}
+		if s.Name == "" {
+			errs = append(errs, fmt.Errorf("%s.Service.Name is missing", field))
+		} else if p := validation.IsDNS1035Label(s.Name); len(p) > 0 {
+			errs = append(errs, fmt.Errorf("%s.Service.Name %q: %s", field, s.Name, strings.Join(p, "; ")))
+		}
+		if s.Port < 0 || s.Port > 65535 {
+			errs = append(errs, fmt.Errorf("%s.Service.Port %d is not a port (1 to 65535, or 0 for 443)", field, s.Port))
+		}
+		if s.Path != "" && !strings.HasPrefix(s.Path, "/") {
+			errs = append(errs, fmt.Errorf("%s.Service.Path %q does not start with /", field, s.Path))
+		}
+	default:
+		u, err := url.Parse(c.URL)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s.URL %q: %w", field, c.URL, err))
+		case u.Scheme != "https":
+			errs = append(errs, fmt.Errorf("%s.URL %q is not https: the API server calls webhooks over TLS only", field, c.URL))
+		case u.Host == "":
+			errs = append(errs, fmt.Errorf("%s.URL %q has no host", field, c.URL))
+		case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+			errs = append(errs, fmt.Errorf("%s.URL %q has a query, a fragment or a user, which the API server refuses", field, c.URL))
+		}
+	}
+	return errs
+}
+
+// check returns c's mistakes joined, or nil.
+func (c WebhookClient) check(field string) error { return errors.Join(c.mistakes(field)...) }
+
+// join appends path, a webhook's own path starting with /, to base.
+func join(base, path string) string { return strings.TrimSuffix(base, "/") + path }
+
+// admission returns the clientConfig of the admission webhook served at
+// path. c must have no mistakes.
+func (c WebhookClient) admission(path string) admissionregistrationv1.WebhookClientConfig {
+	cfg := admissionregistrationv1.WebhookClientConfig{CABundle: c.CABundle}
+	if c.Service != nil {
+		p := join(c.Service.Path, path)
+		cfg.Service = &admissionregistrationv1.ServiceReference{Namespace: c.Service.Namespace, Name: c.Service.Name, Path: &p}
+		if c.Service.Port != 0 {
+			port := c.Service.Port
+			cfg.Service.Port = &port
+		}
+		return cfg
+	}
+	u := join(c.URL, path)
+	cfg.URL = &u
+	return cfg
+}
+
+// conversion returns the clientConfig of the conversion webhook served at
+// path. c must have no mistakes.
+func (c WebhookClient) conversion(path string) *apiextensionsv1.WebhookClientConfig {
+	a := c.admission(path)
+	cfg := &apiextensionsv1.WebhookClientConfig{URL: a.URL, CABundle: a.CABundle}
+	if s := a.Service; s != nil {
+		cfg.Service = &apiextensionsv1.ServiceReference{Namespace: s.Namespace, Name: s.Name, Path: s.Path, Port: s.Port}
+	}
+	return cfg
+}
+
+// conversionPath is the path of the conversion webhook of the resource
+// named plural in group, which the CRD's conversion stanza names and the
+// Webhooks Service serves.
+func conversionPath(group, plural string) string { return "/convert/" + group + "/" + plural }
