@@ -33,7 +33,7 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/health"
-	"github.com/loam-dev/loam/app/internal/httpserve"
+	"github.com/loam-dev/loam/app/httpserve"
 )
 
 // scope is the instrumentation scope of the Service's log records.

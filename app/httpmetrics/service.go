@@ -37,7 +37,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/loam-dev/loam/app"
-	"github.com/loam-dev/loam/app/internal/httpserve"
+	"github.com/loam-dev/loam/app/httpserve"
 )
 
 // scope is the instrumentation scope of the Service's log records.

@@ -1,13 +1,15 @@
-// Package httpserve is the life of the App's HTTP Services, httphealth's
-// and httpmetrics': it listens through the Setup's Host when Serve is
-// called, stops accepting when Serve's context ends or Shutdown is called,
-// lets the requests in flight finish within Shutdown's context, and logs
-// what net/http reports through the Setup's LoggerProvider, never the log
-// package's global logger.
+// Package httpserve is the life of an App's HTTP Services, httphealth's,
+// httpmetrics' and the webhook server's: it listens through the Setup's
+// Host when Serve is called, over TLS when the Config has a TLS
+// configuration, stops accepting when Serve's context ends or Shutdown is
+// called, lets the requests in flight finish within Shutdown's context,
+// and logs what net/http reports through the Setup's LoggerProvider, never
+// the log package's global logger.
 package httpserve
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	stdlog "log"
@@ -44,6 +46,10 @@ type Config struct {
 	Logger log.Logger
 	// ReadHeaderTimeout and IdleTimeout bound clients that misbehave.
 	ReadHeaderTimeout, IdleTimeout time.Duration
+	// TLS, when set, makes Serve serve HTTPS: it wraps the listener with
+	// tls.NewListener and this configuration, which must hold a
+	// certificate or a GetCertificate. Nil serves plain HTTP.
+	TLS *tls.Config
 }
 
 // Server serves one Handler, as an app.Service's Serve and Shutdown. New
@@ -54,6 +60,8 @@ type Server struct {
 	address   string
 	server    *http.Server
 	logger    log.Logger
+	tls       *tls.Config
+	ready     chan struct{} // closed once Serve listens
 
 	mu       sync.Mutex
 	served   bool          // Serve was called
@@ -69,14 +77,33 @@ func New(c Config) *Server {
 		network: c.Network,
 		address: c.Address,
 		logger:  c.Logger,
+		tls:     c.TLS,
+		ready:   make(chan struct{}),
 	}
 	s.server = &http.Server{
 		Handler:           c.Handler,
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
 		IdleTimeout:       c.IdleTimeout,
 		ErrorLog:          s.ErrorLog(),
+		TLSConfig:         c.TLS,
 	}
 	return s
+}
+
+// Ready returns a channel closed once Serve listens, so that a test or a
+// dependent Part knows the Server answers. It stays open when Serve never
+// listens.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Addr returns the address Serve listens on, which tells a listener on
+// port 0 its port, or nil before Serve listens.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener == nil {
+		return nil
+	}
+	return s.listener.Addr()
 }
 
 // ErrorLog returns a logger whose every line becomes a WARN record of the
@@ -84,8 +111,9 @@ func New(c Config) *Server {
 // connection that could not be accepted or a handler's panic.
 func (s *Server) ErrorLog() *stdlog.Logger { return stdlog.New(warnings{s.logger}, "", 0) }
 
-// Serve listens on the Address through the Network and answers requests
-// until ctx ends or Shutdown is called, then returns nil. Connections in
+// Serve listens on the Address through the Network, over TLS when the
+// Config has a TLS configuration, and answers requests until ctx ends or
+// Shutdown is called, then returns nil. Connections in
 // flight are left for Shutdown to finish. Serve returns an error when it
 // cannot listen, when accepting fails, or when it is called a second time.
 func (s *Server) Serve(ctx context.Context) error {
@@ -108,6 +136,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 		return fmt.Errorf("%s: listening on %s: %w", s.pkg, s.address, err)
 	}
+	if s.tls != nil {
+		l = tls.NewListener(l, s.tls)
+	}
 	ol := &onceListener{Listener: l}
 	s.mu.Lock()
 	s.listener = ol
@@ -119,6 +150,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		_ = ol.Close()
 		return nil
 	}
+	close(s.ready)
 	s.Info(ctx, "serving "+s.what+" on "+l.Addr().String(), attrAddress.String(l.Addr().String()))
 
 	stopServing := context.AfterFunc(ctx, s.stopAccepting)
