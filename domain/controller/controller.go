@@ -79,6 +79,9 @@ type Config struct {
 	// every pass that failed, timed out or panicked, as reconcile.Config's
 	// Events does; nil records none.
 	Events ports.Events
+	// Gates hold Serve, before its first check, until each is open or its
+	// Bound passes, in turn; none holds nothing.
+	Gates []Gate
 }
 
 // Controller runs one controller's life. Serve runs it once; Shutdown
@@ -98,7 +101,8 @@ type Controller struct {
 }
 
 // New returns the Controller that c describes. It fails, naming each, when
-// a port is missing or Workers isn't positive.
+// a port is missing, Workers isn't positive, or a Gate has no Open or a
+// Bound that isn't positive.
 func New(c Config) (*Controller, error) {
 	var errs []error
 	for _, p := range []struct {
@@ -121,6 +125,7 @@ func New(c Config) (*Controller, error) {
 	if c.Workers < 1 {
 		errs = append(errs, fmt.Errorf("controller %s: Config.Workers is %d: want at least 1", c.Name, c.Workers))
 	}
+	errs = append(errs, c.gateMistakes())
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -130,7 +135,8 @@ func New(c Config) (*Controller, error) {
 // Serve runs the Controller until ctx is done, Shutdown is called, or the
 // Lease is lost.
 //
-// It first checks, through the Watch, that the API server serves every
+// It first waits for its Gates, each at most its Bound. It then checks,
+// through the Watch, that the API server serves every
 // resource the Controller watches, and fails with the Watch's error when
 // one isn't. It then starts the informers, waits for their caches to sync,
 // tells Ready, and campaigns for the Lease. The leader's workers reconcile;
@@ -164,6 +170,9 @@ func (c *Controller) Serve(ctx context.Context) error {
 	}
 	if le := c.c.Lease; !settings.Fenced(le.LeaseDuration, le.RenewDeadline, le.RetryPeriod) {
 		c.c.Recorder.LeaderElectionUnfenced(ctx, le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
+	}
+	if !c.await(stop) {
+		return nil
 	}
 	if err := c.c.Watch.Check(stop); err != nil {
 		if stop.Err() != nil {

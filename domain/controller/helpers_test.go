@@ -265,10 +265,11 @@ type rig struct {
 // fenced are Lease timings that fence leadership.
 var fenced = controller.Lease{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 
-// newRig returns a rig whose Controller has workers workers. Its Watch
-// passes its Check and is expected to start and stop once; the test sets
-// the rest of what it expects of the mocks.
-func newRig(t *testing.T, workers int) *rig {
+// newRig returns a rig whose Controller has workers workers, its Config
+// changed by each of with. Its Watch passes its Check and is expected to
+// start and stop once; the test sets the rest of what it expects of the
+// mocks.
+func newRig(t *testing.T, workers int, with ...func(*controller.Config)) *rig {
 	t.Helper()
 	mc := gomock.NewController(t)
 	r := &rig{
@@ -290,7 +291,7 @@ func newRig(t *testing.T, workers int) *rig {
 	r.ready.EXPECT().MarkHealthy().Do(func() { r.j.add("healthy") }).AnyTimes()
 	r.ready.EXPECT().MarkUnhealthy().Do(func() { r.j.add("unhealthy") }).AnyTimes()
 
-	ctrl, err := controller.New(controller.Config{
+	c := controller.Config{
 		Name:    "memcached-controller",
 		Workers: workers,
 		Watch:   r.watch,
@@ -309,7 +310,11 @@ func newRig(t *testing.T, workers int) *rig {
 		Lease:    fenced,
 
 		ReconcileTimeout: rigTimeout,
-	})
+	}
+	for _, f := range with {
+		f(&c)
+	}
+	ctrl, err := controller.New(c)
 	require.NoError(t, err)
 	r.ctrl = ctrl
 	return r
