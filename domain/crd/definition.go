@@ -15,7 +15,9 @@ import (
 
 // Definition declares a custom resource: its names, its scope, the Go
 // types of its spec and status, their TypeRules, and the columns kubectl
-// get prints.
+// get prints. Version, Spec, Status, Rules, Columns, Unserved, Deprecated
+// and DeprecationWarning are those of its storage version, the hub;
+// Versions are its other versions.
 type Definition struct {
 	Group, Version, Kind, Plural string
 	Scope                        apiextensionsv1.ResourceScope
@@ -23,6 +25,39 @@ type Definition struct {
 	Spec, Status                 reflect.Type
 	Rules                        []TypeRules
 	Columns                      []PrinterColumn
+	// Unserved, Deprecated and DeprecationWarning are the storage
+	// version's, as VersionDefinition's are its own.
+	Unserved, Deprecated bool
+	DeprecationWarning   string
+	// Versions are the resource's other versions, written after the
+	// storage version in their order.
+	Versions []VersionDefinition
+	// Webhook is how the API server reaches the conversion webhook, which
+	// converts the versions that are not Unconverted. It is a mistake when
+	// one is and Webhook is nil, and when none is and Webhook is set.
+	Webhook *apiextensionsv1.WebhookClientConfig
+}
+
+// VersionDefinition is one version of a resource besides its storage
+// version: its name, the Go types of its spec and status, their TypeRules,
+// its columns, and whether it is served and deprecated.
+type VersionDefinition struct {
+	Name         string
+	Spec, Status reflect.Type
+	Rules        []TypeRules
+	Columns      []PrinterColumn
+	// Unserved says the API server doesn't serve the version: it still
+	// converts objects to and from it.
+	Unserved bool
+	// Deprecated makes the API server warn of every request to the
+	// version, with DeprecationWarning, or its own words when that is
+	// empty. DeprecationWarning without Deprecated is a mistake.
+	Deprecated         bool
+	DeprecationWarning string
+	// Unconverted says the version's schema is the storage version's, so
+	// the API server converts it by changing apiVersion alone: a schema
+	// that differs is a mistake.
+	Unconverted bool
 }
 
 // PrinterColumn is a column kubectl get prints for a resource's objects.
@@ -81,30 +116,119 @@ var ageColumn = apiextensionsv1.CustomResourceColumnDefinition{
 	JSONPath: ".metadata.creationTimestamp",
 }
 
-// CRD returns the CustomResourceDefinition of d: its names, one version,
-// served and stored, with the status subresource, d's columns and Age, and
-// the schema of Spec and Status under an object's apiVersion, kind and
-// metadata. It returns one error that names every mistake it finds in d,
-// each with its place.
+// CRD returns the CustomResourceDefinition of d: its names, the storage
+// version, served unless Unserved, then each of Versions in its order, each
+// with the status subresource, its columns and Age, and the schema of its
+// Spec and Status under an object's apiVersion, kind and metadata; and,
+// when d has Versions, its conversion: None when every one is Unconverted,
+// else through Webhook. The API server, not the order, decides which
+// version kubectl prefers: the highest by Kubernetes' version priority
+// (v1 before v1beta1 before v1alpha1) among those served. It returns one
+// error that names every mistake it finds in d, each with its place: a
+// version's mistakes are prefixed with its place in Versions and its name.
 func (d Definition) CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 	errs := d.checkNames()
-	var spec, status apiextensionsv1.JSONSchemaProps
-	b := newBuilder(d.Rules)
+	hub, hubErrs := version(VersionDefinition{
+		Name: d.Version, Spec: d.Spec, Status: d.Status, Rules: d.Rules, Columns: d.Columns,
+		Unserved: d.Unserved, Deprecated: d.Deprecated, DeprecationWarning: d.DeprecationWarning,
+	})
+	errs = append(errs, hubErrs...)
+	hub.Storage = true
+	versions := []apiextensionsv1.CustomResourceDefinitionVersion{hub}
+	named := map[string]string{d.Version: "the storage version"}
+	converted := false
+	for i, v := range d.Versions {
+		label := fmt.Sprintf("Versions[%d] (%q)", i, v.Name)
+		fail := func(err error) { errs = append(errs, fmt.Errorf("%s: %w", label, err)) }
+		if v.Name == "" {
+			fail(errors.New("the version's name is missing"))
+		} else {
+			if p := validation.IsDNS1035Label(v.Name); len(p) > 0 {
+				fail(fmt.Errorf("the version's name %q: %s", v.Name, strings.Join(p, "; ")))
+			}
+			if prior, ok := named[v.Name]; ok {
+				fail(fmt.Errorf("has the name of %s", prior))
+			} else {
+				named[v.Name] = fmt.Sprintf("Versions[%d]", i)
+			}
+		}
+		cv, verrs := version(v)
+		for _, err := range verrs {
+			fail(err)
+		}
+		if v.Unconverted {
+			if len(hubErrs) == 0 && len(verrs) == 0 && !reflect.DeepEqual(cv.Schema, hub.Schema) {
+				fail(fmt.Errorf("is Unconverted, but its schema (of %s and %s) differs from the storage version's (of %s and %s): the API server would change apiVersion alone, so a version whose schema differs needs a conversion", v.Spec, v.Status, d.Spec, d.Status))
+			}
+		} else {
+			converted = true
+		}
+		versions = append(versions, cv)
+	}
+	var conversion *apiextensionsv1.CustomResourceConversion
 	switch {
-	case d.Spec == nil || d.Status == nil:
+	case converted && d.Webhook == nil:
+		errs = append(errs, errors.New("the conversion webhook is missing: a version that isn't Unconverted converts through one"))
+	case !converted && d.Webhook != nil:
+		errs = append(errs, errors.New("the conversion webhook is set, but no version converts through one"))
+	case converted:
+		conversion = &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{
+				ClientConfig:             d.Webhook.DeepCopy(),
+				ConversionReviewVersions: []string{"v1"},
+			},
+		}
+	case len(d.Versions) > 0:
+		conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: d.Plural + "." + d.Group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: d.Group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{
+				Plural:     d.Plural,
+				Singular:   strings.ToLower(d.Kind),
+				Kind:       d.Kind,
+				ListKind:   d.Kind + "List",
+				ShortNames: slices.Clone(d.ShortNames),
+				Categories: slices.Clone(d.Categories),
+			},
+			Scope:      d.Scope,
+			Versions:   versions,
+			Conversion: conversion,
+		},
+	}, nil
+}
+
+// version returns the CRD's version v, not stored, with its schema and
+// columns, and every mistake in them.
+func version(v VersionDefinition) (apiextensionsv1.CustomResourceDefinitionVersion, []error) {
+	var errs []error
+	var spec, status apiextensionsv1.JSONSchemaProps
+	b := newBuilder(v.Rules)
+	switch {
+	case v.Spec == nil || v.Status == nil:
 		errs = append(errs, errors.New("the Spec and Status types are missing"))
 	default:
-		spec = b.schema(d.Spec, "spec")
-		status = b.schema(d.Status, "status")
+		spec = b.schema(v.Spec, "spec")
+		status = b.schema(v.Status, "status")
 		b.unused("spec or status")
 	}
 	var columns []apiextensionsv1.CustomResourceColumnDefinition
-	if d.Spec != nil && d.Status != nil {
-		columns = b.columns(d, map[string]*apiextensionsv1.JSONSchemaProps{"spec": &spec, "status": &status})
+	if v.Spec != nil && v.Status != nil {
+		columns = b.columns(v, map[string]*apiextensionsv1.JSONSchemaProps{"spec": &spec, "status": &status})
 	}
 	errs = append(errs, b.errs...)
+	if v.DeprecationWarning != "" && !v.Deprecated {
+		errs = append(errs, fmt.Errorf("the DeprecationWarning %q is set, but the version isn't Deprecated", v.DeprecationWarning))
+	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return apiextensionsv1.CustomResourceDefinitionVersion{}, errs
 	}
 
 	// The schemas of one type share their subschemas: copying them
@@ -126,30 +250,19 @@ func (d Definition) CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 		},
 		Required: []string{"spec"},
 	}
-	return &apiextensionsv1.CustomResourceDefinition{
-		TypeMeta:   metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"},
-		ObjectMeta: metav1.ObjectMeta{Name: d.Plural + "." + d.Group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: d.Group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{
-				Plural:     d.Plural,
-				Singular:   strings.ToLower(d.Kind),
-				Kind:       d.Kind,
-				ListKind:   d.Kind + "List",
-				ShortNames: slices.Clone(d.ShortNames),
-				Categories: slices.Clone(d.Categories),
-			},
-			Scope: d.Scope,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name:                     d.Version,
-				Served:                   true,
-				Storage:                  true,
-				Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &root},
-				Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				AdditionalPrinterColumns: columns,
-			}},
-		},
-	}, nil
+	out := apiextensionsv1.CustomResourceDefinitionVersion{
+		Name:                     v.Name,
+		Served:                   !v.Unserved,
+		Deprecated:               v.Deprecated,
+		Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &root},
+		Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+		AdditionalPrinterColumns: columns,
+	}
+	if v.DeprecationWarning != "" {
+		w := v.DeprecationWarning
+		out.DeprecationWarning = &w
+	}
+	return out, nil
 }
 
 // checkNames reports every missing or malformed name, and a bad Scope.
@@ -208,7 +321,7 @@ func checkGroup(g string) []string {
 
 // columns resolves d's columns against the Rules' values of the spec's and
 // status's types, whose schemas roots holds by name.
-func (b *builder) columns(d Definition, roots map[string]*apiextensionsv1.JSONSchemaProps) []apiextensionsv1.CustomResourceColumnDefinition {
+func (b *builder) columns(d VersionDefinition, roots map[string]*apiextensionsv1.JSONSchemaProps) []apiextensionsv1.CustomResourceColumnDefinition {
 	if len(d.Columns) == 0 {
 		return nil
 	}
