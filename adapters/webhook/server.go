@@ -15,9 +15,12 @@
 // github.com/loam-dev/loam/kube, as the controllers'. Each review on a
 // Route is one server span, in the trace of the API server's traceparent
 // when the Propagator finds one, named by the Route's Type and the
-// reviewed kind: "validate Memcached", "mutate Pod", "convert Memcached".
-// Its attributes are those of the keys below; a review that fails or
-// panics has the status Error.
+// reviewed kind: "validate Memcached", "mutate Pod", "convert Memcached";
+// a request refused before its body is read as a review (a wrong method,
+// Content-Type or timeout, an oversize body) has the verb alone, such as
+// "validate". Its attributes are those of the keys below; a review that
+// fails or panics has the status Error. A path no Route has is answered
+// with 404 and reported nowhere.
 //
 // A denial is a WARN record "admission denied" with the message as
 // exception.message, as loam's records of a failure carry theirs; a review
