@@ -310,6 +310,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		// NewController checked it is above zero: every call is bounded.
 		ReconcileTimeout: settings.ReconcileTimeout,
 		Events:           failureEvents,
+		Gates:            gatesOf(s, settings.Name, p.awaits),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)

@@ -20,7 +20,8 @@ import (
 // index over its objects, FilterUpdates filters the updates of its own
 // objects, Finalize holds each object until the end user's code has
 // cleaned up after it, and TrustScenario carries the failure scenario an
-// object's annotation holds into its reconciles. NewController and
+// object's annotation holds into its reconciles, and AwaitWebhooks holds
+// its start until the App's Webhooks serve. NewController and
 // NewKindController take any number of Parts, and report every mistake in
 // them. The zero Part is a mistake.
 type Part struct {
@@ -42,6 +43,8 @@ type Part struct {
 	cache   cacheHandle
 	mapping Mapping
 	index   indexHandle
+	// webhooks is an AwaitWebhooks'.
+	webhooks *Webhooks
 }
 
 type partKind int
@@ -54,7 +57,19 @@ const (
 	partWatches
 	partIndexes
 	partFilterUpdates
+	partAwaitWebhooks
 )
+
+// AwaitWebhooks holds the Controller's Serve, before its first check
+// that the API server serves its resources, until w listens, and at most
+// AwaitWebhooksBound: a resource whose versions convert through w's
+// Conversion can't be listed until w answers, so the check would fail on
+// an App's start. Serve logs an INFO record when it starts to wait, and a
+// WARN one if the bound passes, and then carries on, so its check fails
+// as it would have. A Controller may await several Webhooks, each once.
+func AwaitWebhooks(w *Webhooks) Part {
+	return Part{kind: partAwaitWebhooks, webhooks: w}
+}
 
 // Owns reconciles an object again whenever a resource it controls is
 // added, changes or is deleted: a resource of gvr, such as
@@ -142,6 +157,11 @@ func (p Part) String() string {
 			return "Indexes(nil)"
 		}
 		return fmt.Sprintf("Indexes(%v)", p.index)
+	case partAwaitWebhooks:
+		if p.webhooks == nil {
+			return "AwaitWebhooks(nil)"
+		}
+		return fmt.Sprintf("AwaitWebhooks(%v)", p.webhooks)
 	}
 	return "Part{}"
 }
@@ -163,6 +183,8 @@ type commonParts struct {
 	// related is the Watches', and indexes the Indexes'.
 	related []relatedPart
 	indexes []indexHandle
+	// awaits are the AwaitWebhooks'.
+	awaits []*Webhooks
 }
 
 // relatedPart is one Watches: its Cache, its Mapping and its filters.
@@ -220,8 +242,10 @@ func partsOf[T any](ps []Part) (parts[T], error) {
 			mistakes = out.addWatches(p)
 		case partIndexes:
 			mistakes = addIndexes[T](&out.commonParts, p)
+		case partAwaitWebhooks:
+			mistakes = out.addAwait(p)
 		default:
-			mistakes = []string{"the zero Part: make Parts with Owns, Watches, Indexes, FilterUpdates, Finalize or TrustScenario"}
+			mistakes = []string{"the zero Part: make Parts with Owns, Watches, Indexes, FilterUpdates, Finalize, TrustScenario or AwaitWebhooks"}
 		}
 		for _, m := range mistakes {
 			errs = append(errs, fmt.Errorf("kube: Part %d, %v: %s", i, p, m))
@@ -392,4 +416,16 @@ func (c *commonParts) addTrust(p Part, n int) []string {
 		c.trust = &scenarioTrust{annotation: p.annotation, trust: p.trust}
 	}
 	return append(mistakes, own...)
+}
+
+// addAwait adds p, an AwaitWebhooks, and returns what is wrong with it.
+func (c *commonParts) addAwait(p Part) []string {
+	switch {
+	case p.webhooks == nil:
+		return []string{"the Webhooks are nil"}
+	case slices.Contains(c.awaits, p.webhooks):
+		return []string{"the Webhooks are awaited twice"}
+	}
+	c.awaits = append(c.awaits, p.webhooks)
+	return nil
 }

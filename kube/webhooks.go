@@ -1,16 +1,33 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/log"
+	lognoop "go.opentelemetry.io/otel/log/noop"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/loam-dev/loam/adapters/webhook"
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/tlsfiles"
+	"github.com/loam-dev/loam/domain/controller"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -27,9 +44,11 @@ type Hook struct {
 	// for a Conversion, converts.
 	group, version, plural, kind string
 	scope                        Scope
-	// admitter is a Validate's or a Mutate's.
-	admitter ports.Admitter
-	options  []HookOption
+	// admitter is a Validate's or a Mutate's, and converter a
+	// Conversion's, which returns the hub's mistakes instead.
+	admitter  ports.Admitter
+	converter func() (ports.Converter, error)
+	options   []HookOption
 	// mistakes are the Resource's or the Kind's and the function's.
 	mistakes []error
 	// named names the Resource or the Kind when its names are missing.
@@ -182,13 +201,24 @@ func (h Hook) Path() string {
 // webhookName returns the name of the Hook's webhook in its
 // configuration: fully qualified, as the API server requires, such as
 // validate.v1alpha1.memcacheds.cache.example.com, or
-// validate.v1.pods.core for the core group.
+// validate.v1.pods.core for the core group; a Conversion's, in telemetry
+// only, is convert.<plural>.<group>.
 func (h Hook) webhookName() string {
-	prefix := "validate."
-	if h.typ == hookMutate {
-		prefix = "mutate."
+	switch h.typ {
+	case hookMutate:
+		return "mutate." + h.version + "." + h.plural + "." + h.groupName()
+	case hookConversion:
+		return "convert." + h.plural + "." + h.groupName()
 	}
-	return prefix + h.version + "." + h.plural + "." + h.groupName()
+	return "validate." + h.version + "." + h.plural + "." + h.groupName()
+}
+
+// convert returns a Conversion's Converter, or its hub's mistakes.
+func (h Hook) convert() (ports.Converter, error) {
+	if h.converter == nil {
+		return nil, nil
+	}
+	return h.converter()
 }
 
 // FailurePolicyType says what the API server does with a request when it
@@ -467,4 +497,219 @@ func WebhookConfigurations(name string, client WebhookClient, hooks ...Hook) (*a
 		}
 	}
 	return v, m, nil
+}
+
+// DefaultWebhookAddress is where DefaultWebhookSettings serves the
+// webhooks: port 9443 on every interface, the port kubebuilder's
+// operators use, so a Service written for one fits.
+const DefaultWebhookAddress = ":9443"
+
+// DefaultMaxRequestBytes bounds a review's body by default: 7 MiB. The API
+// server accepts objects of up to 3 MiB, and an update's review carries
+// the object twice, as it is and as it was, with the review around them;
+// anything larger is no review the API server sends.
+const DefaultMaxRequestBytes = 7 << 20
+
+// WebhookSettings configures the Webhooks Service. It follows loam's
+// settings convention: plain values, checked all at once, and
+// DefaultWebhookSettings for a starting point.
+type WebhookSettings struct {
+	// Address is the host:port the webhooks are served on, such as
+	// :9443, which the Service in front of them targets. Port 0 picks a
+	// free port, which suits tests.
+	Address string
+	// TLS names the serving certificate's files, such as a mounted
+	// kubernetes.io/tls Secret's /tls/tls.crt and /tls/tls.key, and how
+	// often they are re-read for a rotation. The API server calls
+	// webhooks over HTTPS only.
+	TLS tlsfiles.Settings
+	// MaxRequestBytes bounds a review's body; a larger one is answered
+	// with 413 Request Entity Too Large.
+	MaxRequestBytes int64
+}
+
+// DefaultWebhookSettings returns the WebhookSettings an Init starts from:
+// DefaultWebhookAddress, tlsfiles.DefaultSettings (no files, which an Init
+// always sources) and DefaultMaxRequestBytes.
+func DefaultWebhookSettings() WebhookSettings {
+	return WebhookSettings{Address: DefaultWebhookAddress, TLS: tlsfiles.DefaultSettings(), MaxRequestBytes: DefaultMaxRequestBytes}
+}
+
+// mistakes returns an error for each mistake in s but its TLS settings,
+// which tlsfiles.New checks, named by field.
+func (s WebhookSettings) mistakes() []error {
+	var errs []error
+	if s.Address == "" {
+		errs = append(errs, errors.New(`kube: WebhookSettings.Address is empty: set host:port, such as ":9443"`))
+	} else if _, port, err := net.SplitHostPort(s.Address); err != nil {
+		errs = append(errs, fmt.Errorf("kube: WebhookSettings.Address %q is not host:port: %w", s.Address, err))
+	} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		errs = append(errs, fmt.Errorf("kube: WebhookSettings.Address %q: the port %q is not a number from 0 to 65535", s.Address, port))
+	}
+	if s.MaxRequestBytes < 1 {
+		errs = append(errs, fmt.Errorf("kube: WebhookSettings.MaxRequestBytes is %d: want at least 1, such as DefaultMaxRequestBytes", s.MaxRequestBytes))
+	}
+	return errs
+}
+
+// Webhooks is the app.Service that serves an App's Hooks over HTTPS, on
+// the Setup's Host, with the serving certificate re-read as it rotates.
+// NewWebhooks makes one. Each review is a span, a duration and, when it is
+// denied or panics, a log record, as docs/kubernetes.md's webhook
+// telemetry says.
+type Webhooks struct {
+	server  *webhook.Server
+	address string
+	// served is closed once Serve has returned.
+	served    chan struct{}
+	serveOnce sync.Once
+}
+
+// NewWebhooks returns the Webhooks serving hooks as settings say, through
+// s's Host and Telemetry. It reads the serving certificate, so a missing
+// or malformed file fails the App's Init, not its first review.
+//
+// It fails with one error naming every mistake: a bad Address or
+// MaxRequestBytes, every mistake in the TLS settings and every file that
+// doesn't read or parse, no hooks at all, and every mistake in hooks:
+// the zero Hook, a nil function, a mistake in a Resource or a Kind, an
+// option out of range or given twice, two Hooks served at one path, and a
+// Conversion hub whose versions don't check, as its CRD would report.
+func NewWebhooks(s *app.Setup, settings WebhookSettings, hooks ...Hook) (*Webhooks, error) {
+	errs := settings.mistakes()
+	if len(hooks) == 0 {
+		errs = append(errs, errors.New("kube: no Hook: pass Validate, Mutate, ValidateKind, MutateKind or Conversion Hooks"))
+	}
+	_, mistakes := hookMistakes(hooks)
+	errs = append(errs, mistakes...)
+	routes := make([]webhook.Route, 0, len(hooks))
+	for i, h := range hooks {
+		r := webhook.Route{Path: h.Path(), Name: h.webhookName(), Admitter: h.admitter}
+		switch h.typ {
+		case hookValidate:
+			r.Type = webhook.Validating
+		case hookMutate:
+			r.Type = webhook.Mutating
+		case hookConversion:
+			r.Type, r.Name, r.Admitter = webhook.Conversion, h.webhookName(), nil
+			c, err := h.convert()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("kube: Hook %d, %v: %w", i, h, err))
+			}
+			r.Converter = c
+		}
+		routes = append(routes, r)
+	}
+	t := s.Telemetry
+	logs := cmp.Or[log.LoggerProvider](t.LoggerProvider, lognoop.NewLoggerProvider())
+	logger := logs.Logger(scopeName)
+	cert, err := tlsfiles.New(context.Background(), s.Host, settings.TLS, logger)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("kube: WebhookSettings.TLS: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	server, err := webhook.New(webhook.Config{
+		Network: s.Host.Network, Address: settings.Address, Certificate: cert, Routes: routes,
+		MaxRequestBytes: settings.MaxRequestBytes,
+		TracerProvider:  cmp.Or[trace.TracerProvider](t.TracerProvider, tracenoop.NewTracerProvider()),
+		MeterProvider:   cmp.Or[metric.MeterProvider](t.MeterProvider, metricnoop.NewMeterProvider()),
+		Propagator:      cmp.Or[propagation.TextMapPropagator](t.Propagator, propagation.TraceContext{}),
+		Logger:          logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kube: %w", err)
+	}
+	return &Webhooks{server: server, address: settings.Address, served: make(chan struct{})}, nil
+}
+
+// scopeName is the instrumentation scope of what kube records itself.
+const scopeName = "github.com/loam-dev/loam/kube"
+
+// Serve listens on the Settings' Address and answers the API server's
+// reviews until ctx ends or Shutdown is called, then returns nil. It
+// re-reads the certificate's files meanwhile. It fails when it cannot
+// listen, and when it is called a second time.
+func (w *Webhooks) Serve(ctx context.Context) error {
+	defer w.serveOnce.Do(func() { close(w.served) })
+	return w.server.Serve(ctx)
+}
+
+// Shutdown stops the Webhooks: Serve returns nil once the reviews in
+// flight are answered. It returns an error wrapping ctx's when ctx ends
+// first.
+func (w *Webhooks) Shutdown(ctx context.Context) error { return w.server.Shutdown(ctx) }
+
+// Ready is closed once the Webhooks listen, so the API server's calls
+// reach them.
+func (w *Webhooks) Ready() <-chan struct{} { return w.server.Ready() }
+
+// Addr returns where the Webhooks listen, once Ready is closed, such as
+// the port a test's Address of port 0 picked; nil before.
+func (w *Webhooks) Addr() net.Addr { return w.server.Addr() }
+
+// Healthy reports, as app/health's Monitor, whether the Webhooks serve:
+// true from when they listen until Serve returns. It never fails.
+func (w *Webhooks) Healthy(context.Context) (bool, error) {
+	select {
+	case <-w.served:
+		return false, nil
+	default:
+	}
+	select {
+	case <-w.server.Ready():
+		return true, nil
+	default:
+		return false, nil
+	}
+}
+
+// String names the Webhooks, as the App's records about them do.
+func (w *Webhooks) String() string { return "kube webhooks (" + w.address + ")" }
+
+// AwaitWebhooksBound is the longest a Controller's Serve waits for an
+// AwaitWebhooks' Webhooks to listen: 30 seconds, long enough for a
+// certificate mounted at the pod's start to be read and the port opened,
+// and short enough that a Webhooks that never listens shows as the
+// Controller's own failure soon after.
+const AwaitWebhooksBound = 30 * time.Second
+
+// gate returns the domain's Gate that holds the Controller named
+// controller until w listens, logging through logger when it starts to
+// wait and when AwaitWebhooksBound passes.
+func (w *Webhooks) gate(logger log.Logger, controllerName string) controller.Gate {
+	emit := func(sev log.Severity, body string) {
+		var r log.Record
+		r.SetTimestamp(time.Now())
+		r.SetSeverity(sev)
+		r.SetSeverityText(sev.String())
+		r.SetBody(attribute.StringValue(body))
+		r.AddAttributes(
+			attribute.String("loam.kube.controller.name", controllerName),
+			attribute.String("loam.kube.webhooks.address", w.address),
+		)
+		logger.Emit(context.Background(), r)
+	}
+	return controller.Gate{
+		Name: w.String(), Open: w.Ready(), Bound: AwaitWebhooksBound,
+		Waiting: func() { emit(log.SeverityInfo, "waiting for the webhooks to serve") },
+		Passed: func() {
+			emit(log.SeverityWarn, fmt.Sprintf("the webhooks did not serve within %v: carrying on without them", AwaitWebhooksBound))
+		},
+	}
+}
+
+// gatesOf returns the Gates of the Controller named controllerName that
+// awaits, its AwaitWebhooks' Webhooks, logging through s's LoggerProvider.
+func gatesOf(s *app.Setup, controllerName string, awaits []*Webhooks) []controller.Gate {
+	if len(awaits) == 0 {
+		return nil
+	}
+	logger := cmp.Or[log.LoggerProvider](s.Telemetry.LoggerProvider, lognoop.NewLoggerProvider()).Logger(scopeName)
+	gates := make([]controller.Gate, len(awaits))
+	for i, w := range awaits {
+		gates[i] = w.gate(logger, controllerName)
+	}
+	return gates
 }

@@ -1,16 +1,31 @@
 package kube_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	otellog "go.opentelemetry.io/otel/log"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/app/tlsfiles"
+	"github.com/loam-dev/loam/domain/jsonpatch"
 	"github.com/loam-dev/loam/kube"
 )
 
@@ -143,4 +158,186 @@ func TestWebhookConfigurations_takes_a_valid_Hook_list_only(t *testing.T) {
 	_, _, err = kube.WebhookConfigurations("x", client, kube.Validate(Memcached, validateMemcached), kube.Validate(Memcached, validateMemcached))
 	require.ErrorContains(t, err, "one Hook a path")
 	require.Equal(t, 1, strings.Count(err.Error(), "\n")+1, "the second Hook alone is named: %v", err)
+}
+
+// servedWebhooks serves hooks with NewWebhooks on a test Host, with a
+// certificate from a test CA, until the test ends, and returns the Host
+// and the client that trusts the CA.
+func servedWebhooks(t *testing.T, hooks ...kube.Hook) (*kube.Webhooks, *http.Client, *apptest.Telemetry) {
+	t.Helper()
+	w, host, ca, tel := newWebhooks(t, hooks...)
+
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- w.Serve(ctx) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-served)
+		healthy, err := w.Healthy(context.Background())
+		require.NoError(t, err)
+		require.False(t, healthy, "unhealthy once Serve returned")
+	})
+	select {
+	case <-w.Ready():
+	case err := <-served:
+		t.Fatalf("Serve returned before it listened: %v", err)
+	}
+	healthy, err := w.Healthy(t.Context())
+	require.NoError(t, err)
+	require.True(t, healthy)
+
+	client := &http.Client{Transport: &http.Transport{
+		DialContext:     host.Dial,
+		TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
+	}}
+	t.Cleanup(client.CloseIdleConnections)
+	return w, client, tel
+}
+
+// newWebhooks returns Webhooks of hooks on a test Host, not serving yet,
+// with a certificate from a test CA, and the Host, the CA and the
+// Telemetry they report through.
+func newWebhooks(t *testing.T, hooks ...kube.Hook) (*kube.Webhooks, *apptest.Host, *apptest.CA, *apptest.Telemetry) {
+	t.Helper()
+	ca := apptest.NewCA(t)
+	cert := ca.ServerCert("127.0.0.1")
+	host := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"tls/tls.crt": cert.CertPEM, "tls/tls.key": cert.KeyPEM}))
+	tel := apptest.NewTelemetry()
+	settings := kube.DefaultWebhookSettings()
+	settings.Address = "127.0.0.1:0"
+	settings.TLS.CertFile, settings.TLS.KeyFile = host.Path("tls/tls.crt"), host.Path("tls/tls.key")
+	w, err := kube.NewWebhooks(&app.Setup{Host: host.Host(), Telemetry: tel.Telemetry}, settings, hooks...)
+	require.NoError(t, err)
+	var _ app.Service = w
+	return w, host, ca, tel
+}
+
+// review POSTs an AdmissionReview of obj to path and returns the response.
+func review(t *testing.T, w *kube.Webhooks, client *http.Client, path string, op admissionv1.Operation, obj string) *admissionv1.AdmissionResponse {
+	t.Helper()
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       "7d3c2f1e",
+			Kind:      metav1.GroupVersionKind{Group: "cache.example.com", Version: "v1alpha1", Kind: "Memcached"},
+			Resource:  metav1.GroupVersionResource{Group: "cache.example.com", Version: "v1alpha1", Resource: "memcacheds"},
+			Namespace: "ns", Name: "mc", Operation: op,
+			Object: runtime.RawExtension{Raw: []byte(obj)},
+		},
+	})
+	require.NoError(t, err)
+	res, err := client.Post("https://"+w.Addr().String()+path+"?timeout=10s", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", out)
+	var got admissionv1.AdmissionReview
+	require.NoError(t, json.Unmarshal(out, &got))
+	require.NotNil(t, got.Response, "%s", out)
+	require.Equal(t, types.UID("7d3c2f1e"), got.Response.UID)
+	return got.Response
+}
+
+func TestNewWebhooks_serves_typed_hooks_over_HTTPS(t *testing.T) {
+	validate := kube.Validate(Memcached, func(_ context.Context, a kube.Admission[memcachedObject]) ([]string, error) {
+		if a.Object.Spec.Size > 3 {
+			return []string{"big"}, fmt.Errorf("%s/%s: spec.size %d is above 3", a.Namespace, a.Name, a.Object.Spec.Size)
+		}
+		return nil, nil
+	})
+	mutate := kube.Mutate(Memcached, func(_ context.Context, _ kube.Admission[memcachedObject], m *memcachedObject) ([]string, error) {
+		if m.Spec.Image == "" {
+			m.Spec.Image = "memcached:1.6"
+		}
+		return nil, nil
+	})
+	w, client, tel := servedWebhooks(t, validate, mutate)
+
+	t.Run("denied", func(t *testing.T) {
+		res := review(t, w, client, validate.Path(), admissionv1.Create, `{"metadata":{"name":"mc","namespace":"ns"},"spec":{"size":5,"image":"x"}}`)
+		require.False(t, res.Allowed)
+		require.NotNil(t, res.Result)
+		require.Equal(t, "ns/mc: spec.size 5 is above 3", res.Result.Message)
+		require.Equal(t, []string{"big"}, res.Warnings)
+	})
+	t.Run("allowed", func(t *testing.T) {
+		res := review(t, w, client, validate.Path(), admissionv1.Create, `{"metadata":{"name":"mc","namespace":"ns"},"spec":{"size":1,"image":"x"}}`)
+		require.True(t, res.Allowed)
+		require.Nil(t, res.Patch)
+	})
+	t.Run("mutated", func(t *testing.T) {
+		sent := `{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached","metadata":{"name":"mc","namespace":"ns"},"spec":{"size":1}}`
+		res := review(t, w, client, mutate.Path(), admissionv1.Create, sent)
+		require.True(t, res.Allowed)
+		require.NotNil(t, res.PatchType)
+		require.Equal(t, admissionv1.PatchTypeJSONPatch, *res.PatchType)
+		patched, err := jsonpatch.Apply([]byte(sent), res.Patch)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached","metadata":{"name":"mc","namespace":"ns"},"spec":{"size":1,"image":"memcached:1.6"}}`, string(patched))
+	})
+	require.NotEmpty(t, tel.SpansNamed("validate Memcached"), "each review is a span")
+}
+
+func TestNewWebhooks_names_every_mistake_at_once(t *testing.T) {
+	host := apptest.NewHost(t)
+	settings := kube.WebhookSettings{Address: "nine", MaxRequestBytes: 0}
+	settings.TLS = tlsfilesSettings(host.Path("missing.crt"), host.Path("missing.key"))
+	_, err := kube.NewWebhooks(&app.Setup{Host: host.Host()}, settings)
+	require.Error(t, err)
+	for _, want := range []string{
+		`kube: WebhookSettings.Address "nine" is not host:port`,
+		"kube: WebhookSettings.MaxRequestBytes is 0",
+		"kube: no Hook",
+		"kube: WebhookSettings.TLS: tlsfiles: ",
+		"missing.crt",
+	} {
+		require.Contains(t, err.Error(), want)
+	}
+
+	_, err = kube.NewWebhooks(&app.Setup{Host: host.Host()}, kube.DefaultWebhookSettings(),
+		kube.Validate[MemcachedSpec, MemcachedStatus](Memcached, nil), kube.Hook{})
+	require.ErrorContains(t, err, "kube: Hook 0, Validate(memcacheds.v1alpha1.cache.example.com): the function is nil")
+	require.ErrorContains(t, err, "kube: Hook 1, Hook{}: the zero Hook")
+	require.ErrorContains(t, err, "Settings.CertFile is empty")
+}
+
+func tlsfilesSettings(cert, key string) tlsfiles.Settings {
+	s := tlsfiles.DefaultSettings()
+	s.CertFile, s.KeyFile = cert, key
+	return s
+}
+
+func TestAwaitWebhooks_holds_the_Controller_until_the_Webhooks_serve(t *testing.T) {
+	w, _, _, _ := newWebhooks(t, kube.Validate(Memcached, validateMemcached))
+	tel := apptest.NewTelemetry()
+	s := &app.Setup{Host: app.Host{Network: apptest.NewNetwork()}, Telemetry: tel.Telemetry}
+	c, err := kube.NewClient(s, kube.Connection{Server: "api.test:443", TLS: &tls.Config{MinVersion: tls.VersionTLS12}})
+	require.NoError(t, err)
+	ctrl, err := kube.NewController(s, c, validSettings(), Memcached, memcachedReconciler{}, kube.AwaitWebhooks(w))
+	require.NoError(t, err)
+
+	ctx, stop := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- ctrl.Serve(ctx) }()
+	require.Eventually(t, func() bool {
+		for _, r := range tel.Records() {
+			if r.Body().AsString() == "waiting for the webhooks to serve" {
+				return r.Severity() == otellog.SeverityInfo
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "an INFO record says the Controller waits")
+	stop()
+	require.NoError(t, <-served, "stopped while it waits, it returns nil")
+}
+
+func TestAwaitWebhooks_mistakes(t *testing.T) {
+	w, _, _, _ := newWebhooks(t, kube.Validate(Memcached, validateMemcached))
+	s, c := unservedClient(t)
+	_, err := kube.NewController(s, c, validSettings(), Memcached, memcachedReconciler{},
+		kube.AwaitWebhooks(nil), kube.AwaitWebhooks(w), kube.AwaitWebhooks(w))
+	require.ErrorContains(t, err, "kube: Part 0, AwaitWebhooks(nil): the Webhooks are nil")
+	require.ErrorContains(t, err, "kube: Part 2, AwaitWebhooks(kube webhooks (127.0.0.1:0)): the Webhooks are awaited twice")
+	require.NotContains(t, err.Error(), "Part 1")
 }
