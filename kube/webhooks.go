@@ -569,13 +569,17 @@ type Webhooks struct {
 // s's Host and Telemetry. It reads the serving certificate, so a missing
 // or malformed file fails the App's Init, not its first review.
 //
-// It fails with one error naming every mistake: a bad Address or
-// MaxRequestBytes, every mistake in the TLS settings and every file that
-// doesn't read or parse, no hooks at all, and every mistake in hooks:
+// It fails with one error naming every mistake: a nil Setup, a bad
+// Address or MaxRequestBytes, every mistake in the TLS settings and every
+// file that doesn't read or parse, no hooks at all, and every mistake in
+// hooks:
 // the zero Hook, a nil function, a mistake in a Resource or a Kind, an
 // option out of range or given twice, two Hooks served at one path, and a
 // Conversion hub whose versions don't check, as its CRD would report.
 func NewWebhooks(s *app.Setup, settings WebhookSettings, hooks ...Hook) (*Webhooks, error) {
+	if s == nil {
+		return nil, errors.New("kube: the Setup is nil: pass the one Init is given")
+	}
 	errs := settings.mistakes()
 	if len(hooks) == 0 {
 		errs = append(errs, errors.New("kube: no Hook: pass Validate, Mutate, ValidateKind, MutateKind or Conversion Hooks"))

@@ -341,3 +341,8 @@ func TestAwaitWebhooks_mistakes(t *testing.T) {
 	require.ErrorContains(t, err, "kube: Part 2, AwaitWebhooks(kube webhooks (127.0.0.1:0)): the Webhooks are awaited twice")
 	require.NotContains(t, err.Error(), "Part 1")
 }
+
+func TestNewWebhooks_with_a_nil_Setup_fails(t *testing.T) {
+	_, err := kube.NewWebhooks(nil, kube.DefaultWebhookSettings(), kube.Validate(Memcached, validateMemcached))
+	require.EqualError(t, err, "kube: the Setup is nil: pass the one Init is given")
+}
