@@ -449,3 +449,94 @@ type: object
 }
 
 var _ = regexp.MustCompile
+
+// versionsOf returns MemcachedV1 with the given Versions and Conversion.
+func versionsOf(conversion *kube.WebhookClient, versions ...kube.Version) kube.Resource[MemcachedV1Spec, MemcachedStatus] {
+	r := MemcachedV1
+	r.Versions, r.Conversion = versions, conversion
+	return r
+}
+
+var convertHook = &kube.WebhookClient{URL: "https://127.0.0.1:9443"}
+
+// alpha returns Memcached, v1alpha1, changed by change.
+func alpha(change func(*kube.Resource[MemcachedSpec, MemcachedStatus])) kube.Resource[MemcachedSpec, MemcachedStatus] {
+	r := Memcached
+	change(&r)
+	return r
+}
+
+func TestCRD_reports_every_mistake_in_Versions(t *testing.T) {
+	type otherSpec struct {
+		Other string `json:"other"`
+	}
+	mistyped := func(kube.Object[MemcachedSpec, MemcachedStatus], *kube.Object[otherSpec, MemcachedStatus]) error {
+		return nil
+	}
+	mistypedDown := func(kube.Object[otherSpec, MemcachedStatus], *kube.Object[MemcachedSpec, MemcachedStatus]) error {
+		return nil
+	}
+	for _, tc := range []struct {
+		name string
+		r    kube.Resource[MemcachedV1Spec, MemcachedStatus]
+		want []string
+	}{
+		{"a zero Version", versionsOf(convertHook, kube.Version{}), []string{`Versions[0] (""): is a Version neither Spoke nor Unconverted made`}},
+		{"another Group", versionsOf(convertHook, kube.Spoke(alpha(func(r *kube.Resource[MemcachedSpec, MemcachedStatus]) { r.Group = "other.example.com" }), memcachedToV1, memcachedFromV1)),
+			[]string{`Versions[0] ("v1alpha1"): its Group "other.example.com" is not the storage version's "cache.example.com"`}},
+		{"another Kind, Plural and Scope", versionsOf(convertHook, kube.Spoke(alpha(func(r *kube.Resource[MemcachedSpec, MemcachedStatus]) {
+			r.Kind, r.Plural, r.Scope = "Cache", "caches", kube.Cluster
+		}), memcachedToV1, memcachedFromV1)),
+			[]string{`its Kind "Cache" is not the storage version's "Memcached"`, `its Plural "caches" is not the storage version's "memcacheds"`, `its Scope "Cluster" is not the storage version's "Namespaced"`}},
+		{"other ShortNames and Categories", versionsOf(convertHook, kube.Spoke(alpha(func(r *kube.Resource[MemcachedSpec, MemcachedStatus]) {
+			r.ShortNames, r.Categories = []string{"mcd"}, []string{"caches"}
+		}), memcachedToV1, memcachedFromV1)),
+			[]string{`its ShortNames ["mcd"] are not the storage version's ["mc"]`, `its Categories ["caches"] are not the storage version's ["all"]`}},
+		{"Versions of its own", versionsOf(convertHook, kube.Spoke(alpha(func(r *kube.Resource[MemcachedSpec, MemcachedStatus]) {
+			r.Versions = []kube.Version{kube.Unconverted(MemcachedV1beta1)}
+		}), memcachedToV1, memcachedFromV1)), []string{`Versions[0] ("v1alpha1"): has Versions of its own`}},
+		{"a Conversion of its own", versionsOf(convertHook, kube.Spoke(alpha(func(r *kube.Resource[MemcachedSpec, MemcachedStatus]) {
+			r.Conversion = convertHook
+		}), memcachedToV1, memcachedFromV1)), []string{`Versions[0] ("v1alpha1"): has a Conversion of its own`}},
+		{"two versions of one name", versionsOf(convertHook, kube.Spoke(Memcached, memcachedToV1, memcachedFromV1), kube.Spoke(Memcached, memcachedToV1, memcachedFromV1)),
+			[]string{`Versions[1] ("v1alpha1"): has the name of Versions[0]`}},
+		{"the hub's name", versionsOf(nil, kube.Unconverted(alpha(func(r *kube.Resource[MemcachedSpec, MemcachedStatus]) { r.Version = "v1" }))),
+			[]string{`Versions[0] ("v1"): has the name of the storage version`}},
+		{"a nil up", versionsOf(convertHook, kube.Spoke(Memcached, nil, memcachedFromV1)), []string{`Versions[0] ("v1alpha1"): missing conversion: the function up is nil`}},
+		{"a nil up and down", versionsOf(convertHook, kube.Spoke[MemcachedSpec, MemcachedStatus, MemcachedV1Spec, MemcachedStatus](Memcached, nil, nil)),
+			[]string{`missing conversion: the functions up and down are nil`}},
+		{"a mistyped conversion", versionsOf(convertHook, kube.Spoke(Memcached, mistyped, mistypedDown)),
+			[]string{`Versions[0] ("v1alpha1"): mistyped conversion: its functions convert to and from Object[kube_test.otherSpec, kube_test.MemcachedStatus], but the storage version is Object[kube_test.MemcachedV1Spec, kube_test.MemcachedStatus]`}},
+		{"an Unconverted of another schema", versionsOf(nil, kube.Unconverted(Memcached)),
+			[]string{`Versions[0] ("v1alpha1"): is Unconverted, but its schema (of kube_test.MemcachedSpec and kube_test.MemcachedStatus) differs`}},
+		{"an Unconverted of other Rules", versionsOf(nil, kube.Unconverted(func() kube.Resource[MemcachedV1beta1Spec, MemcachedStatus] {
+			r := MemcachedV1beta1
+			r.Rules = []kube.TypeRules{kube.Rules(&specV1beta1, kube.Field(&specV1beta1.Replicas).Minimum(1).Maximum(5)), r.Rules[1]}
+			return r
+		}())), []string{`Versions[0] ("v1beta1"): is Unconverted, but its schema`}},
+		{"no Conversion for a Spoke", versionsOf(nil, kube.Spoke(Memcached, memcachedToV1, memcachedFromV1)), []string{"the conversion webhook is missing"}},
+		{"a Conversion no version needs", versionsOf(convertHook, kube.Unconverted(MemcachedV1beta1)), []string{"the conversion webhook is set, but no version converts through one"}},
+		{"a Conversion of one version", versionsOf(convertHook), []string{"the conversion webhook is set, but no version converts through one"}},
+		{"a Conversion with mistakes", versionsOf(&kube.WebhookClient{URL: "http://example.com"}, kube.Spoke(Memcached, memcachedToV1, memcachedFromV1)),
+			[]string{`Conversion.URL "http://example.com" is not https`}},
+		{"a warning without Deprecated", versionsOf(nil, kube.Unconverted(func() kube.Resource[MemcachedV1beta1Spec, MemcachedStatus] {
+			r := MemcachedV1beta1
+			r.Deprecated = false
+			return r
+		}())), []string{`Versions[0] ("v1beta1"): the DeprecationWarning "cache.example.com/v1beta1 Memcached is deprecated; use cache.example.com/v1" is set, but the version isn't Deprecated`}},
+		{"a version's own mistakes", versionsOf(convertHook, kube.Spoke(alpha(func(r *kube.Resource[MemcachedSpec, MemcachedStatus]) {
+			r.Columns = []kube.PrinterColumn{kube.Column("", &spec.Size)}
+		}), memcachedToV1, memcachedFromV1)), []string{`Versions[0] ("v1alpha1"): Columns[0] (""): has no name`}},
+		{"all at once", versionsOf(nil, kube.Version{}, kube.Spoke(Memcached, nil, memcachedFromV1), kube.Unconverted(Memcached)),
+			[]string{"is a Version neither", "missing conversion", "is Unconverted, but its schema", "the conversion webhook is missing"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.r.CRD()
+			require.Error(t, err)
+			require.ErrorContains(t, err, "kube: the CRD of Memcached: ")
+			for _, w := range tc.want {
+				require.ErrorContains(t, err, w)
+			}
+		})
+	}
+}
