@@ -186,3 +186,30 @@ func TestChangedObject_adds_what_the_request_lacks_and_keeps_what_T_does_not_kno
 		})
 	}
 }
+
+// FuzzMutator_Admit feeds the typed mutator any request object: it may
+// deny one, but never panics, and what it returns is JSON.
+func FuzzMutator_Admit(f *testing.F) {
+	for _, seed := range []string{
+		`{"metadata":{"name":"mc","namespace":"ns"},"spec":{"size":1}}`,
+		`{"spec":{"size":1,"image":"x","extra":[1,2.50,null]},"status":7}`,
+		`{"spec":null}`, `[]`, `null`, `"spec"`, `{`, ``,
+	} {
+		f.Add([]byte(seed))
+	}
+	h := Mutate(admitResource, func(_ context.Context, _ Admission[admitObject], obj *admitObject) ([]string, error) {
+		obj.Spec.Image = "memcached:1.6"
+		obj.Status.Ready++
+		obj.Labels = map[string]string{"defaulted": "true"}
+		return nil, nil
+	})
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		res, err := h.admitter.Admit(context.Background(), request(Create, string(obj), ""))
+		if err != nil {
+			return
+		}
+		if res.Object != nil {
+			require.True(t, json.Valid(res.Object), "%s", res.Object)
+		}
+	})
+}
