@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,7 +9,128 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/loam-dev/loam/ports"
 )
+
+// converter converts the objects of a Resource between its versions
+// through its hub, the version the API server stores.
+type converter struct {
+	group, kind, hub string
+	// versions are the Resource's other versions, by name.
+	versions map[string]Version
+}
+
+// converter returns the Converter of r's versions, which the hook
+// Conversion serves, or every mistake CRD would report in r: a
+// conversion of a CRD the API server would refuse is no conversion.
+func (r Resource[Spec, Status]) converter() (ports.Converter, error) {
+	if _, err := r.CRD(); err != nil {
+		return nil, err
+	}
+	c := &converter{group: r.Group, kind: r.Kind, hub: r.Version, versions: make(map[string]Version, len(r.Versions))}
+	for _, v := range r.Versions {
+		c.versions[v.res.version] = v
+	}
+	return c, nil
+}
+
+// Convert returns obj, an object of r in any of its versions as JSON,
+// converted to apiVersion, such as cache.example.com/v1alpha1, as the
+// conversion webhook does: a Spoke's object up to r, the hub, and then
+// down to the version asked for; an object already of apiVersion
+// unchanged. It is for tests, such as package conversiontest's: it checks
+// r as CRD does, on every call, and returns CRD's mistakes when there are
+// any. It fails, naming the object by its namespace and name, when obj is
+// not a JSON object of r's Kind in one of r's versions, when apiVersion is
+// not one of them, and when a Spoke's function fails or changes metadata
+// a conversion may not.
+func (r Resource[Spec, Status]) Convert(ctx context.Context, obj []byte, apiVersion string) ([]byte, error) {
+	c, err := r.converter()
+	if err != nil {
+		return nil, err
+	}
+	return c.Convert(ctx, obj, apiVersion)
+}
+
+// header is what a converter reads of an object before it knows its
+// version: enough to route it and to name it.
+type header struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"metadata"`
+}
+
+// Convert converts obj to apiVersion through the hub; see Resource.Convert.
+func (c *converter) Convert(ctx context.Context, obj []byte, apiVersion string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("kube: converting a %s: %w", c.kind, context.Cause(ctx))
+	}
+	var h header
+	if err := json.Unmarshal(obj, &h); err != nil {
+		return nil, fmt.Errorf("kube: converting a %s: the object is not a JSON object with a kind and metadata: %w", c.kind, err)
+	}
+	name := h.Metadata.Name
+	if h.Metadata.Namespace != "" {
+		name = h.Metadata.Namespace + "/" + name
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("kube: converting the %s %q from %q to %q: %w", c.kind, name, h.APIVersion, apiVersion, err)
+	}
+	var errs []error
+	if h.Kind != c.kind {
+		errs = append(errs, fmt.Errorf("its kind %q is not %q", h.Kind, c.kind))
+	}
+	from, err := c.version("its apiVersion", h.APIVersion)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	to, err := c.version("the apiVersion asked for", apiVersion)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, fail(errors.Join(errs...))
+	}
+	if from == to {
+		return obj, nil
+	}
+	hub := obj
+	if from != c.hub {
+		hub, err = c.versions[from].toHub(obj, metav1.TypeMeta{APIVersion: c.group + "/" + c.hub, Kind: c.kind})
+		if err != nil {
+			return nil, fail(err)
+		}
+	}
+	if to == c.hub {
+		return hub, nil
+	}
+	out, err := c.versions[to].fromHub(hub, metav1.TypeMeta{APIVersion: apiVersion, Kind: c.kind})
+	if err != nil {
+		return nil, fail(err)
+	}
+	return out, nil
+}
+
+// version returns the version apiVersion names, one of the resource's, or
+// an error naming what, such as "its apiVersion".
+func (c *converter) version(what, apiVersion string) (string, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%s %q: %w", what, apiVersion, err)
+	case gv.Group != c.group:
+		return "", fmt.Errorf("%s %q is not of the group %s", what, apiVersion, c.group)
+	}
+	if _, ok := c.versions[gv.Version]; !ok && gv.Version != c.hub {
+		return "", fmt.Errorf("%s %q is not a version of the %s", what, apiVersion, c.kind)
+	}
+	return gv.Version, nil
+}
 
 // convertTyped decodes obj as an Object[FS, FSt], converts it with f to an
 // Object[TS, TSt] whose TypeMeta is to and whose ObjectMeta starts as a

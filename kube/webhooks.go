@@ -132,6 +132,19 @@ func MutateKind[T any](k Kind[T], f func(ctx context.Context, a Admission[T], ob
 	return h
 }
 
+// Conversion serves the conversion webhook of hub, a Resource with
+// Versions: the API server calls it to convert hub's objects between any
+// two of their versions, through hub, at the path the CRD's conversion
+// stanza names, /convert/<group>/<plural>. NewWebhooks reports every
+// mistake hub's CRD would. WebhookConfigurations writes nothing for it:
+// the CRD carries it.
+func Conversion[Spec, Status any](hub Resource[Spec, Status]) Hook {
+	h := resourceHook(hookConversion, hub, nil)
+	h.desc = fmt.Sprintf("Conversion(%s)", hub.name())
+	h.converter = hub.converter
+	return h
+}
+
 // resourceHook returns the Hook of type typ for r's objects, with r's
 // mistakes.
 func resourceHook[Spec, Status any](typ hookType, r Resource[Spec, Status], opts []HookOption) Hook {

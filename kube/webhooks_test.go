@@ -346,3 +346,73 @@ func TestNewWebhooks_with_a_nil_Setup_fails(t *testing.T) {
 	_, err := kube.NewWebhooks(nil, kube.DefaultWebhookSettings(), kube.Validate(Memcached, validateMemcached))
 	require.EqualError(t, err, "kube: the Setup is nil: pass the one Init is given")
 }
+
+type memcachedV1beta1Spec struct {
+	Replicas int32  `json:"replicas"`
+	Image    string `json:"image"`
+}
+
+// versioned returns Memcached as the hub of a v1beta1 spoke, converted
+// through the webhook, with up as the spoke's conversion to the hub.
+func versioned(up func(kube.Object[memcachedV1beta1Spec, MemcachedStatus], *memcachedObject) error) kube.Resource[MemcachedSpec, MemcachedStatus] {
+	spoke := kube.Resource[memcachedV1beta1Spec, MemcachedStatus]{
+		Group: "cache.example.com", Version: "v1beta1", Kind: "Memcached", Plural: "memcacheds", Scope: kube.Namespaced,
+	}
+	down := func(from memcachedObject, to *kube.Object[memcachedV1beta1Spec, MemcachedStatus]) error {
+		to.Spec = memcachedV1beta1Spec{Replicas: from.Spec.Size, Image: from.Spec.Image}
+		to.Status = from.Status
+		return nil
+	}
+	hub := Memcached
+	hub.Versions = []kube.Version{kube.Spoke(spoke, up, down)}
+	hub.Conversion = &kube.WebhookClient{Service: &kube.WebhookService{Namespace: "memcached-system", Name: "memcached-webhooks"}}
+	return hub
+}
+
+func TestNewWebhooks_serves_a_Conversion_through_the_hub(t *testing.T) {
+	hub := versioned(func(from kube.Object[memcachedV1beta1Spec, MemcachedStatus], to *memcachedObject) error {
+		to.Spec = MemcachedSpec{Size: from.Spec.Replicas, Image: from.Spec.Image}
+		to.Status = from.Status
+		return nil
+	})
+	conversion := kube.Conversion(hub)
+	require.Equal(t, "/convert/cache.example.com/memcacheds", conversion.Path())
+	w, client, _ := servedWebhooks(t, conversion)
+
+	body := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"c1","desiredAPIVersion":"cache.example.com/v1beta1","objects":[` +
+		`{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached","metadata":{"name":"mc","namespace":"ns"},"spec":{"size":2,"image":"memcached:1.6"}}]}}`
+	res, err := client.Post("https://"+w.Addr().String()+conversion.Path(), "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", out)
+	var got struct {
+		Response struct {
+			UID              string            `json:"uid"`
+			ConvertedObjects []json.RawMessage `json:"convertedObjects"`
+			Result           metav1.Status     `json:"result"`
+		} `json:"response"`
+	}
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	require.Equal(t, "c1", got.Response.UID)
+	require.Equal(t, metav1.StatusSuccess, got.Response.Result.Status, "%s", out)
+	require.Len(t, got.Response.ConvertedObjects, 1)
+	var converted kube.Object[memcachedV1beta1Spec, MemcachedStatus]
+	require.NoError(t, json.Unmarshal(got.Response.ConvertedObjects[0], &converted))
+	require.Equal(t, "cache.example.com/v1beta1", converted.APIVersion)
+	require.Equal(t, memcachedV1beta1Spec{Replicas: 2, Image: "memcached:1.6"}, converted.Spec)
+	require.Equal(t, "mc", converted.Name)
+
+	_, _, err = kube.WebhookConfigurations("memcached-operator", kube.WebhookClient{URL: "https://example.com"}, conversion)
+	require.NoError(t, err, "a Conversion is the CRD's to configure, and no mistake here")
+}
+
+func TestNewWebhooks_reports_a_Conversion_hub_s_mistakes(t *testing.T) {
+	hub := versioned(nil)
+	hub.Conversion = nil
+	_, err := kube.NewWebhooks(&app.Setup{Host: apptest.NewHost(t).Host()}, kube.DefaultWebhookSettings(), kube.Conversion(hub))
+	require.ErrorContains(t, err, "kube: Hook 0, Conversion(Memcached): ")
+	require.ErrorContains(t, err, "missing conversion")
+	require.ErrorContains(t, err, "v1beta1")
+}
