@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -82,9 +81,6 @@ func (c WebhookClient) mistakes(field string) []error {
 	}
 	return errs
 }
-
-// check returns c's mistakes joined, or nil.
-func (c WebhookClient) check(field string) error { return errors.Join(c.mistakes(field)...) }
 
 // join appends path, a webhook's own path starting with /, to base.
 func join(base, path string) string { return strings.TrimSuffix(base, "/") + path }
