@@ -323,9 +323,14 @@ func eventRefused(verb, body string) failure {
 				require.NoError(t, err)
 				return false
 			}, "no record of the refused Event", o)
-			m, _ := o.memcached(t, "cache")
-			c := meta.FindStatusCondition(m.Status.Conditions, "Available")
-			require.NotNil(t, c, "the reconcile goes on: the status is written")
+			// The refused Event is recorded during the reconcile, before
+			// its status write ends: wait for that write, not race it.
+			var c *metav1.Condition
+			wait.For(t, patience, func() bool {
+				m, _ := o.memcached(t, "cache")
+				c = meta.FindStatusCondition(m.Status.Conditions, "Available")
+				return c != nil
+			}, "the reconcile goes on: the status is written", o)
 			require.Equal(t, memcached.ReasonConfigMapMissing, c.Reason)
 		},
 	}
