@@ -34,6 +34,35 @@ const (
 	probeAddressVariable = "PROBE_ADDRESS"
 	// metricsAddressVariable is where the metrics Service listens.
 	metricsAddressVariable = "METRICS_ADDRESS"
+	// webhooksVariable turns the webhooks on or off: "on" serves them,
+	// "off", the default, serves none, so an operator whose cluster has
+	// no webhook configurations runs as it did before it had any.
+	webhooksVariable = "WEBHOOKS"
+	// webhookAddressVariable is where the webhooks listen.
+	webhookAddressVariable = "WEBHOOK_ADDRESS"
+	// webhookCertFileVariable and webhookKeyFileVariable name the
+	// serving certificate's PEM files.
+	webhookCertFileVariable = "WEBHOOK_CERT_FILE"
+	webhookKeyFileVariable  = "WEBHOOK_KEY_FILE"
+	// allowedImagesVariable is the comma-separated prefixes of the images
+	// a Memcached may run, Images.Allowed.
+	allowedImagesVariable = "MEMCACHED_ALLOWED_IMAGES"
+	// defaultImageVariable is the image of a Memcached that names none,
+	// Images.DefaultImage.
+	defaultImageVariable = "MEMCACHED_DEFAULT_IMAGE"
+)
+
+// The webhook settings' defaults. The certificate's are where
+// deploy/deployment.yaml mounts the Secret memcached-webhooks-tls, a
+// kubernetes.io/tls Secret as cert-manager or webhookcerts writes it:
+// the paths controller-runtime's webhook server reads by default, so a
+// reader of kubebuilder's manifests finds them where they expect.
+const (
+	defaultWebhookCertFile = "/tmp/k8s-webhook-server/serving-certs/tls.crt"
+	defaultWebhookKeyFile  = "/tmp/k8s-webhook-server/serving-certs/tls.key"
+	// defaultAllowedImages allows memcached's own images on Docker Hub,
+	// which v1alpha1's schema alone allowed.
+	defaultAllowedImages = "memcached:"
 )
 
 // defaultProbeAddress is where the probes Service listens unless
@@ -76,9 +105,12 @@ var errNoExporter = fmt.Errorf("memcached: Operator.Init: %w", telemetry.ErrNoEx
 // controllers, Memcacheds' and Budget's, with a probes Service on
 // PROBE_ADDRESS whose readiness is the Memcached controller's Synced, and
 // a metrics Service on METRICS_ADDRESS that serves the exporter o's
-// HostTelemetry made. A variable that is missing or wrong fails Init,
+// HostTelemetry made. With WEBHOOKS=on, it also returns the Webhooks of
+// Hooks on WEBHOOK_ADDRESS, which the Memcached controller awaits and
+// readiness includes. A variable that is missing or wrong fails Init,
 // naming every one, so the App exits 78; so does an App whose telemetry
-// o's HostTelemetry (or Telemetry) did not build, reported with them.
+// o's HostTelemetry (or Telemetry) did not build, reported with them, and
+// a serving certificate that doesn't read.
 func (o *Operator) Init(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 	return initOperator(ctx, s, true, o.Exporter())
 }
@@ -102,8 +134,16 @@ func initOperator(ctx context.Context, s *app.Setup, serveMetrics bool, exporter
 	if err != nil {
 		return nil, err
 	}
+	// The webhooks are made before the Connection, and their mistakes
+	// reported with its, so a missing certificate and a missing
+	// kubeconfig show in one run.
+	var webhooks *kube.Webhooks
+	var webhooksErr error
+	if settings.webhooksOn {
+		webhooks, webhooksErr = kube.NewWebhooks(s, settings.webhooks, Hooks(settings.images)...)
+	}
 	conn, err := connection.Connect(ctx, s, kubeconfigVariable)
-	if err != nil {
+	if err := errors.Join(webhooksErr, err); err != nil {
 		return nil, err
 	}
 
@@ -123,15 +163,31 @@ func initOperator(ctx context.Context, s *app.Setup, serveMetrics bool, exporter
 	budgetSettings := settings.controller
 	budgetSettings.Name = settings.controller.Name + "-budget" // its own Lease and field manager
 	budgetSettings.LabelSelector = managedBy
-	memcacheds, budgets, err := operator(s, client, settings.controller, budgetSettings, kc)
+	var awaits []kube.Part
+	if webhooks != nil {
+		// The API server lists and watches Memcacheds of v1alpha1 through
+		// the conversion webhook: until it serves, the controller's
+		// informer would only fail and back off.
+		awaits = append(awaits, kube.AwaitWebhooks(webhooks))
+	}
+	memcacheds, budgets, err := operator(s, client, settings.controller, budgetSettings, kc, awaits...)
 	if err != nil {
 		return nil, err
 	}
-	probes, err := httphealth.NewService(s, settings.probes, health.Readiness(memcacheds.Synced(), budgets.Synced()))
+	ready := []health.Monitor{memcacheds.Synced(), budgets.Synced()}
+	var services []app.Service
+	if webhooks != nil {
+		// A pod is a Service's endpoint only once ready: the webhook
+		// Service must not send the API server's reviews to a pod that
+		// doesn't answer them yet.
+		ready = append(ready, webhooks)
+		services = append(services, webhooks)
+	}
+	probes, err := httphealth.NewService(s, settings.probes, health.Readiness(ready...))
 	if err != nil {
 		return nil, err
 	}
-	services := []app.Service{memcacheds, budgets, probes}
+	services = append(services, memcacheds, budgets, probes)
 	if serveMetrics {
 		metrics, err := httpmetrics.NewService(s, settings.metrics, exporter)
 		if err != nil {
@@ -176,18 +232,19 @@ func keepData(cm *corev1.ConfigMap) {
 
 // operator returns the operator's two controllers: the Memcached
 // controller, which trusts the scenario on a Memcached in
-// scenarioNamespace, and Budget's, which carries the scenario a Memcached's
-// reconcile sets on its Deployment into the Deployment's reconciles.
+// scenarioNamespace and has parts besides, and Budget's, which carries the
+// scenario a Memcached's reconcile sets on its Deployment into the
+// Deployment's reconciles.
 //
 // The Memcached controller watches ConfigMaps into a cache that its
 // Reconciler reads, so reading a Memcached's flags sends no request, and
 // keeps an Index of Memcacheds by the ConfigMap each names, so a
 // ConfigMap's change, its creation included, reconciles exactly the
 // Memcacheds that name it.
-func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.Settings, kc kubernetes.Interface) (*kube.Controller, *kube.Controller, error) {
+func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.Settings, kc kubernetes.Interface, parts ...kube.Part) (*kube.Controller, *kube.Controller, error) {
 	configMaps := kube.NewCache(ConfigMaps, kube.CacheOptions[corev1.ConfigMap]{Transform: keepData})
 	byConfigMap := kube.NewIndex(configMapIndex, configMapOf)
-	memcacheds, err := kube.NewController(s, client, settings, Memcached, Reconciler{Kube: kc, ConfigMaps: configMaps},
+	memcacheds, err := kube.NewController(s, client, settings, Memcached, Reconciler{Kube: kc, ConfigMaps: configMaps}, append([]kube.Part{
 		// Only the Deployments the Reconciler applied, which it labels.
 		kube.Owns(appsv1.SchemeGroupVersion.WithResource("deployments"), kube.Selector{Labels: managedBy}),
 		kube.Watches(configMaps, kube.ByIndex(byConfigMap)),
@@ -201,7 +258,7 @@ func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.S
 		kube.TrustScenario(scenarioAnnotation, func(obj metav1.Object) bool {
 			return obj.GetNamespace() == scenarioNamespace
 		}),
-	)
+	}, parts...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -222,10 +279,17 @@ type settings struct {
 	controller kube.Settings
 	probes     httphealth.Settings
 	metrics    httpmetrics.Settings
+	// webhooksOn is WEBHOOKS: whether Init serves webhooks, as
+	// webhooks and images say.
+	webhooksOn bool
+	webhooks   kube.WebhookSettings
+	images     Images
 }
 
 // readSettings sources the settings from the environment, reporting every
-// variable that is missing or wrong at once.
+// variable that is missing or wrong at once. It checks the webhooks'
+// variables whether WEBHOOKS is on or off, so turning them on never
+// reveals a mistake that was there all along.
 func readSettings(ctx context.Context, s *app.Setup) (settings, error) {
 	env := func(name string) config.Value[string] { return config.Env(s.Process.Environment, name) }
 
@@ -245,8 +309,53 @@ func readSettings(ctx context.Context, s *app.Setup) (settings, error) {
 		probes := httphealth.Settings{Address: r.Get(env(probeAddressVariable).Default(defaultProbeAddress).Validate(httphealth.CheckAddress))}
 		metrics := httpmetrics.DefaultSettings()
 		metrics.Address = r.Get(env(metricsAddressVariable).Default(defaultMetricsAddress).Validate(httpmetrics.CheckAddress))
-		return settings{controller: k, probes: probes, metrics: metrics}
+
+		w := kube.DefaultWebhookSettings()
+		on := r.Get(env(webhooksVariable).Parse(onOff).Default(false))
+		w.Address = r.Get(env(webhookAddressVariable).Default(kube.DefaultWebhookAddress).Validate(httphealth.CheckAddress))
+		w.TLS.CertFile = r.Get(env(webhookCertFileVariable).Default(defaultWebhookCertFile))
+		w.TLS.KeyFile = r.Get(env(webhookKeyFileVariable).Default(defaultWebhookKeyFile))
+		images := Images{Allowed: r.Get(env(allowedImagesVariable).Default(defaultAllowedImages).Parse(prefixList))}
+		// The default image is checked against the prefixes, so a
+		// default the policy refuses fails Init rather than every
+		// Memcached that names no image.
+		images.DefaultImage = r.Get(env(defaultImageVariable).Default(DefaultImage).Validate(func(image string) error {
+			return Images{Allowed: images.Allowed, DefaultImage: image}.Check()
+		}))
+		return settings{controller: k, probes: probes, metrics: metrics, webhooksOn: on, webhooks: w, images: images}
 	}).Read(ctx)
+}
+
+// onOff parses WEBHOOKS: on or off, and nothing else, so a typo such as
+// "yes" fails rather than silently meaning one of them.
+func onOff(s string) (bool, error) {
+	switch s {
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is neither on nor off", s)
+}
+
+// prefixList parses MEMCACHED_ALLOWED_IMAGES, comma-separated image
+// prefixes such as "memcached:,registry.example.com/cache/", each
+// trimmed. An empty prefix is a mistake, naming each by its index, since
+// it would allow every image while it looks like a typo: the variable
+// always restricts the images, and unset, to defaultAllowedImages.
+func prefixList(s string) ([]string, error) {
+	prefixes := strings.Split(s, ",")
+	var empty []string
+	for i, p := range prefixes {
+		prefixes[i] = strings.TrimSpace(p)
+		if prefixes[i] == "" {
+			empty = append(empty, fmt.Sprintf("[%d]", i))
+		}
+	}
+	if len(empty) > 0 {
+		return nil, fmt.Errorf("%q: empty prefixes at %s", prefixes, strings.Join(empty, ", "))
+	}
+	return prefixes, nil
 }
 
 // namespaceList parses WATCH_NAMESPACES, a comma-separated set of

@@ -51,9 +51,11 @@ var (
 	status MemcachedStatus
 )
 
-// Memcached is the Memcached custom resource, cache.example.com/v1alpha1.
-// Its CRD is reflected from MemcachedSpec and MemcachedStatus, and checked
-// in as deploy/crd.yaml, which TestMemcachedCRD keeps true to the types.
+// Memcached is the Memcached custom resource, cache.example.com/v1alpha1,
+// the version the Reconciler reconciles. Its schema is reflected from
+// MemcachedSpec and MemcachedStatus. Its CRD alone serves v1alpha1 only,
+// as the demo and most e2e tests install it; deploy/crd.yaml is
+// MemcachedV1beta1's, which serves it too, as a Spoke.
 var Memcached = kube.Resource[MemcachedSpec, MemcachedStatus]{
 	Group:   "cache.example.com",
 	Version: "v1alpha1",
@@ -74,7 +76,7 @@ var Memcached = kube.Resource[MemcachedSpec, MemcachedStatus]{
 	Rules: []kube.TypeRules{
 		kube.Rules(&spec,
 			kube.Field(&spec.Size).Minimum(1).Maximum(3).Description("How many memcached pods run."),
-			kube.Field(&spec.Image).Pattern(regexp.MustCompile(`^memcached:`)).Default("memcached:1.6.26-alpine3.19"),
+			kube.Field(&spec.Image).Pattern(regexp.MustCompile(`^memcached:`)).Default(DefaultImage),
 			// A ConfigMap's name is a DNS subdomain: the API server refuses
 			// any other at once, rather than the Memcached waiting for a
 			// ConfigMap that can never exist.

@@ -94,7 +94,7 @@ func Run(ctx context.Context, out io.Writer, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	d.say("Installing the Memcached CRD, %s (the YAML in memcached/deploy/crd.yaml)...", crd.Name)
+	d.say("Installing the Memcached CRD, %s, v1alpha1 only (memcached/deploy/crd.yaml adds v1beta1, which needs the operator's webhooks)...", crd.Name)
 	if err := cluster.InstallCRDs(ctx, crd); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
@@ -27,7 +28,10 @@ import (
 	"k8s.io/client-go/restmapper"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/examples/memcached"
+	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/wait"
 )
@@ -76,14 +80,20 @@ func TestDemo(t *testing.T) {
 
 // TestDeployFiles applies every file the kustomization lists, for real, to
 // a cluster, as kubectl apply -k would, and checks the admission policy
-// keeps the scenario annotation to the chaos harness.
+// keeps the scenario annotation to the chaos harness. The cluster has no
+// Service network: the webhooks the files name, the conversion of the
+// CRD, which stores v1beta1, and the admission of webhooks.yaml, are the
+// operator's Hooks served by the test at a URL instead, so a Memcached
+// of v1alpha1, as the demo and the e2e tests create, goes through them as
+// it would in a cluster.
 func TestDeployFiles(t *testing.T) {
 	c := kubetest.Start(t)
 	ctx := t.Context()
 	dyn, err := dynamic.NewForConfig(c.RESTConfig())
 	require.NoError(t, err)
-	applyDeploy(t, c, "../../databases/deploy")
-	applyDeploy(t, c, "../../memcached/deploy")
+	applyDeploy(t, c, "../../databases/deploy", nil)
+	applyDeploy(t, c, "../../memcached/deploy", serveWebhooks(t).redirect)
+	checkOverlay(t, "../../memcached/deploy-cert-manager", "../deploy")
 
 	// The cluster's admin isn't the chaos harness: the policy denies it the
 	// annotation on a Memcached in staging, and allows it elsewhere.
@@ -104,36 +114,177 @@ func TestDeployFiles(t *testing.T) {
 		_, err := memcacheds.Namespace("staging").Create(ctx, annotated("staging", "cache"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "only the chaos harness sets acme.example.com/failure-scenario")
 	}, "the admission policy never denies the annotation in staging")
-	_, err = memcacheds.Namespace("default").Create(ctx, annotated("default", "cache"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	_, err = memcacheds.Namespace("default").Create(ctx, annotated("default", "cache"), metav1.CreateOptions{})
 	require.NoError(t, err, "outside staging the policy doesn't apply")
+
+	// The v1alpha1 object is stored as v1beta1, through the conversion
+	// webhook, and reads back in either version.
+	beta, err := dyn.Resource(memcached.MemcachedV1beta1.GVR()).Namespace("default").Get(ctx, "cache", metav1.GetOptions{})
+	require.NoError(t, err)
+	replicas, _, err := unstructured.NestedInt64(beta.Object, "spec", "replicas")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), replicas, "v1alpha1's spec.size is v1beta1's spec.replicas")
+	alpha, err := memcacheds.Namespace("default").Get(ctx, "cache", metav1.GetOptions{})
+	require.NoError(t, err)
+	size, _, err := unstructured.NestedInt64(alpha.Object, "spec", "size")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), size)
+}
+
+// webhooks are the memcached operator's Hooks, served by the test on
+// loopback with a certificate of a CA of the test's own.
+type webhooks struct {
+	url      string
+	caBundle string // the CA's PEM, base64-encoded as the YAML holds it
+}
+
+// serveWebhooks serves memcached.Hooks, with the operator's default image
+// policy, as an App on the OS's network, until the test ends.
+func serveWebhooks(t *testing.T) webhooks {
+	t.Helper()
+	ca := apptest.NewCA(t)
+	cert := ca.ServerCert("127.0.0.1")
+	h := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"tls.crt": cert.CertPEM, "tls.key": cert.KeyPEM}))
+	var w *kube.Webhooks
+	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
+		settings := kube.DefaultWebhookSettings()
+		settings.Address = "127.0.0.1:0"
+		settings.TLS.CertFile, settings.TLS.KeyFile = h.Path("tls.crt"), h.Path("tls.key")
+		var err error
+		w, err = kube.NewWebhooks(s, settings, memcached.Hooks(memcached.Images{Allowed: []string{"memcached:"}, DefaultImage: memcached.DefaultImage})...)
+		if err != nil {
+			return nil, err
+		}
+		return []app.Service{w}, nil
+	}, apptest.WithHost(h), apptest.WithAppOptions(app.WithHost(app.Host{Network: app.OSHost().Network, FS: h.FS()})))
+	a.Setup() // Init has returned, and set w
+	require.NotNil(t, w, "the webhooks' Init failed: %s", a.Stderr())
+	select {
+	case <-w.Ready():
+	case <-a.Done():
+		t.Fatalf("the webhooks exited %d: %s", a.Wait(), a.Stderr())
+	case <-time.After(time.Minute):
+		t.Fatal("the webhooks never listened")
+	}
+	return webhooks{url: "https://" + w.Addr().String(), caBundle: base64.StdEncoding.EncodeToString(ca.PEM())}
+}
+
+// redirect points the client configurations of u, a CRD's conversion or
+// a webhook configuration's webhooks, which name the Service
+// memcached-webhooks, at w's URL with the same path, and has them trust
+// w's CA.
+func (w webhooks) redirect(t *testing.T, u *unstructured.Unstructured) {
+	t.Helper()
+	point := func(cfg map[string]any) {
+		path, _, err := unstructured.NestedString(cfg, "service", "path")
+		require.NoError(t, err)
+		require.NotEmpty(t, path, "%s %s: a clientConfig names its Service's path", u.GetKind(), u.GetName())
+		delete(cfg, "service")
+		cfg["url"] = w.url + path
+		cfg["caBundle"] = w.caBundle
+	}
+	switch u.GetKind() {
+	case "CustomResourceDefinition":
+		cfg, ok, err := unstructured.NestedMap(u.Object, "spec", "conversion", "webhook", "clientConfig")
+		require.NoError(t, err)
+		if !ok {
+			return
+		}
+		point(cfg)
+		require.NoError(t, unstructured.SetNestedMap(u.Object, cfg, "spec", "conversion", "webhook", "clientConfig"))
+	case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+		hooks, _, err := unstructured.NestedSlice(u.Object, "webhooks")
+		require.NoError(t, err)
+		for _, h := range hooks {
+			point(h.(map[string]any)["clientConfig"].(map[string]any))
+		}
+		require.NoError(t, unstructured.SetNestedSlice(u.Object, hooks, "webhooks"))
+	}
+}
+
+// checkOverlay checks the kustomization of the overlay dir, which applies
+// base, a directory beside it, with what this cluster lacks, such as
+// cert-manager: it includes base, and lists every YAML file of its own,
+// each of objects with an apiVersion, a kind and a name.
+func checkOverlay(t *testing.T, dir, base string) {
+	t.Helper()
+	k := readKustomization(t, dir)
+	require.Contains(t, k.Resources, base, "the overlay %s applies its base", dir)
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	require.NoError(t, err)
+	for _, f := range files {
+		name := filepath.Base(f)
+		if name == "kustomization.yaml" {
+			continue
+		}
+		require.Contains(t, k.Resources, name, "the kustomization of %s lists every file", dir)
+		for _, u := range readObjects(t, f) {
+			require.NotEmpty(t, u.GetAPIVersion(), "%s", f)
+			require.NotEmpty(t, u.GetKind(), "%s", f)
+			require.NotEmpty(t, u.GetName(), "%s: a %s", f, u.GetKind())
+		}
+	}
+}
+
+// kustomization is what the tests read of a kustomization.yaml.
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Resources  []string `json:"resources"`
+	// The image deployment.yaml names, as make image tags it;
+	// examples/image's tests check the entries.
+	Images []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName"`
+		NewTag  string `json:"newTag"`
+	} `json:"images"`
+}
+
+// readKustomization reads dir's kustomization.yaml, which has no field
+// kustomization doesn't know.
+func readKustomization(t *testing.T, dir string) kustomization {
+	t.Helper()
+	var k kustomization
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, sigsyaml.UnmarshalStrict(b, &k))
+	return k
+}
+
+// readObjects returns the objects of the YAML file path, one a document,
+// skipping empty ones.
+func readObjects(t *testing.T, path string) []unstructured.Unstructured {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, f.Close()) }()
+	docs := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	var objs []unstructured.Unstructured
+	for {
+		var u unstructured.Unstructured
+		if err := docs.Decode(&u.Object); err != nil {
+			require.ErrorIs(t, err, io.EOF, path)
+			return objs
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
 }
 
 // applyDeploy applies every file that dir's kustomization lists, in its
-// order, to c, as kubectl apply -k would, and checks that the
-// kustomization lists every YAML file of dir: each object must be one the
-// API server accepts, and a CRD must come to be served.
-func applyDeploy(t *testing.T, c *kubetest.Cluster, dir string) {
+// order, to c, as kubectl apply -k would, each object changed by edit
+// first unless it is nil, and checks that the kustomization lists every
+// YAML file of dir: each object must be one the API server accepts, and a
+// CRD must come to be served.
+func applyDeploy(t *testing.T, c *kubetest.Cluster, dir string, edit func(*testing.T, *unstructured.Unstructured)) {
 	t.Helper()
-	var kustomization struct {
-		APIVersion string   `json:"apiVersion"`
-		Kind       string   `json:"kind"`
-		Resources  []string `json:"resources"`
-		// The image deployment.yaml names, as make image tags it;
-		// examples/image's tests check the entries.
-		Images []struct {
-			Name    string `json:"name"`
-			NewName string `json:"newName"`
-			NewTag  string `json:"newTag"`
-		} `json:"images"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, sigsyaml.UnmarshalStrict(b, &kustomization))
+	k := readKustomization(t, dir)
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	require.NoError(t, err)
 	for _, f := range files {
 		if name := filepath.Base(f); name != "kustomization.yaml" {
-			require.Contains(t, kustomization.Resources, name, "the kustomization of %s lists every file", dir)
+			require.Contains(t, k.Resources, name, "the kustomization of %s lists every file", dir)
 		}
 	}
 
@@ -144,18 +295,10 @@ func applyDeploy(t *testing.T, c *kubetest.Cluster, dir string) {
 	require.NoError(t, err)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 
-	for _, name := range kustomization.Resources {
-		f, err := os.Open(filepath.Join(dir, name))
-		require.NoError(t, err)
-		docs := yaml.NewYAMLOrJSONDecoder(f, 4096)
-		for {
-			var u unstructured.Unstructured
-			if err := docs.Decode(&u.Object); err != nil {
-				require.ErrorIs(t, err, io.EOF, name)
-				break
-			}
-			if len(u.Object) == 0 {
-				continue
+	for _, name := range k.Resources {
+		for _, u := range readObjects(t, filepath.Join(dir, name)) {
+			if edit != nil {
+				edit(t, &u)
 			}
 			gvk := u.GroupVersionKind()
 			mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -176,6 +319,5 @@ func applyDeploy(t *testing.T, c *kubetest.Cluster, dir string) {
 				}, fmt.Sprintf("the CRD %s is never served", u.GetName()))
 			}
 		}
-		require.NoError(t, f.Close())
 	}
 }

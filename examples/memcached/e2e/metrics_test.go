@@ -81,7 +81,14 @@ func TestMetrics_a_real_Prometheus_scrapes_the_operator_s_reconciles(t *testing.
 // records go to the App's stderr, which a failed wait reports.
 func (o *operator) startAsMain(t *testing.T, f rbacObjects, kubeconfig []byte, vars map[string]string) {
 	t.Helper()
-	h := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"kubeconfig": kubeconfig}))
+	o.startAsMainOn(t, f, apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"kubeconfig": kubeconfig})), vars)
+}
+
+// startAsMainOn is startAsMain on h, whose file kubeconfig the operator
+// connects with, and whose other files, such as a serving certificate,
+// vars may name by h.Path.
+func (o *operator) startAsMainOn(t *testing.T, f rbacObjects, h *apptest.Host, vars map[string]string) {
+	t.Helper()
 	env := operatorEnv(t, f, o.ns, podName)
 	require.Equal(t, ":8080", env["METRICS_ADDRESS"], "deployment.yaml's METRICS_ADDRESS, which its metrics port names")
 	env["MEMCACHED_KUBECONFIG"] = h.Path("kubeconfig")

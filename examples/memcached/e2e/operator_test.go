@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,6 +24,7 @@ import (
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/examples/memcached"
+	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/wait"
 )
 
@@ -48,9 +50,21 @@ type operator struct {
 // operator isn't started yet, so the test can create objects first.
 func newOperator(t *testing.T, f rbacObjects, clusterRules, roleRules []rbacv1.PolicyRule) (*operator, []byte) {
 	t.Helper()
-	c := cluster.Cluster(t)
 	crd, err := memcached.Memcached.CRD()
 	require.NoError(t, err)
+	o, kubeconfig := newOperatorOn(t, cluster.Cluster(t), crd, f, clusterRules, roleRules)
+	// Every operator watches every namespace: what a test leaves behind
+	// would be reconciled by the next test's. Its cleanup runs after the
+	// operator has stopped.
+	t.Cleanup(func() { o.deleteAll(t) })
+	return o, kubeconfig
+}
+
+// newOperatorOn is newOperator on the cluster c, with crd as the
+// Memcached CRD, and without its cleanup: a cluster of the test's own
+// goes with the test.
+func newOperatorOn(t *testing.T, c *kubetest.Cluster, crd *apiextensionsv1.CustomResourceDefinition, f rbacObjects, clusterRules, roleRules []rbacv1.PolicyRule) (*operator, []byte) {
+	t.Helper()
 	require.NoError(t, c.InstallCRDs(t.Context(), crd))
 	ns := c.Namespace(t)
 	kubeconfig := grant(t, c, ns, f, clusterRules, roleRules)
@@ -58,17 +72,12 @@ func newOperator(t *testing.T, f rbacObjects, clusterRules, roleRules []rbacv1.P
 	require.NoError(t, err)
 	dyn, err := dynamic.NewForConfig(c.RESTConfig())
 	require.NoError(t, err)
-	o := &operator{
+	return &operator{
 		ns:         ns,
 		user:       serviceAccountUser(ns, f.serviceAccount.Name),
 		kube:       kc,
 		memcacheds: dyn.Resource(memcached.Memcached.GVR()).Namespace(ns),
-	}
-	// Every operator watches every namespace: what a test leaves behind
-	// would be reconciled by the next test's. Its cleanup runs after the
-	// operator has stopped.
-	t.Cleanup(func() { o.deleteAll(t) })
-	return o, kubeconfig
+	}, kubeconfig
 }
 
 // start runs memcached.Init as an App, as the operator's main runs it,

@@ -278,8 +278,9 @@ func waitAuthorized(t *testing.T, admin kubernetes.Interface, ns, name string, f
 
 // operatorEnv returns the environment deploy/deployment.yaml gives the
 // operator's container, for a pod named pod in ns: its literal values,
-// the downward API's POD_NAMESPACE and POD_NAME, and PROBE_ADDRESS on a
-// free loopback port, since every test's operator runs on this machine.
+// the downward API's POD_NAMESPACE and POD_NAME, PROBE_ADDRESS on a
+// free loopback port, since every test's operator runs on this machine,
+// and WEBHOOKS off, since the test has no certificate for them.
 // It checks that the pod runs as rbac.yaml's ServiceAccount.
 func operatorEnv(t *testing.T, f rbacObjects, ns, pod string) map[string]string {
 	t.Helper()
@@ -304,5 +305,10 @@ func operatorEnv(t *testing.T, f rbacObjects, ns, pod string) map[string]string 
 		}
 	}
 	env["PROBE_ADDRESS"] = "127.0.0.1:0"
+	// deployment.yaml serves the webhooks, with a certificate mounted from
+	// a Secret, which a test has only when it issues one: a test that
+	// serves them says WEBHOOKS=on itself, with its certificate's files.
+	require.Equal(t, "on", env["WEBHOOKS"], "%s serves the webhooks", deploymentPath)
+	env["WEBHOOKS"] = "off"
 	return env
 }

@@ -247,9 +247,15 @@ func budgetRefused(verb string) failure {
 			require.Equal(t, "cache", r.object)
 			_, ok := o.budget(t, "cache")
 			require.False(t, ok, "no PodDisruptionBudget")
-			m, _ := o.memcached(t, "cache")
-			c := meta.FindStatusCondition(m.Status.Conditions, "Available")
-			require.NotNil(t, c, "the Memcached controller writes the status")
+			// Budget reconciles the Deployment the Memcached's reconcile
+			// applied before its status write ends: wait for that write,
+			// not race it.
+			var c *metav1.Condition
+			wait.For(t, patience, func() bool {
+				m, _ := o.memcached(t, "cache")
+				c = meta.FindStatusCondition(m.Status.Conditions, "Available")
+				return c != nil
+			}, "the Memcached controller writes the status", o)
 			require.Equal(t, "DeploymentPending", c.Reason)
 		},
 	}
