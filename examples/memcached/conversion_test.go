@@ -1,0 +1,75 @@
+package memcached
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loam-dev/loam/kube/conversiontest"
+)
+
+// statusOf is a status of ready pods, Available with reason, as the
+// Reconciler reports it.
+func statusOf(ready int32, condStatus metav1.ConditionStatus, reason string) MemcachedStatus {
+	return MemcachedStatus{ReadyReplicas: ready, Conditions: []metav1.Condition{{
+		Type: "Available", Status: condStatus, Reason: reason, Message: "Deployment has minimum availability.",
+		ObservedGeneration: 2, LastTransitionTime: metav1.NewTime(time.Date(2026, time.December, 3, 12, 0, 0, 0, time.UTC)),
+	}}}
+}
+
+// Every v1alpha1 Memcached comes back whole from v1beta1, and every v1beta1
+// one from v1alpha1: size is replicas, and the rest is the same field.
+func TestConversion_v1alpha1_and_v1beta1_round_trip_whole(t *testing.T) {
+	meta := metav1.ObjectMeta{
+		Name: "cache", Namespace: "default", Generation: 2,
+		Labels: map[string]string{"app": "memcached"}, Annotations: map[string]string{scenarioAnnotation: "acme.fault={}"},
+	}
+	alphas := []struct {
+		name string
+		spec MemcachedSpec
+		st   MemcachedStatus
+	}{
+		{name: "the defaults", spec: MemcachedSpec{Size: 1, Image: DefaultImage}},
+		{name: "flags of a ConfigMap and a status", spec: MemcachedSpec{Size: 3, Image: "memcached:1.6", ConfigMap: "flags"}, st: statusOf(3, metav1.ConditionTrue, "MinimumReplicasAvailable")},
+		{name: "no image", spec: MemcachedSpec{Size: 2}, st: statusOf(0, metav1.ConditionUnknown, "ApplyFailed")},
+	}
+	for _, tt := range alphas {
+		t.Run("v1alpha1 "+tt.name, func(t *testing.T) {
+			conversiontest.RoundTrip(t, MemcachedV1beta1, Memcached, Object{ObjectMeta: meta, Spec: tt.spec, Status: tt.st})
+		})
+	}
+	betas := []struct {
+		name string
+		spec ReplicasSpec
+		st   MemcachedStatus
+	}{
+		{name: "the defaults", spec: ReplicasSpec{Replicas: 1, Image: DefaultImage}},
+		{name: "an image of another registry", spec: ReplicasSpec{Replicas: 2, Image: "registry.example.com/cache/memcached:1.6", ConfigMap: "flags"}, st: statusOf(2, metav1.ConditionTrue, "MinimumReplicasAvailable")},
+		{name: "no image yet", spec: ReplicasSpec{Replicas: 3}},
+	}
+	for _, tt := range betas {
+		t.Run("v1beta1 "+tt.name, func(t *testing.T) {
+			conversiontest.RoundTripHub(t, MemcachedV1beta1, ObjectV1beta1{ObjectMeta: meta, Spec: tt.spec, Status: tt.st})
+		})
+	}
+}
+
+// FuzzConversion round-trips Memcacheds of any spec and status, in both
+// versions, through the conversions the operator's webhook serves.
+func FuzzConversion(f *testing.F) {
+	f.Add(int32(3), DefaultImage, "flags", int32(2), "Available", "True", "app", "memcached")
+	f.Add(int32(0), "", "", int32(-1), "", "", "", "")
+	f.Fuzz(func(t *testing.T, size int32, image, configMap string, ready int32, condType, condStatus, key, value string) {
+		st := MemcachedStatus{ReadyReplicas: ready}
+		if condType != "" {
+			st.Conditions = []metav1.Condition{{Type: condType, Status: metav1.ConditionStatus(condStatus)}}
+		}
+		meta := metav1.ObjectMeta{Name: "cache", Namespace: "default"}
+		if key != "" {
+			meta.Labels = map[string]string{key: value}
+		}
+		conversiontest.RoundTrip(t, MemcachedV1beta1, Memcached, Object{ObjectMeta: meta, Spec: MemcachedSpec{Size: size, Image: image, ConfigMap: configMap}, Status: st})
+		conversiontest.RoundTripHub(t, MemcachedV1beta1, ObjectV1beta1{ObjectMeta: meta, Spec: ReplicasSpec{Replicas: size, Image: image, ConfigMap: configMap}, Status: st})
+	})
+}
