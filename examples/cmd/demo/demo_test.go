@@ -94,6 +94,7 @@ func TestDeployFiles(t *testing.T) {
 	applyDeploy(t, c, "../../databases/deploy", nil)
 	applyDeploy(t, c, "../../memcached/deploy", serveWebhooks(t).redirect)
 	checkOverlay(t, "../../memcached/deploy-cert-manager", "../deploy")
+	checkCertificate(t, "../../memcached/deploy", "../../memcached/deploy-cert-manager/certificate.yaml")
 
 	// The cluster's admin isn't the chaos harness: the policy denies it the
 	// annotation on a Memcached in staging, and allows it elsewhere.
@@ -224,6 +225,64 @@ func checkOverlay(t *testing.T, dir, base string) {
 			require.NotEmpty(t, u.GetName(), "%s: a %s", f, u.GetKind())
 		}
 	}
+}
+
+// checkCertificate checks that the cert-manager Certificate of file is
+// the one deploy/ expects: named by the annotation
+// cert-manager.io/inject-ca-from of every object with a webhook
+// clientConfig, writing the Secret deployment.yaml mounts, and for the DNS
+// name of the Service the clientConfigs name, as the API server calls it.
+func checkCertificate(t *testing.T, deploy, file string) {
+	t.Helper()
+	var cert *unstructured.Unstructured
+	for _, u := range readObjects(t, file) {
+		if u.GetKind() == "Certificate" {
+			cert = &u
+		}
+	}
+	require.NotNil(t, cert, "%s has a Certificate", file)
+	secret, _, err := unstructured.NestedString(cert.Object, "spec", "secretName")
+	require.NoError(t, err)
+	dnsNames, _, err := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	require.NoError(t, err)
+
+	var mounted []string
+	for _, u := range readObjects(t, filepath.Join(deploy, "deployment.yaml")) {
+		volumes, _, err := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "volumes")
+		require.NoError(t, err)
+		for _, v := range volumes {
+			if name, ok, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName"); ok {
+				mounted = append(mounted, name)
+			}
+		}
+	}
+	require.Contains(t, mounted, secret, "deployment.yaml mounts the Certificate's Secret")
+
+	clients := 0
+	for _, name := range []string{"crd.yaml", "webhooks.yaml"} {
+		for _, u := range readObjects(t, filepath.Join(deploy, name)) {
+			var services []map[string]any
+			if svc, ok, _ := unstructured.NestedMap(u.Object, "spec", "conversion", "webhook", "clientConfig", "service"); ok {
+				services = append(services, svc)
+			}
+			hooks, _, _ := unstructured.NestedSlice(u.Object, "webhooks")
+			for _, h := range hooks {
+				if svc, ok, _ := unstructured.NestedMap(h.(map[string]any), "clientConfig", "service"); ok {
+					services = append(services, svc)
+				}
+			}
+			if len(services) == 0 {
+				continue
+			}
+			require.Equal(t, cert.GetNamespace()+"/"+cert.GetName(), u.GetAnnotations()["cert-manager.io/inject-ca-from"],
+				"%s: %s %s has cert-manager inject the Certificate's CA", name, u.GetKind(), u.GetName())
+			for _, svc := range services {
+				clients++
+				require.Contains(t, dnsNames, fmt.Sprintf("%s.%s.svc", svc["name"], svc["namespace"]), "%s: the Certificate is for the Service %s %s calls", name, u.GetKind(), u.GetName())
+			}
+		}
+	}
+	require.Equal(t, 3, clients, "the CRD's conversion, the mutating webhook and the validating one")
 }
 
 // kustomization is what the tests read of a kustomization.yaml.
