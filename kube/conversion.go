@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	domainwebhook "github.com/loam-dev/loam/domain/webhook"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -54,23 +55,12 @@ func (r Resource[Spec, Status]) Convert(ctx context.Context, obj []byte, apiVers
 	return c.Convert(ctx, obj, apiVersion)
 }
 
-// header is what a converter reads of an object before it knows its
-// version: enough to route it and to name it.
-type header struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
-	} `json:"metadata"`
-}
-
 // Convert converts obj to apiVersion through the hub; see Resource.Convert.
 func (c *converter) Convert(ctx context.Context, obj []byte, apiVersion string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("kube: converting a %s: %w", c.kind, context.Cause(ctx))
 	}
-	var h header
+	var h domainwebhook.ObjectHeader
 	if err := json.Unmarshal(obj, &h); err != nil {
 		return nil, fmt.Errorf("kube: converting a %s: the object is not a JSON object with a kind and metadata: %w", c.kind, err)
 	}

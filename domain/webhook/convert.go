@@ -35,8 +35,10 @@ type conversionResponse struct {
 	Result           metav1.Status     `json:"result"`
 }
 
-// objectMeta is what Convert reads of an object to name it.
-type objectMeta struct {
+// ObjectHeader is what a converter reads of an object before it knows
+// its version: enough to route it, by apiVersion and kind, and to name
+// it in an error.
+type ObjectHeader struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Metadata   struct {
@@ -75,7 +77,7 @@ func Convert(ctx context.Context, body []byte, c ports.Converter) Outcome {
 
 	o := Outcome{UID: string(req.UID), Objects: len(req.Objects)}
 	if len(req.Objects) > 0 {
-		var m objectMeta
+		var m ObjectHeader
 		// An object that does not decode is named by its index below.
 		if json.Unmarshal(req.Objects[0].Raw, &m) == nil {
 			o.Group, o.Version = splitAPIVersion(m.APIVersion)
@@ -126,7 +128,7 @@ func convertOne(ctx context.Context, c ports.Converter, i int, obj []byte, apiVe
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(out, &m); err != nil || m == nil {
-		var m objectMeta
+		var m ObjectHeader
 		_ = json.Unmarshal(obj, &m)
 		return nil, fmt.Errorf("converting object %d (%s) to %s: the conversion is not a JSON object", i, objectName(m.Metadata.Namespace, m.Metadata.Name), apiVersion)
 	}
