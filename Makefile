@@ -21,7 +21,7 @@ MODULES := . kubetest examples benchmarks examples/cloudtoken
 TESTFLAGS ?= -race -count=1
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: scale chaos compare fuzz demo image test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test examples-test cloudtoken-test benchmarks-test tools bench
+.PHONY: scale chaos compare fuzz demo image webhook-certs test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test examples-test cloudtoken-test benchmarks-test tools bench
 
 # The demo: a Kubernetes API server in-process, the Memcached operator
 # against it, and a failure-injection experiment; about 20s once built, and
@@ -42,6 +42,15 @@ image:
 	cd examples && go build -o ../bin/image ./cmd/image
 	cd examples && ../bin/image -binary ../bin/memcached-operator -tag memcached-operator:dev -out ../bin/memcached-operator.tar
 	cd examples && ../bin/image -binary ../bin/databases-controller -tag databases-controller:dev -out ../bin/databases-controller.tar
+
+# The Memcached operator's deploy/ for a cluster without cert-manager, such
+# as kind: examples/cmd/webhookcerts issues a CA and the webhooks' serving
+# certificate, and writes bin/memcached-deploy-kind, a kustomization of
+# examples/memcached/deploy with the certificate's Secret and every
+# caBundle filled in. Then: kubectl apply -k bin/memcached-deploy-kind.
+# With cert-manager, apply examples/memcached/deploy-cert-manager instead.
+webhook-certs:
+	cd examples && go run ./cmd/webhookcerts -base memcached/deploy -out ../bin/memcached-deploy-kind
 
 test: tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test examples-test cloudtoken-test benchmarks-test fuzz
 
