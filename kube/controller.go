@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
@@ -178,6 +180,7 @@ type clients struct {
 	dynamic  dynamic.Interface
 	metadata metadata.Interface
 	elector  func(lease.Config) (ports.Elector, error)
+	shards   func(lease.ShardsConfig) (ports.ShardLeases, error)
 	writer   func(apply.Config) (ports.Writer, error)
 	// informers is the Client's registry of shareable informers: nil
 	// shares none.
@@ -220,6 +223,10 @@ func clientsOf(c *Client) (clients, error) {
 			lc.Client = leases
 			return lease.New(lc)
 		},
+		shards: func(sc lease.ShardsConfig) (ports.ShardLeases, error) {
+			sc.Client = leases
+			return lease.NewShards(sc)
+		},
 		writer: func(ac apply.Config) (ports.Writer, error) {
 			// A REST client of its own, which reads no more of an answer
 			// than the writer uses, on the Client's transport.
@@ -252,10 +259,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		h = eh.recordingOn(ev)
 	}
 	le := settings.LeaderElection
-	elector, err := cl.elector(lease.Config{
-		Name: settings.Name, Namespace: le.Namespace, Identity: le.Identity,
-		LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
-	})
+	elector, shardLeases, err := electorsOf(settings, cl)
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
@@ -296,16 +300,18 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		NewQueue: func() ports.Queue {
 			return queue.New(queue.Config{Name: settings.Name, Metrics: tel.metrics})
 		},
-		Elector:   elector,
-		Writer:    writer,
-		Handler:   h,
-		Recorder:  tel.recorder,
-		Clock:     clock.Real{},
-		Ready:     synced,
-		Retry:     backoff.Of(settings),
-		Lease:     controller.Lease{LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
-		Finalizer: p.finalizer,
-		Prepare:   scenarioPrepare(p.trust, s.Faults, tel.recorder),
+		Elector:     elector,
+		Shards:      settings.Shards,
+		ShardLeases: shardLeases,
+		Writer:      writer,
+		Handler:     h,
+		Recorder:    tel.recorder,
+		Clock:       clock.Real{},
+		Ready:       synced,
+		Retry:       backoff.Of(settings),
+		Lease:       controller.Lease{LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
+		Finalizer:   p.finalizer,
+		Prepare:     scenarioPrepare(p.trust, s.Faults, tel.recorder),
 
 		// NewController checked it is above zero: every call is bounded.
 		ReconcileTimeout: settings.ReconcileTimeout,
@@ -319,6 +325,40 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		return nil, err
 	}
 	return &Controller{name: settings.Name, gvr: t.gvr, runtime: rt, synced: synced, logger: tel.logger, events: ev.w}, nil
+}
+
+// electorsOf returns what elects the replicas that reconcile, on cl: the
+// Lease named settings.Name, or, when settings shard the controller, its
+// shards' and replicas' Leases.
+func electorsOf(settings Settings, cl clients) (ports.Elector, ports.ShardLeases, error) {
+	le := settings.LeaderElection
+	if settings.Shards == 0 {
+		e, err := cl.elector(lease.Config{
+			Name: settings.Name, Namespace: le.Namespace, Identity: le.Identity,
+			LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+		})
+		return e, nil, err
+	}
+	incarnation, err := newIncarnation()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := cl.shards(lease.ShardsConfig{
+		Name: settings.Name, Namespace: le.Namespace, Identity: le.Identity, Incarnation: incarnation,
+		Count: settings.Shards, LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+	})
+	return nil, s, err
+}
+
+// newIncarnation returns a random name for this process among those with
+// its identity, so a replica restarted under its pod's name never takes
+// its previous run's Leases for its own.
+func newIncarnation() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("a random incarnation for the replica's Leases: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // bindHandles gives p's Caches and Indexes what they read from watch's

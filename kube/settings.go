@@ -98,6 +98,11 @@ func CheckReconcileTimeout(d time.Duration) error { return settings.CheckPositiv
 // 1000. It returns nil when it is.
 func CheckWorkers(workers int) error { return settings.CheckWorkers(workers) }
 
+// CheckShards reports whether shards can be a controller's
+// Settings.Shards when set: a power of two from 1 to 256. 0, the default,
+// shards nothing and needs no check. It returns nil when it can.
+func CheckShards(shards int) error { return settings.CheckShards(shards) }
+
 // CheckResync reports whether resync is a resync period: 0, for none, or
 // at least a second, client-go's shortest. It returns nil when it is.
 func CheckResync(resync time.Duration) error { return settings.CheckResync(resync) }

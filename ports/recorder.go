@@ -43,6 +43,10 @@ type Recorder interface {
 	// called with, zero when that is unknown. ctx is the informer's: no
 	// reconcile is running.
 	MappingPanicked(ctx context.Context, what string, cause Cause, p *Panic)
+	// ShardChanged reports that a sharded controller's replica acquired,
+	// released or lost shard, of count. ctx is the controller's: no
+	// reconcile is running.
+	ShardChanged(ctx context.Context, change ShardChange, shard, count int)
 }
 
 // Report is how one reconcile ended.

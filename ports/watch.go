@@ -62,4 +62,9 @@ type Watch interface {
 	WaitForSync(ctx context.Context) bool
 	// Stop stops every informer and waits for their goroutines to return.
 	Stop()
+	// Each calls f with the key and metadata.uid of every object the
+	// cache of the resource the controller reconciles holds, as a sharded
+	// controller queues a shard's objects when it takes the shard. f must
+	// not block for long.
+	Each(f func(key Key, uid string))
 }

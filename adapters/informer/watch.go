@@ -197,6 +197,10 @@ func (w *Watch) tell(ev ports.Event) {
 // the informer of its namespace.
 func (w *Watch) Get(key ports.Key) (ports.Object, bool, error) { return w.primary.Get(key) }
 
+// Each calls f with the key and uid of every object the cache of the
+// reconciled resource holds, in every namespace it watches.
+func (w *Watch) Each(f func(key ports.Key, uid string)) { w.primary.eachObject(f) }
+
 // Check lists the reconciled resource and each owned one once, with a
 // limit of 1 and the selectors the informers will list with, so one the
 // API server doesn't serve, such as a CRD that isn't installed, or a field

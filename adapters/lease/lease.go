@@ -39,6 +39,9 @@ type Config struct {
 	RenewDeadline time.Duration
 	// RetryPeriod is how long a candidate waits between tries.
 	RetryPeriod time.Duration
+	// Labels, when not nil, are set on the Lease each time the candidate
+	// creates, takes or renews it.
+	Labels map[string]string
 }
 
 // Elector campaigns for one Lease. It implements ports.Elector.
@@ -106,6 +109,7 @@ func (e *Elector) Run(ctx context.Context, onStarted func(context.Context), onSt
 			LeaseMeta:  metav1.ObjectMeta{Name: e.c.Name, Namespace: e.c.Namespace},
 			Client:     e.c.Client,
 			LockConfig: resourcelock.ResourceLockConfig{Identity: e.c.Identity},
+			Labels:     e.c.Labels,
 		},
 		beforeRelease: t.end,
 	}

@@ -41,6 +41,9 @@ const (
 	reconcilePanickedBody = "reconcile panicked"
 	mappingPanickedBody   = "mapping panicked"
 	unfencedBody          = "leadership is not fenced"
+	shardAcquiredBody     = "shard acquired"
+	shardReleasedBody     = "shard released"
+	shardLostBody         = "shard lost"
 	exceptionEventName    = "exception"
 )
 
@@ -76,6 +79,13 @@ const (
 	// related object it knows: the object's resource, with ObjectNameKey
 	// and NamespaceKey naming the object.
 	RelatedResourceKey = attribute.Key("loam.kube.related.resource")
+	// ShardKey is on the reconcile span of a sharded controller's object,
+	// and on the records of the shards a replica acquires, releases and
+	// loses: the shard's number, from 0.
+	ShardKey = attribute.Key("loam.kube.controller.shard")
+	// ShardsKey is on the records of the shards a replica acquires,
+	// releases and loses: the controller's number of shards.
+	ShardsKey = attribute.Key("loam.kube.controller.shards")
 
 	exceptionTypeKey    = attribute.Key("exception.type")
 	exceptionMessageKey = attribute.Key("exception.message")
@@ -203,10 +213,14 @@ func objectAttributes(key ports.Key) []attribute.KeyValue {
 // ReconcileStarted starts the reconcile's root span and returns ctx
 // carrying it. The span keeps nothing of a span ctx may already carry.
 func (r *Recorder) ReconcileStarted(ctx context.Context, key ports.Key) context.Context {
+	attrs := objectAttributes(key)
+	if s, ok := ports.ShardFromContext(ctx); ok {
+		attrs = append(attrs, ShardKey.Int(s))
+	}
 	ctx, _ = r.tracer.Start(ctx, r.spanName,
 		trace.WithNewRoot(),
 		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(objectAttributes(key)...))
+		trace.WithAttributes(attrs...))
 	return ctx
 }
 
@@ -346,6 +360,24 @@ func (r *Recorder) MappingPanicked(ctx context.Context, what string, cause ports
 	}
 	exception, _ := exceptionAttributes(p)
 	rec.AddAttributes(exception...)
+	r.logger.Emit(ctx, rec)
+}
+
+// ShardChanged records a sharded controller's replica acquiring,
+// releasing or losing shard, of count: an INFO record "shard acquired" or
+// "shard released", or an ERROR record "shard lost", since another
+// replica may reconcile the shard's objects already and the process
+// exits. Each names the shard and the count.
+func (r *Recorder) ShardChanged(ctx context.Context, change ports.ShardChange, shard, count int) {
+	sev, body := log.SeverityInfo, shardAcquiredBody
+	switch change {
+	case ports.ShardReleased:
+		body = shardReleasedBody
+	case ports.ShardLost:
+		sev, body = log.SeverityError, shardLostBody
+	}
+	rec := r.newRecord(sev, body)
+	rec.AddAttributes(ShardKey.Int(shard), ShardsKey.Int(count))
 	r.logger.Emit(ctx, rec)
 }
 

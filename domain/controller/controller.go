@@ -20,6 +20,7 @@ import (
 	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/domain/reconcile"
 	"github.com/loam-dev/loam/domain/settings"
+	"github.com/loam-dev/loam/domain/shard"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -52,8 +53,16 @@ type Config struct {
 	// which its ShutDown stops, so none is made for a Controller that
 	// never serves.
 	NewQueue func() ports.Queue
-	// Elector campaigns for the Lease.
+	// Elector campaigns for the Lease. A sharded controller has none.
 	Elector ports.Elector
+	// Shards, when above zero, shards the controller's objects: every
+	// replica reconciles the objects of the shards it holds, each through
+	// a Lease of ShardLeases, instead of one leader reconciling them all.
+	// It is a power of two; 0 shards nothing.
+	Shards int
+	// ShardLeases are a sharded controller's Leases; nil when Shards is
+	// 0.
+	ShardLeases ports.ShardLeases
 	// Writer applies statuses and the finalizer.
 	Writer ports.Writer
 	// Handler runs the end user's code.
@@ -101,7 +110,8 @@ type Controller struct {
 }
 
 // New returns the Controller that c describes. It fails, naming each, when
-// a port is missing, Workers isn't positive, or a Gate has no Open or a
+// a port is missing, Workers isn't positive, Shards isn't 0 or a power of
+// two up to shard.MaxCount, or a Gate has no Open or a
 // Bound that isn't positive.
 func New(c Config) (*Controller, error) {
 	var errs []error
@@ -111,7 +121,8 @@ func New(c Config) (*Controller, error) {
 	}{
 		{"Watch", c.Watch == nil},
 		{"NewQueue", c.NewQueue == nil},
-		{"Elector", c.Elector == nil},
+		{"Elector", c.Elector == nil && c.Shards == 0},
+		{"ShardLeases", c.ShardLeases == nil && c.Shards > 0},
 		{"Writer", c.Writer == nil},
 		{"Handler", c.Handler == nil},
 		{"Recorder", c.Recorder == nil},
@@ -120,6 +131,11 @@ func New(c Config) (*Controller, error) {
 	} {
 		if p.nil {
 			errs = append(errs, fmt.Errorf("controller %s: Config.%s is nil", c.Name, p.name))
+		}
+	}
+	if c.Shards != 0 {
+		if err := shard.CheckCount(c.Shards); err != nil {
+			errs = append(errs, fmt.Errorf("controller %s: Config.Shards %w", c.Name, err))
 		}
 	}
 	if c.Workers < 1 {
@@ -181,7 +197,11 @@ func (c *Controller) Serve(ctx context.Context) error {
 		return err
 	}
 
-	loop, err := c.loop()
+	var gate *shardGate
+	if c.c.Shards > 0 {
+		gate = newShardGate(c.c.Shards)
+	}
+	loop, err := c.loop(gate)
 	if err != nil {
 		return err
 	}
@@ -192,7 +212,6 @@ func (c *Controller) Serve(ctx context.Context) error {
 	if !c.c.Watch.WaitForSync(stop) {
 		return nil
 	}
-	c.c.Ready.MarkHealthy()
 
 	reconciling, cancelReconciles := context.WithCancelCause(background)
 	defer cancelReconciles(nil)
@@ -200,13 +219,24 @@ func (c *Controller) Serve(ctx context.Context) error {
 	if !c.hire(w) {
 		return nil
 	}
+	if gate != nil {
+		// Ready once the replica has announced itself.
+		return c.shard(stop, background, w, gate, loop)
+	}
+	c.c.Ready.MarkHealthy()
 	return c.lead(stop, background, w)
 }
 
-// loop returns the reconcile loop over a new work queue.
-func (c *Controller) loop() (*reconcile.Loop, error) {
+// loop returns the reconcile loop over a new work queue, whose passes
+// gate admits when it isn't nil.
+func (c *Controller) loop(gate *shardGate) (*reconcile.Loop, error) {
 	q := c.c.NewQueue()
+	var admit func(context.Context, ports.Object) (context.Context, func(), bool)
+	if gate != nil {
+		admit = gate.admit
+	}
 	loop, err := reconcile.New(reconcile.Config{
+		Admit:     admit,
 		Source:    c.c.Watch,
 		Writer:    c.c.Writer,
 		Queue:     q,

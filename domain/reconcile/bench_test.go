@@ -54,6 +54,7 @@ func (fakeRecorder) ReconcileCaused(context.Context, []ports.Cause, int)        
 func (fakeRecorder) LeaderElectionUnfenced(context.Context, time.Duration, time.Duration, time.Duration) {
 }
 func (fakeRecorder) MappingPanicked(context.Context, string, ports.Cause, *ports.Panic) {}
+func (fakeRecorder) ShardChanged(context.Context, ports.ShardChange, int, int)          {}
 
 // fixedClock never moves, and counts the timers set on it, which never
 // fire.

@@ -92,6 +92,13 @@ type Config struct {
 	// the error as its note, or ReasonPanicked with the panic's value.
 	// Nil records none.
 	Events ports.Events
+	// Admit, when not nil, is asked before every pass that does
+	// something whether this replica may reconcile obj: a sharded
+	// controller's replica reconciles only the objects of the shards it
+	// holds. When it may, Admit returns the context the pass runs in and
+	// the function the Loop calls once the pass is settled; when it may
+	// not, the key is forgotten, as an object gone from the cache is.
+	Admit func(ctx context.Context, obj ports.Object) (context.Context, func(), bool)
 }
 
 // The reasons of the Events a Loop records on an object whose pass went
@@ -212,8 +219,9 @@ func (l *Loop) Stop() {
 // queue. A pass that does something is a reconcile, which the Recorder is
 // told of as it starts and ends, and of the related changes that queued
 // it; skipping an object gone from the cache, or one being deleted that
-// the finalizer doesn't hold, is not. Every pass takes the key's causes,
-// a skip included, so those of a deleted object don't linger.
+// the finalizer doesn't hold, is not, and nor is skipping an object that
+// Config.Admit refuses. Every pass takes the key's causes, a skip
+// included, so those of a deleted object don't linger.
 func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
 	caused := l.causes.take(key)
 	obj, found, err := l.c.Source.Get(key)
@@ -223,6 +231,17 @@ func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
 		if step == StepSkip {
 			l.forget(key)
 			return
+		}
+		if l.c.Admit != nil {
+			admitted, done, ok := l.c.Admit(ctx, obj)
+			if !ok {
+				// Another replica's: its timers and backoff are that
+				// replica's too.
+				l.forget(key)
+				return
+			}
+			defer done()
+			ctx = admitted
 		}
 	}
 

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/loam-dev/loam/domain/shard"
 )
 
 // Bounds of the settings' fields that no Kubernetes rule sets.
@@ -83,6 +85,33 @@ func CheckPositive(d time.Duration) error {
 		return fmt.Errorf("is %v: want longer than 0s", d)
 	}
 	return nil
+}
+
+// CheckShards reports whether shards can be a controller's number of
+// shards: a power of two from 1 to shard.MaxCount. 0, for no sharding, is
+// checked by the caller.
+func CheckShards(shards int) error { return shard.CheckCount(shards) }
+
+// MaxShardedName is the longest Name a sharded controller may have: its
+// Leases carry it as a label's value.
+const MaxShardedName = validation.LabelValueMaxLength
+
+// checkShardLeases returns the mistakes that keep a sharded controller's
+// Leases from being named and labelled after name and identity.
+func checkShardLeases(name, identity string, shards int) []error {
+	var errs []error
+	if len(name) > MaxShardedName {
+		errs = append(errs, fmt.Errorf("kube: Settings.Name: %q is %d characters long: a sharded controller's Leases carry it as a label, which has at most %d", name, len(name), MaxShardedName))
+	}
+	member := name + "-member-" + identity
+	if msgs := validation.IsDNS1123Subdomain(member); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("kube: Settings.LeaderElection.Identity: %q names the replica's membership Lease %q, which is not a Lease's name: %s", identity, member, strings.Join(msgs, "; ")))
+	}
+	last := fmt.Sprintf("%s-shard-%d", name, shards-1)
+	if msgs := validation.IsDNS1123Subdomain(last); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("kube: Settings.Name: %q names the shard Lease %q, which is not a Lease's name: %s", name, last, strings.Join(msgs, "; ")))
+	}
+	return errs
 }
 
 // CheckIdentity reports whether identity can name a replica in a Lease: not

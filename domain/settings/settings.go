@@ -66,8 +66,17 @@ type Settings struct {
 	// "metadata.name!=kube-system"; "" selects every object. An object
 	// that stops matching leaves the cache as if it were deleted.
 	LabelSelector, FieldSelector string
-	// Workers is how many objects are reconciled at once.
+	// Workers is how many objects are reconciled at once: by each
+	// replica, when the controller is sharded.
 	Workers int
+	// Shards, when not 0, splits the controller's objects into that many
+	// shards, a power of two, each reconciled by the replica that holds
+	// its Lease, <Name>-shard-<i>: every replica reconciles its share,
+	// instead of one leader reconciling every object. Each replica
+	// announces itself in a Lease of its own, <Name>-member-<Identity>,
+	// and every Lease is timed by LeaderElection. 0, the default, shards
+	// nothing. Every replica must run with the same number.
+	Shards int
 	// Resync reconciles every object again that often, whether or not it
 	// changed; 0 never does.
 	Resync time.Duration
@@ -184,7 +193,7 @@ func Validate(s Settings) error {
 		return err == nil
 	}
 	le := s.LeaderElection
-	check("Name", CheckName(s.Name))
+	nameOK := check("Name", CheckName(s.Name))
 	if s.Namespace != "" {
 		check("Namespace", CheckNamespace(s.Namespace))
 	}
@@ -196,6 +205,7 @@ func Validate(s Settings) error {
 	check("LabelSelector", CheckLabelSelector(s.LabelSelector))
 	check("FieldSelector", CheckFieldSelector(s.FieldSelector))
 	check("Workers", CheckWorkers(s.Workers))
+	shardsOK := s.Shards == 0 || check("Shards", CheckShards(s.Shards))
 	check("Resync", CheckResync(s.Resync))
 	baseOK := check("RetryBaseDelay", CheckPositive(s.RetryBaseDelay))
 	maxOK := check("RetryMaxDelay", CheckPositive(s.RetryMaxDelay))
@@ -204,7 +214,7 @@ func Validate(s Settings) error {
 	check("ReconcileTimeout", CheckPositive(s.ReconcileTimeout))
 	check("FailureEvents", CheckFailureEvents(s.FailureEvents))
 	check("LeaderElection.Namespace", CheckNamespace(le.Namespace))
-	check("LeaderElection.Identity", CheckIdentity(le.Identity))
+	identityOK := check("LeaderElection.Identity", CheckIdentity(le.Identity))
 	leaseOK := check("LeaderElection.LeaseDuration", CheckLeaseSeconds(le.LeaseDuration))
 	renewOK := check("LeaderElection.RenewDeadline", CheckPositive(le.RenewDeadline))
 	retryOK := check("LeaderElection.RetryPeriod", CheckPositive(le.RetryPeriod))
@@ -217,6 +227,9 @@ func Validate(s Settings) error {
 	}
 	if renewOK && retryOK {
 		check("LeaderElection.RenewDeadline", CheckRenewDeadline(le.RenewDeadline, le.RetryPeriod))
+	}
+	if s.Shards != 0 && shardsOK && nameOK && identityOK {
+		errs = append(errs, checkShardLeases(s.Name, le.Identity, s.Shards)...)
 	}
 	return errors.Join(errs...)
 }
