@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,7 +31,7 @@ type apiServer struct {
 
 // apiServerFlags are the flags kube-apiserver would get on its command line.
 func (c *Cluster) apiServerFlags() []string {
-	return []string{
+	flags := []string{
 		"--etcd-servers=" + c.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -53,6 +56,14 @@ func (c *Cluster) apiServerFlags() []string {
 		// out the 60s request timeout while any watch is open.
 		"--shutdown-watch-termination-grace-period=2s",
 	}
+	if gates := c.settings.featureGates; len(gates) > 0 {
+		pairs := make([]string, 0, len(gates))
+		for _, name := range slices.Sorted(maps.Keys(gates)) {
+			pairs = append(pairs, fmt.Sprintf("%s=%t", name, gates[name]))
+		}
+		flags = append(flags, "--feature-gates="+strings.Join(pairs, ","))
+	}
+	return flags
 }
 
 // startAPIServer builds kube-apiserver as its own command does — options,
@@ -67,9 +78,20 @@ func (c *Cluster) startAPIServer(ctx context.Context, ln net.Listener) (*apiServ
 		}
 	}()
 
+	// The gates of WithFeatureGates go on the process's global gate first:
+	// the storage layer and other parts of k8s.io/apiserver read it and not
+	// the server's copy. They stay set for the whole process.
+	if gates := c.settings.featureGates; len(gates) > 0 {
+		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
+			return nil, fmt.Errorf("set the process's feature gates %v: %w", slices.Sorted(maps.Keys(gates)), err)
+		}
+	}
+
 	// Each server gets its own copy of the feature gates and its own
 	// registry of component versions, so that two clusters in a process do
-	// not share the mutable state the command keeps in globals.
+	// not share the mutable state the command keeps in globals. The copy,
+	// taken after the line above, has the gates of WithFeatureGates, and
+	// --feature-gates sets them on it again.
 	featureGate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
 	registry := basecompatibility.NewComponentGlobalsRegistry()
 	if err := registry.Register(basecompatibility.DefaultKubeComponent, effectiveVersion(), featureGate); err != nil {

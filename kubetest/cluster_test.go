@@ -523,6 +523,7 @@ func TestOptionsReportEveryMistake(t *testing.T) {
 		kubetest.WithUser("mallory", "t1", `bad"group`),
 		kubetest.WithUser(kubetest.AdminUser, "t2"),
 		kubetest.WithCRDs(nil),
+		kubetest.WithFeatureGates(map[string]bool{"NoSuchGate": true, "DeclarativeValidation": false}),
 	)
 	require.Error(t, err)
 	for _, want := range []string{
@@ -534,6 +535,8 @@ func TestOptionsReportEveryMistake(t *testing.T) {
 		`user 2 ("mallory"): group 0`,
 		`user 3 ("kubetest-admin"): name: already taken`,
 		"CRD 0: is nil",
+		`feature gate "NoSuchGate": unknown`,
+		`feature gate "DeclarativeValidation": cannot be set to false, it is locked to true`,
 	} {
 		assert.ErrorContains(t, err, want)
 	}

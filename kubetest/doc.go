@@ -39,9 +39,13 @@
 //     so before starting a cluster and expect kubetest to take it over.
 //   - Feature gates. Each API server and controller manager gets its own
 //     copy of the feature gates and its own component-version registry, but
-//     much of Kubernetes reads the process-wide default gate: a test that
-//     changes a gate (featuregatetesting) changes it for every cluster in the
-//     process, so such tests must not run in parallel with others.
+//     much of Kubernetes, the API server's storage layer among it, reads the
+//     process-wide default gate. WithFeatureGates therefore sets its gates
+//     on that global as well as on the server's copy: every cluster in the
+//     process then has them, and they stay set after Stop. A test that
+//     changes a gate itself (featuregatetesting) does the same. Tests that
+//     need gates other than the defaults belong in a test package of their
+//     own and must not run in parallel with tests that need the defaults.
 //
 // Everything else a cluster starts belongs to it and ends with Stop:
 // goroutines (GoleakOptions lists the two kinds of Kubernetes goroutine that

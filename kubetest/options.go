@@ -4,9 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 )
 
 // Authorization is the authorization mode of a cluster's API server.
@@ -33,6 +37,7 @@ type settings struct {
 	crds              []*apiextensionsv1.CustomResourceDefinition
 	logs              io.Writer
 	verbosity         int
+	featureGates      map[string]bool
 }
 
 func newSettings(opts []Option) (settings, error) {
@@ -103,6 +108,39 @@ func WithVerbosity(level int) Option {
 	return func(s *settings) { s.verbosity = level }
 }
 
+// WithFeatureGates starts the API server with the feature gates turned on
+// (true) or off (false), as kube-apiserver's --feature-gates flag would:
+//
+//	kubetest.NewShared(kubetest.WithFeatureGates(map[string]bool{"ShardedListAndWatch": true}))
+//
+// It sets the process's global feature gate too, and that is the catch.
+// Parts of the API server, its storage layer among them, read the
+// process-wide default gate (k8s.io/apiserver/pkg/util/feature) rather than
+// the server's own copy, so a gate set on the server alone would leave them
+// as they were. So each start of the API server (Run, StartAPIServer,
+// Restart) first sets these gates on the global, and from then on:
+//
+//   - every cluster in the process shares them, those started before and
+//     those started after, with or without this option;
+//   - they stay set after the cluster stops: nothing puts them back.
+//
+// Tests that use it therefore live in a package of their own (a test binary
+// of their own) and must not run in parallel with tests that need the
+// default gates. Run reports a gate this Kubernetes does not know, or one
+// it will not set to the value asked (a gate locked to its default, or one
+// that needs another gate that is off), with the other option mistakes.
+// The option keeps a copy of gates; several WithFeatureGates add up, the
+// later winning for a gate named twice.
+func WithFeatureGates(gates map[string]bool) Option {
+	gates = maps.Clone(gates)
+	return func(s *settings) {
+		if s.featureGates == nil {
+			s.featureGates = map[string]bool{}
+		}
+		maps.Copy(s.featureGates, gates)
+	}
+}
+
 func (s settings) check() error {
 	var errs []error
 	switch s.authorization {
@@ -140,7 +178,39 @@ func (s settings) check() error {
 			errs = append(errs, fmt.Errorf("CRD %d: is nil", i))
 		}
 	}
+	errs = append(errs, checkFeatureGates(s.featureGates)...)
 	return errors.Join(errs...)
+}
+
+// checkFeatureGates reports each gate of WithFeatureGates that the process's
+// global feature gate does not know or will not set to the value asked.
+// It tries them on a copy of the global: setting the global itself would
+// keep the names even when it fails.
+func checkFeatureGates(gates map[string]bool) []error {
+	if len(gates) == 0 {
+		return nil
+	}
+	global := utilfeature.DefaultMutableFeatureGate
+	known := global.GetAll()
+	var errs []error
+	valid := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(gates)) {
+		on := gates[name]
+		spec, ok := known[featuregate.Feature(name)]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("feature gate %q: unknown to Kubernetes %s", name, global.EmulationVersion()))
+		case spec.LockToDefault && spec.Default != on:
+			errs = append(errs, fmt.Errorf("feature gate %q: cannot be set to %t, it is locked to %t", name, on, spec.Default))
+		default:
+			valid[name] = on
+		}
+	}
+	// What can still fail is a gate that needs another one that is off.
+	if err := global.DeepCopy().SetFromMap(valid); err != nil {
+		errs = append(errs, fmt.Errorf("feature gates %v: %w", slices.Sorted(maps.Keys(valid)), err))
+	}
+	return errs
 }
 
 // checkTokenField reports whether v can stand in a field of the static
