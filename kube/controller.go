@@ -29,6 +29,7 @@ import (
 	"github.com/loam-dev/loam/domain/controller"
 	"github.com/loam-dev/loam/domain/owners"
 	domainsettings "github.com/loam-dev/loam/domain/settings"
+	"github.com/loam-dev/loam/domain/shard"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -38,6 +39,18 @@ import (
 // the App exits 1, and the pod campaigns again when it restarts. The
 // reconciles in flight are cancelled with it as their context's cause.
 var ErrLostLeadership = controller.ErrLostLeadership
+
+// ErrShardCount is what Serve returns when a sharded replica finds a
+// running replica of its controller with another Settings.Shards: their
+// shards' ranges overlap, so two replicas could reconcile one object at
+// once. The App exits 1. Stop every replica before changing the number.
+var ErrShardCount = controller.ErrShardCount
+
+// ErrSharedIdentity is what Serve returns when a sharded replica can't
+// announce itself within twice LeaseDuration and a RetryPeriod because
+// another running process holds its membership Lease: two replicas share
+// one Settings.LeaderElection.Identity. The App exits 1.
+var ErrSharedIdentity = controller.ErrSharedIdentity
 
 // Controller reconciles the objects of one resource: an app.Service, which
 // NewController or NewKindController builds and Init returns to app.Main.
@@ -268,6 +281,13 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		return nil, fmt.Errorf("kube: %w", err)
 	}
 	namespaces, setting := watchedNamespaces(settings)
+	var narrowing *informer.Narrowing
+	var narrow func([]int)
+	if settings.Shards > 0 {
+		// Until it holds a shard, the replica lists none.
+		narrowing = informer.NewNarrowing(shard.None)
+		narrow = func(held []int) { narrowing.Set(shard.Narrow(held, settings.Shards)) }
+	}
 	related := make([]informer.RelatedConfig, len(p.related))
 	for i, r := range p.related {
 		related[i] = r.cache.related(namespaces, r.mapping)
@@ -283,7 +303,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Owner:      owners.Owner{Group: t.gvr.Group, Kind: t.kind, Namespaced: t.scope == Namespaced},
 		Namespaces: namespaces, Resync: settings.Resync,
 		Related: related, Indexes: indexes, Recorder: tel.recorder, Logger: tel.logger,
-		Shared: cl.informers,
+		Shared: cl.informers, Narrowing: narrowing,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kube: controller %s: %w", settings.Name, err)
@@ -303,6 +323,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Elector:     elector,
 		Shards:      settings.Shards,
 		ShardLeases: shardLeases,
+		Narrow:      narrow,
 		Writer:      writer,
 		Handler:     h,
 		Recorder:    tel.recorder,

@@ -106,7 +106,7 @@ func (noRecorder) ReconcileCaused(context.Context, []ports.Cause, int)          
 func (noRecorder) LeaderElectionUnfenced(context.Context, time.Duration, time.Duration, time.Duration) {
 }
 func (noRecorder) MappingPanicked(context.Context, string, ports.Cause, *ports.Panic) {}
-func (noRecorder) ShardChanged(context.Context, ports.ShardChange, int, int) {}
+func (noRecorder) ShardChanged(context.Context, ports.ShardChange, int, int)          {}
 
 // fixedClock never moves, and counts the timers set on it, which never
 // fire.

@@ -36,8 +36,12 @@ type ShardLeases interface {
 	Holder() string
 	// Member returns the Elector of this replica's membership Lease.
 	Member() Elector
-	// Shard returns the Elector of shard i's Lease.
-	Shard(i int) Elector
+	// Shard returns the Elector of shard i's Lease. expired says whether
+	// the Lease as the Elector reads it, held by another, was seen
+	// unrenewed for its whole duration: the Elector takes such a Lease at
+	// once, with an update conditional on what it read, rather than
+	// watching it expire again itself.
+	Shard(i int, expired func(LeaseRecord) bool) Elector
 	// Start watches the controller's Leases until ctx is done or Stop is
 	// called, calling changed after each change it sees. changed must not
 	// block. Start is called once.

@@ -54,6 +54,9 @@ type Config struct {
 	// Recorder records the panics of Filters, which the informer
 	// recovers. It may be nil without Filters.
 	Recorder ports.Recorder
+	// Narrowing, when not nil, narrows a primary informer's lists and
+	// watches to the shards the replica holds. Other informers ignore it.
+	Narrowing *Narrowing
 }
 
 // tweak sets c's selectors in opts, the options of a list or a watch.

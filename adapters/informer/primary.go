@@ -67,6 +67,17 @@ func newPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 			return resource.Watch(ctx, opts)
 		},
 	}
+	if c.Narrowing != nil {
+		n := c.Narrowing.watcher()
+		list, open := lw.ListWithContextFunc, lw.WatchFuncWithContext
+		lw.ListWithContextFunc = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			n.list(&opts)
+			return list(ctx, opts)
+		}
+		lw.WatchFuncWithContext = func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return n.watch(ctx, gvr, opts, open)
+		}
+	}
 	// No example object: a watch through NewDynamicClient hands the
 	// informer *cached objects and a list *unstructured.Unstructured ones,
 	// which the transform makes *cached too, so the reflector must not

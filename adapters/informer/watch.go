@@ -61,6 +61,10 @@ type WatchConfig struct {
 	// and watches exactly what the Owns does, in place of an informer of
 	// its own. nil shares nothing.
 	Shared *Shared
+	// Narrowing, when not nil, narrows the reconciled resource's lists
+	// and watches to a sharded replica's shards; such a Watch offers its
+	// informers to no other, since they don't hold every object.
+	Narrowing *Narrowing
 }
 
 // OwnedConfig is one owned resource a controller watches.
@@ -131,13 +135,14 @@ func NewWatch(c WatchConfig) (*Watch, error) {
 	}
 	primary := cfg
 	primary.LabelSelector, primary.FieldSelector, primary.Filters = c.LabelSelector, c.FieldSelector, c.Filters
+	primary.Narrowing = c.Narrowing
 	w.config, w.indexes = primary, indexes
 	var err error
 	if w.primary, err = newPrimaryCache(c.Dynamic, c.Resource, c.Namespaces, primary, indexes...); err != nil {
 		return nil, err
 	}
 	w.offered = make([]*sharedEntry, len(w.primary.each))
-	if c.Shared != nil {
+	if c.Shared != nil && c.Narrowing == nil {
 		for i, ns := range watched(c.Namespaces) {
 			key := sharedKey{gvr: c.Resource, namespace: ns, labels: c.LabelSelector, fields: c.FieldSelector}
 			w.offered[i] = c.Shared.offer(key, w.primary.each[i].Informer())

@@ -42,6 +42,13 @@ type Config struct {
 	// Labels, when not nil, are set on the Lease each time the candidate
 	// creates, takes or renews it.
 	Labels map[string]string
+	// Expired, when not nil, says whether the Lease as a Get reads it has
+	// already been seen unrenewed for its whole duration, by an observer
+	// that watched it longer than this Elector: client-go's elector then
+	// takes it at once, instead of watching it for another LeaseDuration
+	// from its first Get. The take is still an update conditional on the
+	// Lease's resourceVersion, so a holder that renewed meanwhile keeps it.
+	Expired func(ports.LeaseRecord) bool
 }
 
 // Elector campaigns for one Lease. It implements ports.Elector.
@@ -112,6 +119,8 @@ func (e *Elector) Run(ctx context.Context, onStarted func(context.Context), onSt
 			Labels:     e.c.Labels,
 		},
 		beforeRelease: t.end,
+		expired:       e.c.Expired,
+		name:          e.c.Name,
 	}
 	le, err := leaderelection.NewLeaderElector(config(e.c, lock, leaderelection.LeaderCallbacks{
 		// client-go's own context for the leader ends only once its Run
@@ -174,10 +183,27 @@ func (t *term) end() {
 }
 
 // guardedLock is the Lease lock, which ends the term before it releases
-// the Lease: client-go releases a Lease by updating it with no holder.
+// the Lease: client-go releases a Lease by updating it with no holder. With
+// expired, it reads a Lease whose holder was seen to let it expire as held
+// by nobody, so client-go takes it.
 type guardedLock struct {
 	resourcelock.Interface
 	beforeRelease func()
+	expired       func(ports.LeaseRecord) bool
+	name          string
+}
+
+func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	r, raw, err := l.Interface.Get(ctx)
+	if err != nil || l.expired == nil || r.HolderIdentity == "" || r.HolderIdentity == l.Identity() {
+		return r, raw, err
+	}
+	if l.expired(ports.LeaseRecord{Name: l.name, Holder: r.HolderIdentity, Renewed: r.RenewTime.Time}) {
+		free := *r
+		free.HolderIdentity = ""
+		return &free, raw, nil
+	}
+	return r, raw, nil
 }
 
 func (l *guardedLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {

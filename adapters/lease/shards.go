@@ -55,8 +55,11 @@ type ShardsConfig struct {
 type Shards struct {
 	c      ShardsConfig
 	member *Elector
-	shards []*Elector
+	// shard is the Config of shard i's Elector but for its Name, Labels
+	// and Expired.
+	shard Config
 
+	labels   func(shard int) map[string]string
 	informer cache.SharedIndexInformer
 	mu       sync.Mutex
 	stop     context.CancelFunc
@@ -102,19 +105,8 @@ func NewShards(c ShardsConfig) (*Shards, error) {
 	if s.member, err = New(mc); err != nil {
 		errs = append(errs, err)
 	}
-	for i := range max(c.Count, 0) {
-		sc := base
-		sc.Name, sc.Labels = ShardLease(c.Name, i), labelsOf(i)
-		e, err := New(sc)
-		if err != nil {
-			// Every shard's Lease is checked alike: report the first.
-			if i == 0 {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		s.shards = append(s.shards, e)
-	}
+	s.shard = base
+	s.labels = labelsOf
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -142,8 +134,14 @@ func (s *Shards) Holder() string { return s.c.Identity + "_" + s.c.Incarnation }
 // Member returns the Elector of the replica's membership Lease.
 func (s *Shards) Member() ports.Elector { return s.member }
 
-// Shard returns the Elector of shard i's Lease.
-func (s *Shards) Shard(i int) ports.Elector { return s.shards[i] }
+// Shard returns the Elector of shard i's Lease, which takes at once a
+// Lease that expired says was seen to expire.
+func (s *Shards) Shard(i int, expired func(ports.LeaseRecord) bool) ports.Elector {
+	c := s.shard
+	c.Name, c.Labels, c.Expired = ShardLease(s.c.Name, i), s.labels(i), expired
+	// NewShards checked every field but these, which can't fail.
+	return &Elector{c: c}
+}
 
 // Start runs the watch of the controller's Leases, in a goroutine of its
 // own, until ctx is done or Stop is called, calling changed after each

@@ -63,6 +63,11 @@ type Config struct {
 	// ShardLeases are a sharded controller's Leases; nil when Shards is
 	// 0.
 	ShardLeases ports.ShardLeases
+	// Narrow, when not nil, is told the shards a sharded replica holds
+	// each time they change: after a shard is acquired, and after one is
+	// drained, so the Watch can narrow its list and watch to them. It must
+	// not block for long.
+	Narrow func(held []int)
 	// Writer applies statuses and the finalizer.
 	Writer ports.Writer
 	// Handler runs the end user's code.

@@ -41,6 +41,10 @@ type sharded struct {
 	// campaigns are the shards the replica campaigns for or holds.
 	campaigns map[int]*campaign
 	tracker   shard.Tracker
+	// seen is the latest Observation, which the campaigns' Electors read
+	// from their own goroutines.
+	seenMu sync.Mutex
+	seen   shard.Observation
 	// ended counts the campaigns' goroutines still running.
 	ended sync.WaitGroup
 }
@@ -112,6 +116,9 @@ func (c *Controller) shard(stop, background context.Context, w *crew, gate *shar
 	for {
 		now := c.c.Clock.Now()
 		obs := r.tracker.Observe(r.leases.Records(), c.c.Shards, now)
+		r.seenMu.Lock()
+		r.seen = obs
+		r.seenMu.Unlock()
 		if starting {
 			ok, err := r.started(obs)
 			if err != nil {
@@ -255,9 +262,10 @@ func (r *sharded) campaign(ctx context.Context, s int, p *campaign) {
 	defer close(p.done)
 	count := r.c.c.Shards
 	held, lost := false, false
-	r.leases.Shard(s).Run(ctx, func(leading context.Context) {
+	r.leases.Shard(s, r.expired).Run(ctx, func(leading context.Context) {
 		held = true
 		r.gate.hold(s)
+		r.narrow()
 		r.c.c.Recorder.ShardChanged(r.background, ports.ShardAcquired, s, count)
 		r.send(shardEvent{shard: s, change: ports.ShardAcquired})
 		r.c.c.Watch.Each(func(key ports.Key, uid string) {
@@ -269,9 +277,10 @@ func (r *sharded) campaign(ctx context.Context, s int, p *campaign) {
 		if ctx.Err() == nil {
 			lost = true
 			r.gate.drain(s, fmt.Errorf("shard %d of %d: %w", s, count, ErrLostLeadership))
-			return
+		} else {
+			r.gate.drain(s, nil)
 		}
-		r.gate.drain(s, nil)
+		r.narrow()
 	}, func() {})
 	switch {
 	case lost:
@@ -279,6 +288,21 @@ func (r *sharded) campaign(ctx context.Context, s int, p *campaign) {
 		r.send(shardEvent{shard: s, change: ports.ShardLost})
 	case held:
 		r.c.c.Recorder.ShardChanged(r.background, ports.ShardReleased, s, count)
+	}
+}
+
+// expired reports whether the replica saw the Lease as l reads unrenewed
+// for its whole duration.
+func (r *sharded) expired(l ports.LeaseRecord) bool {
+	r.seenMu.Lock()
+	defer r.seenMu.Unlock()
+	return r.seen.IsExpired(l)
+}
+
+// narrow tells Config.Narrow the shards the gate admits now.
+func (r *sharded) narrow() {
+	if r.c.c.Narrow != nil {
+		r.c.c.Narrow(r.gate.held())
 	}
 }
 

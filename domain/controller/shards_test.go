@@ -86,9 +86,9 @@ type leases struct {
 
 var _ ports.ShardLeases = (*leases)(nil)
 
-func (l *leases) Holder() string       { return l.holder }
+func (l *leases) Holder() string        { return l.holder }
 func (l *leases) Member() ports.Elector { return &leaseElector{l: l, name: "member-" + l.identity} }
-func (l *leases) Shard(i int) ports.Elector {
+func (l *leases) Shard(i int, _ func(ports.LeaseRecord) bool) ports.Elector {
 	return &leaseElector{l: l, name: "shard-" + strconv.Itoa(i)}
 }
 func (l *leases) Start(_ context.Context, changed func()) {
@@ -321,4 +321,3 @@ func TestShardedSharedIdentity(t *testing.T) {
 		require.Empty(t, srv.holder("shard-0"))
 	})
 }
-

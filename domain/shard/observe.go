@@ -39,9 +39,23 @@ type Observation struct {
 	// Mismatched are the live Leases whose holders run with another
 	// number of shards.
 	Mismatched []Mismatch
+	// Expired are the Leases with a holder that this replica saw
+	// unrenewed for their whole duration: a candidate may take them.
+	Expired []ports.LeaseRecord
 	// Next is when the earliest live Lease expires unless it is renewed:
 	// the moment to observe again. It is zero when no Lease is live.
 	Next time.Time
+}
+
+// IsExpired reports whether o counts r, a Lease as a candidate read it,
+// among the Expired: the same Lease, holder and renewal.
+func (o Observation) IsExpired(r ports.LeaseRecord) bool {
+	for _, e := range o.Expired {
+		if e.Name == r.Name && e.Holder == r.Holder && e.Renewed.Equal(r.Renewed) {
+			return true
+		}
+	}
+	return false
 }
 
 // Mismatch is a live Lease held by a replica that runs with another
@@ -73,7 +87,11 @@ func (t *Tracker) Observe(records []ports.LeaseRecord, count int, now time.Time)
 		}
 		t.seen[r.Name] = s
 		expires := s.at.Add(r.Duration)
-		if r.Holder == "" || !now.Before(expires) {
+		if r.Holder == "" {
+			continue
+		}
+		if !now.Before(expires) {
+			o.Expired = append(o.Expired, r)
 			continue
 		}
 		if o.Next.IsZero() || expires.Before(o.Next) {

@@ -76,11 +76,26 @@ func bound(i, count int) string {
 // Field is the field the shards hash, as a ShardSelector names it.
 const Field = "object.metadata.uid"
 
+// None is the ShardSelector of a replica that holds no shard: the range
+// of the one hash 0, since the API server reads an empty selector as
+// every object and refuses an empty range. An object whose uid hashes to
+// 0, one in 2⁶⁴, is sent, and the replica's own shard check skips it.
+const None = "shardRange(" + Field + ", '0x0000000000000000', '0x0000000000000001')"
+
+// Narrow returns the ShardSelector of a replica that holds shards, of
+// count: Selector's, or None when it holds none.
+func Narrow(shards []int, count int) string {
+	if s := Selector(shards, count); s != "" {
+		return s
+	}
+	return None
+}
+
 // Selector returns the ShardSelector of a list or watch that sends only
 // the objects of shards, of count: the OR of their ranges, with adjacent
 // shards merged into one range, in ascending order. It returns "" for no
 // shard, which a caller must not send: the API server reads "" as every
-// object.
+// object; Narrow sends None instead.
 func Selector(shards []int, count int) string {
 	held := make([]bool, count+1)
 	for _, s := range shards {

@@ -1472,17 +1472,17 @@ func (c *MockShardLeasesRecordsCall) DoAndReturn(f func() []ports.LeaseRecord) *
 }
 
 // Shard mocks base method.
-func (m *MockShardLeases) Shard(i int) ports.Elector {
+func (m *MockShardLeases) Shard(i int, expired func(ports.LeaseRecord) bool) ports.Elector {
 	m.ctrl.T.Helper()
-	ret := m.ctrl.Call(m, "Shard", i)
+	ret := m.ctrl.Call(m, "Shard", i, expired)
 	ret0, _ := ret[0].(ports.Elector)
 	return ret0
 }
 
 // Shard indicates an expected call of Shard.
-func (mr *MockShardLeasesMockRecorder) Shard(i any) *MockShardLeasesShardCall {
+func (mr *MockShardLeasesMockRecorder) Shard(i, expired any) *MockShardLeasesShardCall {
 	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Shard", reflect.TypeOf((*MockShardLeases)(nil).Shard), i)
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Shard", reflect.TypeOf((*MockShardLeases)(nil).Shard), i, expired)
 	return &MockShardLeasesShardCall{Call: call}
 }
 
@@ -1498,13 +1498,13 @@ func (c *MockShardLeasesShardCall) Return(arg0 ports.Elector) *MockShardLeasesSh
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockShardLeasesShardCall) Do(f func(int) ports.Elector) *MockShardLeasesShardCall {
+func (c *MockShardLeasesShardCall) Do(f func(int, func(ports.LeaseRecord) bool) ports.Elector) *MockShardLeasesShardCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockShardLeasesShardCall) DoAndReturn(f func(int) ports.Elector) *MockShardLeasesShardCall {
+func (c *MockShardLeasesShardCall) DoAndReturn(f func(int, func(ports.LeaseRecord) bool) ports.Elector) *MockShardLeasesShardCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
