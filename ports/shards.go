@@ -42,6 +42,10 @@ type ShardLeases interface {
 	// once, with an update conditional on what it read, rather than
 	// watching it expire again itself.
 	Shard(i int, expired func(LeaseRecord) bool) Elector
+	// Check lists the controller's Leases once, with a limit of 1, and
+	// returns an error naming them when they can't be listed, such as
+	// when RBAC doesn't let the replica list or watch Leases.
+	Check(ctx context.Context) error
 	// Start watches the controller's Leases until ctx is done or Stop is
 	// called, calling changed after each change it sees. changed must not
 	// block. Start is called once.

@@ -60,6 +60,7 @@ type Shards struct {
 	shard Config
 
 	labels   func(shard int) map[string]string
+	selector string
 	informer cache.SharedIndexInformer
 	mu       sync.Mutex
 	stop     context.CancelFunc
@@ -112,6 +113,7 @@ func NewShards(c ShardsConfig) (*Shards, error) {
 	}
 	leases := c.Client.Leases(c.Namespace)
 	selector := labels.Set{ControllerLabel: c.Name}.AsSelector().String()
+	s.selector = selector
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector = selector
@@ -141,6 +143,16 @@ func (s *Shards) Shard(i int, expired func(ports.LeaseRecord) bool) ports.Electo
 	c.Name, c.Labels, c.Expired = ShardLease(s.c.Name, i), s.labels(i), expired
 	// NewShards checked every field but these, which can't fail.
 	return &Elector{c: c}
+}
+
+// Check lists the controller's Leases once, with a limit of 1, and fails
+// naming them, and their namespace, when they can't be listed.
+func (s *Shards) Check(ctx context.Context) error {
+	_, err := s.c.Client.Leases(s.c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: s.selector, Limit: 1})
+	if err != nil {
+		return fmt.Errorf("listing the Leases of controller %s in namespace %s: %w", s.c.Name, s.c.Namespace, err)
+	}
+	return nil
 }
 
 // Start runs the watch of the controller's Leases, in a goroutine of its

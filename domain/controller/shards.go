@@ -80,6 +80,12 @@ func (c *Controller) shard(stop, background context.Context, w *crew, gate *shar
 		default:
 		}
 	}
+	if err := r.leases.Check(stop); err != nil {
+		if stop.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("controller %s: %w", c.c.Name, err)
+	}
 	r.leases.Start(background, poke)
 	defer r.leases.Stop()
 	if !r.leases.WaitForSync(stop) {

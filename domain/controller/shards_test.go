@@ -97,6 +97,7 @@ func (l *leases) Start(_ context.Context, changed func()) {
 	l.srv.watches = append(l.srv.watches, changed)
 }
 func (l *leases) WaitForSync(context.Context) bool { return true }
+func (l *leases) Check(context.Context) error      { return nil }
 func (l *leases) Stop()                            {}
 
 func (l *leases) Records() []ports.LeaseRecord {

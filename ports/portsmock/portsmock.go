@@ -1357,6 +1357,44 @@ func (m *MockShardLeases) EXPECT() *MockShardLeasesMockRecorder {
 	return m.recorder
 }
 
+// Check mocks base method.
+func (m *MockShardLeases) Check(ctx context.Context) error {
+	m.ctrl.T.Helper()
+	ret := m.ctrl.Call(m, "Check", ctx)
+	ret0, _ := ret[0].(error)
+	return ret0
+}
+
+// Check indicates an expected call of Check.
+func (mr *MockShardLeasesMockRecorder) Check(ctx any) *MockShardLeasesCheckCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Check", reflect.TypeOf((*MockShardLeases)(nil).Check), ctx)
+	return &MockShardLeasesCheckCall{Call: call}
+}
+
+// MockShardLeasesCheckCall wrap *gomock.Call
+type MockShardLeasesCheckCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockShardLeasesCheckCall) Return(arg0 error) *MockShardLeasesCheckCall {
+	c.Call = c.Call.Return(arg0)
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockShardLeasesCheckCall) Do(f func(context.Context) error) *MockShardLeasesCheckCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockShardLeasesCheckCall) DoAndReturn(f func(context.Context) error) *MockShardLeasesCheckCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // Holder mocks base method.
 func (m *MockShardLeases) Holder() string {
 	m.ctrl.T.Helper()
