@@ -1,0 +1,229 @@
+package sharded
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/domain/shard"
+	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/controllerapp"
+	"github.com/loam-dev/loam/kubetest/wait"
+)
+
+// A Tile is what the sharded controllers reconcile: a number in its spec,
+// and a status saying which generation the controller last saw.
+type tileSpec struct {
+	Value int64 `json:"value"`
+}
+
+type tileStatus struct {
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+var tiles = kube.Resource[tileSpec, tileStatus]{
+	Group: "sharded.kubetest.loam.dev", Version: "v1", Kind: "Tile", Plural: "tiles", Scope: kube.Namespaced,
+}
+
+const tileController = "tile-controller"
+
+// watchCounter counts, from the watch streams of Tiles a replica's
+// requests open through a Proxy, the uids of the objects whose events
+// reached the replica.
+type watchCounter struct {
+	mu   sync.Mutex
+	uids map[string]int
+}
+
+func newWatchCounter() *watchCounter { return &watchCounter{uids: map[string]int{}} }
+
+// inspect passes every request on, reading the events of each watch of
+// Tiles as the API server streams them.
+func (c *watchCounter) inspect(rw http.ResponseWriter, r *http.Request, next http.Handler) {
+	if r.URL.Query().Get("watch") != "true" || !strings.Contains(r.URL.Path, "/"+tiles.Plural) {
+		next.ServeHTTP(rw, r)
+		return
+	}
+	next.ServeHTTP(&eventReader{ResponseWriter: rw, seen: c.seen}, r)
+}
+
+func (c *watchCounter) seen(uid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.uids[uid]++
+}
+
+// reset forgets what was counted.
+func (c *watchCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.uids = map[string]int{}
+}
+
+func (c *watchCounter) counted() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.uids))
+	for k, v := range c.uids {
+		out[k] = v
+	}
+	return out
+}
+
+// eventReader is a watch's ResponseWriter that decodes the JSON events
+// the API server writes, one a line, and tells seen each object's uid.
+type eventReader struct {
+	http.ResponseWriter
+	buf  []byte
+	seen func(uid string)
+}
+
+func (e *eventReader) Write(p []byte) (int, error) {
+	e.buf = append(e.buf, p...)
+	for {
+		i := bytes.IndexByte(e.buf, '\n')
+		if i < 0 {
+			break
+		}
+		var ev struct {
+			Type   string `json:"type"`
+			Object struct {
+				Metadata struct {
+					UID string `json:"uid"`
+				} `json:"metadata"`
+			} `json:"object"`
+		}
+		if json.Unmarshal(e.buf[:i], &ev) == nil && ev.Type != "BOOKMARK" && ev.Object.Metadata.UID != "" {
+			e.seen(ev.Object.Metadata.UID)
+		}
+		e.buf = e.buf[i+1:]
+	}
+	return e.ResponseWriter.Write(p)
+}
+
+func (e *eventReader) Flush() {
+	if f, ok := e.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// TestShardedWatchesCarryOnlyTheirShards runs two replicas of a Tile
+// controller with 4 shards, each through a proxy that reads its watches,
+// with the gate on. Once they hold two shards each, 200 Tiles are created:
+// every Tile is reconciled, and the events of each reached exactly one
+// replica, the one holding its shard: the API server sends each replica
+// only its shards' objects.
+func TestShardedWatchesCarryOnlyTheirShards(t *testing.T) {
+	const objects, shards = 200, 4
+	c := cluster.Cluster(t)
+	crd, err := tiles.CRD()
+	require.NoError(t, err)
+	require.NoError(t, c.InstallCRDs(t.Context(), crd))
+	ns := c.Namespace(t)
+	k, err := kubernetes.NewForConfig(c.RESTConfig())
+	require.NoError(t, err)
+	d, err := dynamic.NewForConfig(c.RESTConfig())
+	require.NoError(t, err)
+
+	counters := map[string]*watchCounter{}
+	var apps []wait.Watched
+	for _, id := range []string{"pod-0", "pod-1"} {
+		counter := newWatchCounter()
+		counters[id] = counter
+		conn := c.Proxy(t, counter.inspect).Connection()
+		conn.Token = c.Connection().Token
+		s := kube.DefaultSettings()
+		s.Name, s.Namespace, s.Shards, s.Workers = tileController, ns, shards, 2
+		s.LeaderElection.Namespace, s.LeaderElection.Identity = ns, id
+		s.LeaderElection.LeaseDuration, s.LeaderElection.RenewDeadline, s.LeaderElection.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+		a, _ := controllerapp.Start(t, conn, func(s2 *app.Setup, client *kube.Client) (*kube.Controller, error) {
+			return kube.NewController(s2, client, s, tiles, kube.ReconcilerFunc[tileSpec, tileStatus](
+				func(_ context.Context, o kube.Object[tileSpec, tileStatus]) (kube.Result[tileStatus], error) {
+					return kube.Result[tileStatus]{Status: &tileStatus{ObservedGeneration: o.Generation}}, nil
+				}))
+		}, app.WithHost(app.Host{Network: &apptest.Switch{}}))
+		apps = append(apps, wait.App(a))
+	}
+
+	holders := func() map[int]string {
+		list, err := k.CoordinationV1().Leases(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "loam.dev/controller=" + tileController})
+		require.NoError(t, err)
+		out := map[int]string{}
+		for _, l := range list.Items {
+			var i int
+			if _, err := fmt.Sscan(l.Labels["loam.dev/shard"], &i); err != nil {
+				continue
+			}
+			if id, _, _ := strings.Cut(ptr.Deref(l.Spec.HolderIdentity, ""), "_"); id != "" {
+				out[i] = id
+			}
+		}
+		return out
+	}
+	var held map[int]string
+	wait.For(t, time.Minute, func() bool {
+		held = holders()
+		per := map[string]int{}
+		for _, id := range held {
+			per[id]++
+		}
+		return len(held) == shards && per["pod-0"] == 2 && per["pod-1"] == 2
+	}, "the shards never spread over both replicas", apps...)
+	for _, counter := range counters {
+		counter.reset()
+	}
+
+	uids := map[string]string{}
+	for i := range objects {
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": tiles.Group + "/" + tiles.Version, "kind": tiles.Kind,
+			"metadata": map[string]any{"namespace": ns, "name": fmt.Sprintf("t%03d", i)},
+			"spec":     map[string]any{"value": int64(i)},
+		}}
+		created, err := d.Resource(tiles.GVR()).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
+		require.NoError(t, err)
+		uids[string(created.GetUID())] = created.GetName()
+	}
+	wait.For(t, time.Minute, func() bool {
+		list, err := d.Resource(tiles.GVR()).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, u := range list.Items {
+			if g, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); g != u.GetGeneration() {
+				return false
+			}
+		}
+		return len(list.Items) == objects
+	}, "not every Tile was reconciled", apps...)
+	require.Equal(t, held, holders(), "the shards stayed where they were")
+
+	for uid, name := range uids {
+		owner := held[shard.Of(uid, shards)]
+		for id, counter := range counters {
+			n := counter.counted()[uid]
+			if id == owner {
+				// Its creation, and the status write that reconciled it.
+				require.Positive(t, n, "%s: its shard is %s's, whose watch never carried it", name, owner)
+			} else {
+				require.Zero(t, n, "%s: its shard is %s's, yet %s's watch carried it %d times", name, owner, id, n)
+			}
+		}
+	}
+	for id, counter := range counters {
+		t.Logf("figure: | replica %s | shards %v | objects whose events its watch carried | %d of %d |", id, held, len(counter.counted()), objects)
+	}
+}
