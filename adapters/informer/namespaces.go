@@ -161,7 +161,7 @@ func (p *PrimaryCache) indexKeys(name string, key ports.Key) []ports.Key {
 // eachObject calls f with the key and uid of every cached object, namespace
 // by namespace.
 func (p *PrimaryCache) eachObject(f func(key ports.Key, uid string)) {
-	for _, one := range p.spread.each {
+	for _, one := range p.each {
 		for _, item := range one.informer.GetStore().List() {
 			if c, ok := item.(*cached); ok {
 				f(ports.Key{Namespace: c.namespace, Name: c.name}, string(c.uid))

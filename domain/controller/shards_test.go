@@ -174,8 +174,7 @@ func objectOf(prefix string, s, count int) string {
 // controller with count shards on srv's Leases.
 func newShardedRig(t *testing.T, srv *leaseServer, count int) *rig {
 	t.Helper()
-	var r *rig
-	r = newRig(t, 2, func(c *controller.Config) {
+	r := newRig(t, 2, func(c *controller.Config) {
 		c.Elector = nil
 		c.Shards = count
 		c.ShardLeases = &leases{srv: srv, identity: "a", holder: "a_1", count: count}
