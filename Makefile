@@ -21,7 +21,7 @@ MODULES := . kubetest examples benchmarks examples/cloudtoken
 TESTFLAGS ?= -race -count=1
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: scale chaos compare fuzz demo image webhook-certs test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test examples-test cloudtoken-test benchmarks-test tools bench
+.PHONY: scale shards chaos compare fuzz demo image webhook-certs test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test examples-test cloudtoken-test benchmarks-test tools bench
 
 # The demo: a Kubernetes API server in-process, the Memcached operator
 # against it, and a failure-injection experiment; about 20s once built, and
@@ -144,6 +144,13 @@ scale:
 COMPARE_ARGS ?= -n 5000 -w 4 -r 3
 compare:
 	cd benchmarks && go run ./cmd/compare $(COMPARE_ARGS)
+
+# What sharding changes per replica, with the API server's sharded list
+# and watch on (docs/performance.md, "Sharding"): N = 10,000 Tiles, three
+# interleaved runs of each configuration. SHARDS_ARGS overrides the flags.
+SHARDS_ARGS ?= -sharded.n=10000 -sharded.repeat=3
+shards:
+	cd kubetest && go test -count=1 -timeout 120m -v -run TestShardedMeasure ./sharded -args $(SHARDS_ARGS)
 
 # The chaos suite of docs/reliability.md at full size; `make test` runs it
 # with bounded sizes.

@@ -22,6 +22,7 @@ import (
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/domain/shard"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/internal/controllerapp"
 	"github.com/loam-dev/loam/kubetest/wait"
 )
@@ -130,51 +131,18 @@ func (e *eventReader) Flush() {
 // only its shards' objects.
 func TestShardedWatchesCarryOnlyTheirShards(t *testing.T) {
 	const objects, shards = 200, 4
-	c := cluster.Cluster(t)
-	crd, err := tiles.CRD()
-	require.NoError(t, err)
-	require.NoError(t, c.InstallCRDs(t.Context(), crd))
+	c, k, d := tileCluster(t)
 	ns := c.Namespace(t)
-	k, err := kubernetes.NewForConfig(c.RESTConfig())
-	require.NoError(t, err)
-	d, err := dynamic.NewForConfig(c.RESTConfig())
-	require.NoError(t, err)
 
 	counters := map[string]*watchCounter{}
 	var apps []wait.Watched
 	for _, id := range []string{"pod-0", "pod-1"} {
-		counter := newWatchCounter()
-		counters[id] = counter
-		conn := c.Proxy(t, counter.inspect).Connection()
-		conn.Token = c.Connection().Token
-		s := kube.DefaultSettings()
-		s.Name, s.Namespace, s.Shards, s.Workers = tileController, ns, shards, 2
-		s.LeaderElection.Namespace, s.LeaderElection.Identity = ns, id
-		s.LeaderElection.LeaseDuration, s.LeaderElection.RenewDeadline, s.LeaderElection.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
-		a, _ := controllerapp.Start(t, conn, func(s2 *app.Setup, client *kube.Client) (*kube.Controller, error) {
-			return kube.NewController(s2, client, s, tiles, kube.ReconcilerFunc[tileSpec, tileStatus](
-				func(_ context.Context, o kube.Object[tileSpec, tileStatus]) (kube.Result[tileStatus], error) {
-					return kube.Result[tileStatus]{Status: &tileStatus{ObservedGeneration: o.Generation}}, nil
-				}))
-		}, app.WithHost(app.Host{Network: &apptest.Switch{}}))
-		apps = append(apps, wait.App(a))
+		r := startTiles(t, c, ns, id, shards, 2, 0)
+		counters[id] = r.counter
+		apps = append(apps, r.app)
 	}
 
-	holders := func() map[int]string {
-		list, err := k.CoordinationV1().Leases(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "loam.dev/controller=" + tileController})
-		require.NoError(t, err)
-		out := map[int]string{}
-		for _, l := range list.Items {
-			var i int
-			if _, err := fmt.Sscan(l.Labels["loam.dev/shard"], &i); err != nil {
-				continue
-			}
-			if id, _, _ := strings.Cut(ptr.Deref(l.Spec.HolderIdentity, ""), "_"); id != "" {
-				out[i] = id
-			}
-		}
-		return out
-	}
+	holders := func() map[int]string { return tileHolders(t, k, ns) }
 	var held map[int]string
 	wait.For(t, time.Minute, func() bool {
 		held = holders()
@@ -188,27 +156,8 @@ func TestShardedWatchesCarryOnlyTheirShards(t *testing.T) {
 		counter.reset()
 	}
 
-	uids := map[string]string{}
-	for i := range objects {
-		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": tiles.Group + "/" + tiles.Version, "kind": tiles.Kind,
-			"metadata": map[string]any{"namespace": ns, "name": fmt.Sprintf("t%03d", i)},
-			"spec":     map[string]any{"value": int64(i)},
-		}}
-		created, err := d.Resource(tiles.GVR()).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
-		require.NoError(t, err)
-		uids[string(created.GetUID())] = created.GetName()
-	}
-	wait.For(t, time.Minute, func() bool {
-		list, err := d.Resource(tiles.GVR()).Namespace(ns).List(t.Context(), metav1.ListOptions{})
-		require.NoError(t, err)
-		for _, u := range list.Items {
-			if g, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); g != u.GetGeneration() {
-				return false
-			}
-		}
-		return len(list.Items) == objects
-	}, "not every Tile was reconciled", apps...)
+	uids := createTiles(t, d, ns, objects)
+	waitReconciled(t, d, ns, objects, time.Minute, apps)
 	require.Equal(t, held, holders(), "the shards stayed where they were")
 
 	for uid, name := range uids {
@@ -226,4 +175,126 @@ func TestShardedWatchesCarryOnlyTheirShards(t *testing.T) {
 	for id, counter := range counters {
 		t.Logf("figure: | replica %s | shards %v | objects whose events its watch carried | %d of %d |", id, held, len(counter.counted()), objects)
 	}
+}
+
+// tileReplica is one replica of the Tile controller, and what its watches
+// carried.
+type tileReplica struct {
+	app     wait.Watched
+	stop    func() int
+	counter *watchCounter
+}
+
+// startTiles runs replica id of the Tile controller in ns, with shards
+// shards (0 for leader election) and workers workers, through a proxy that
+// counts what its watches carry. Its Reconciler waits pause, as a call to
+// an outside system would, and writes the status.
+func startTiles(t *testing.T, c *kubetest.Cluster, ns, id string, shards, workers int, pause time.Duration) tileReplica {
+	t.Helper()
+	counter := newWatchCounter()
+	conn := c.Proxy(t, counter.inspect).Connection()
+	conn.Token = c.Connection().Token
+	s := kube.DefaultSettings()
+	s.Name, s.Namespace, s.Shards, s.Workers = tileController, ns, shards, workers
+	s.LeaderElection.Namespace, s.LeaderElection.Identity = ns, id
+	s.LeaderElection.LeaseDuration, s.LeaderElection.RenewDeadline, s.LeaderElection.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+	a, _ := controllerapp.Start(t, conn, func(setup *app.Setup, client *kube.Client) (*kube.Controller, error) {
+		return kube.NewController(setup, client, s, tiles, kube.ReconcilerFunc[tileSpec, tileStatus](
+			func(ctx context.Context, o kube.Object[tileSpec, tileStatus]) (kube.Result[tileStatus], error) {
+				if pause > 0 {
+					select {
+					case <-ctx.Done():
+						return kube.Result[tileStatus]{}, ctx.Err()
+					case <-time.After(pause):
+					}
+				}
+				return kube.Result[tileStatus]{Status: &tileStatus{ObservedGeneration: o.Generation}}, nil
+			}))
+	}, app.WithHost(app.Host{Network: &apptest.Switch{}}))
+	return tileReplica{app: wait.App(a), stop: a.Stop, counter: counter}
+}
+
+// tileHolders returns the identity holding each shard's Lease of the Tile
+// controller in ns; a shard nobody holds is missing.
+func tileHolders(t *testing.T, k kubernetes.Interface, ns string) map[int]string {
+	t.Helper()
+	list, err := k.CoordinationV1().Leases(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "loam.dev/controller=" + tileController})
+	require.NoError(t, err)
+	out := map[int]string{}
+	for _, l := range list.Items {
+		var i int
+		if _, err := fmt.Sscan(l.Labels["loam.dev/shard"], &i); err != nil {
+			continue
+		}
+		if id, _, _ := strings.Cut(ptr.Deref(l.Spec.HolderIdentity, ""), "_"); id != "" {
+			out[i] = id
+		}
+	}
+	return out
+}
+
+// createTiles creates n Tiles in ns, from 16 goroutines, and returns
+// their names by uid.
+func createTiles(t *testing.T, d dynamic.Interface, ns string, n int) map[string]string {
+	t.Helper()
+	var mu sync.Mutex
+	uids := map[string]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				u := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": tiles.Group + "/" + tiles.Version, "kind": tiles.Kind,
+					"metadata": map[string]any{"namespace": ns, "name": fmt.Sprintf("t%05d", i)},
+					"spec":     map[string]any{"value": int64(i)},
+				}}
+				created, err := d.Resource(tiles.GVR()).Namespace(ns).Create(t.Context(), u, metav1.CreateOptions{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				uids[string(created.GetUID())] = created.GetName()
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	return uids
+}
+
+// waitReconciled waits until every one of the n Tiles of ns has a status
+// that observed its generation, and returns when they did.
+func waitReconciled(t *testing.T, d dynamic.Interface, ns string, n int, within time.Duration, apps []wait.Watched) time.Time {
+	t.Helper()
+	return wait.For(t, within, func() bool {
+		list, err := d.Resource(tiles.GVR()).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+		require.NoError(t, err)
+		for _, u := range list.Items {
+			if g, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); g != u.GetGeneration() {
+				return false
+			}
+		}
+		return len(list.Items) == n
+	}, "not every Tile was reconciled", apps...)
+}
+
+// tileCluster returns the package's cluster with the Tile CRD installed,
+// and the test's clients of it.
+func tileCluster(t *testing.T) (*kubetest.Cluster, kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
+	c := cluster.Cluster(t)
+	crd, err := tiles.CRD()
+	require.NoError(t, err)
+	require.NoError(t, c.InstallCRDs(t.Context(), crd))
+	k, err := kubernetes.NewForConfig(c.RESTConfig())
+	require.NoError(t, err)
+	d, err := dynamic.NewForConfig(c.RESTConfig())
+	require.NoError(t, err)
+	return c, k, d
 }

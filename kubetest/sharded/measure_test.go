@@ -1,0 +1,165 @@
+package sharded
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/loam-dev/loam/kubetest/wait"
+)
+
+var (
+	flagN      = flag.Int("sharded.n", 200, "objects the sharding measurement creates (make shards: 10000)")
+	flagW      = flag.Int("sharded.w", 4, "workers of each replica in the sharding measurement")
+	flagPause  = flag.Duration("sharded.pause", 50*time.Millisecond, "what each reconcile of the throughput runs waits, as a call to an outside system would")
+	flagRepeat = flag.Int("sharded.repeat", 1, "how many times the sharding measurement runs each configuration, interleaved")
+)
+
+// measureShards is the measurement's number of shards.
+const measureShards = 8
+
+// run is one configuration of the measurement: replicas replicas of
+// workers workers each, sharded or not, whose reconciles wait pause.
+type run struct {
+	replicas, workers int
+	sharded           bool
+	pause             time.Duration
+}
+
+func (r run) String() string {
+	mode := "leader election"
+	if r.sharded {
+		mode = fmt.Sprintf("%d shards", measureShards)
+	}
+	return fmt.Sprintf("%d × %d workers, %s, reconcile %v", r.replicas, r.workers, mode, r.pause)
+}
+
+// result is what one run measured: how long the N objects took to be
+// reconciled, from the first create, and, for each replica, how many
+// objects and events its watches carried.
+type result struct {
+	took    time.Duration
+	objects []int
+	events  []int
+}
+
+// TestShardedMeasure measures what sharding changes per replica, with the
+// gate on, for docs/performance.md: R = 1, 2 and 4 replicas of a Tile
+// controller whose reconciles take no time, each replica's watches
+// counted (the objects they carried are what its primary cache holds);
+// and, with reconciles that wait -sharded.pause, the time N objects take
+// to converge on R sharded replicas of W workers, on one replica of R×W
+// workers (the baseline sharding must not lose to) and of W. The runs are
+// interleaved, -sharded.repeat times; each row is the median and the
+// spread. `make test` runs it at N = 200, once; `make shards` at 10,000.
+func TestShardedMeasure(t *testing.T) {
+	n, w := *flagN, *flagW
+	c, k, d := tileCluster(t)
+	runs := []run{
+		{1, w, true, 0}, {2, w, true, 0}, {4, w, true, 0},
+		{1, w, false, *flagPause}, {2, w, true, *flagPause}, {1, 2 * w, false, *flagPause},
+		{4, w, true, *flagPause}, {1, 4 * w, false, *flagPause},
+	}
+	results := make([][]result, len(runs))
+	for range *flagRepeat {
+		for i, r := range runs {
+			ns := c.Namespace(t)
+			shards := 0
+			if r.sharded {
+				shards = measureShards
+			}
+			var replicas []tileReplica
+			var apps []wait.Watched
+			for j := range r.replicas {
+				rep := startTiles(t, c, ns, fmt.Sprintf("pod-%d", j), shards, r.workers, r.pause)
+				replicas = append(replicas, rep)
+				apps = append(apps, rep.app)
+			}
+			if r.sharded {
+				wait.For(t, 2*time.Minute, func() bool {
+					per := map[string]int{}
+					held := tileHolders(t, k, ns)
+					for _, id := range held {
+						per[id]++
+					}
+					return len(held) == measureShards && len(per) == min(r.replicas, measureShards) &&
+						!slices.ContainsFunc(mapValues(per), func(v int) bool { return v > (measureShards+r.replicas-1)/r.replicas })
+				}, r.String()+": the shards never spread", apps...)
+			}
+			for _, rep := range replicas {
+				rep.counter.reset()
+			}
+			start := time.Now()
+			createTiles(t, d, ns, n)
+			done := waitReconciled(t, d, ns, n, 30*time.Minute, apps)
+			res := result{took: done.Sub(start)}
+			for _, rep := range replicas {
+				counted := rep.counter.counted()
+				events := 0
+				for _, e := range counted {
+					events += e
+				}
+				res.objects = append(res.objects, len(counted))
+				res.events = append(res.events, events)
+			}
+			for _, rep := range replicas {
+				require.Equal(t, 0, rep.stop(), "%s: a replica exits 0 on SIGTERM", r)
+			}
+			results[i] = append(results[i], res)
+		}
+	}
+
+	t.Logf("figure: N = %d, W = %d, %d runs of each, interleaved; median (min–max)", n, w, *flagRepeat)
+	t.Logf("figure: | run | per replica: objects its watches carried | per replica: events | converged in |")
+	t.Logf("figure: | --- | --- | --- | --- |")
+	for i, r := range runs {
+		var took []time.Duration
+		var objects, events []int
+		for _, res := range results[i] {
+			took = append(took, res.took)
+			objects = append(objects, res.objects...)
+			events = append(events, res.events...)
+		}
+		t.Logf("figure: | %s | %s | %s | %s |", r, spreadInts(objects), spreadInts(events), spreadDurations(took))
+	}
+}
+
+func mapValues(m map[string]int) []int {
+	out := make([]int, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// spreadInts returns the median of vs, and their range.
+func spreadInts(vs []int) string {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return "-"
+	}
+	if s[0] == s[len(s)-1] {
+		return fmt.Sprint(s[0])
+	}
+	return fmt.Sprintf("%d (%d–%d)", s[len(s)/2], s[0], s[len(s)-1])
+}
+
+// spreadDurations returns the median of ds, and their range.
+func spreadDurations(ds []time.Duration) string {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return "-"
+	}
+	round := func(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
+	if len(s) == 1 {
+		return round(s[0])
+	}
+	return strings.Join([]string{round(s[len(s)/2]), " (", round(s[0]), "–", round(s[len(s)-1]), ")"}, "")
+}
