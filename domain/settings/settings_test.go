@@ -85,6 +85,36 @@ func TestValidate(t *testing.T) {
 		}, nil},
 		{"a slow, narrow retry bucket", func(s *settings.Settings) { s.RetryRate, s.RetryBurst = 0.5, 1 }, nil},
 		{"failure events off", func(s *settings.Settings) { s.FailureEvents = settings.FailureEventsOff }, nil},
+		{"sharded", func(s *settings.Settings) { s.Shards = 8 }, nil},
+		{"one shard", func(s *settings.Settings) { s.Shards = 1 }, nil},
+		{
+			"shards not a power of two",
+			func(s *settings.Settings) { s.Shards = 6 },
+			[]string{"kube: Settings.Shards: is 6: want a power of two from 1 to 256 (or 0, for no sharding)"},
+		},
+		{
+			"too many shards",
+			func(s *settings.Settings) { s.Shards = 512 },
+			[]string{"kube: Settings.Shards: is 512: want a power of two from 1 to 256 (or 0, for no sharding)"},
+		},
+		{
+			"sharded, with an identity no Lease can be named after and a name too long for a label",
+			func(s *settings.Settings) {
+				s.Shards = 4
+				s.Name = strings.Repeat("m", 64)
+				s.LeaderElection.Identity = "Pod 0"
+			},
+			[]string{
+				`kube: Settings.Name: "` + strings.Repeat("m", 64) + `" is 64 characters long: a sharded controller's Leases carry it as a label, which has at most 63`,
+				`kube: Settings.LeaderElection.Identity: "Pod 0" names the replica's membership Lease "` + strings.Repeat("m", 64) + `-member-Pod 0", which is not a Lease's name: ` +
+					`a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+			},
+		},
+		{
+			"the same identity, unsharded, is fine",
+			func(s *settings.Settings) { s.LeaderElection.Identity = "Pod 0" },
+			nil,
+		},
 		{
 			"failure events neither on nor off",
 			func(s *settings.Settings) { s.FailureEvents = 7 },
