@@ -107,7 +107,7 @@ func TestValidate(t *testing.T) {
 			[]string{
 				`kube: Settings.Name: "` + strings.Repeat("m", 64) + `" is 64 characters long: a sharded controller's Leases carry it as a label, which has at most 63`,
 				`kube: Settings.LeaderElection.Identity: "Pod 0" names the replica's membership Lease "` + strings.Repeat("m", 64) + `-member-Pod 0", which is not a Lease's name: ` +
-					`a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+					`a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
 			},
 		},
 		{
