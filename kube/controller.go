@@ -55,8 +55,10 @@ var ErrSharedIdentity = controller.ErrSharedIdentity
 // Controller reconciles the objects of one resource: an app.Service, which
 // NewController or NewKindController builds and Init returns to app.Main.
 // Every replica lists and watches; the one that holds the Lease named
-// Settings.Name reconciles. Its runtime is domain/controller's; the
-// Controller names it and reports its errors as kube's.
+// Settings.Name reconciles, or, with Settings.Shards, each replica
+// reconciles the objects of the shards whose Leases it holds. Its runtime
+// is domain/controller's; the Controller names it and reports its errors
+// as kube's.
 type Controller struct {
 	name    string
 	gvr     schema.GroupVersionResource
@@ -458,7 +460,9 @@ func (c *Controller) String() string {
 
 // Synced returns a Monitor that is unhealthy until the Controller's
 // caches have synced, and healthy from then until Serve returns, on every
-// replica, leader or not. It goes in the readiness of whatever serves the
+// replica, leader or not; a sharded replica is healthy once its caches
+// have synced and it has announced itself, whether or not it holds a
+// shard yet. It goes in the readiness of whatever serves the
 // pod's probes. It may be called before Serve, and its Monitor never
 // returns an error.
 func (c *Controller) Synced() health.Monitor { return c.synced }
@@ -478,7 +482,17 @@ func (c *Controller) Synced() health.Monitor { return c.synced }
 // whose options say so watches its own namespaces, or every one), waits
 // for all their caches to sync, Caches' included, and campaigns for the
 // Lease. The leader's Settings.Workers workers reconcile; a standby keeps
-// its caches warm.
+// its caches warm. A sharded Controller (Settings.Shards) instead lists
+// its Leases, failing as above when it can't, announces the replica in a
+// Lease of its own, and campaigns for its share of the shards' Leases;
+// its workers reconcile the objects of the shards it holds, its informer
+// of the resource lists and watches only those (where the API server
+// shards lists and watches), and it gives a shard up, once the
+// shard's reconciles in flight have returned, when other replicas join.
+// It fails with ErrShardCount beside a running replica with another
+// number of shards, and with ErrSharedIdentity when another running
+// process holds its membership Lease; a shard's Lease lost fails it as a
+// lost Lease does.
 //
 // When ctx is done, the Controller stops taking keys, lets the reconciles
 // in flight finish, releases the Lease, stops its informers and returns
