@@ -44,6 +44,10 @@
 //     POD_NAMESPACE and POD_NAME (required: the Leases' namespace and
 //     identity), and MEMCACHED_KUBECONFIG (the in-cluster service account
 //     when unset): the controllers and their Connection;
+//   - CONTROLLER_SHARDS: 0 (the default) or a power of two up to 256, the
+//     Memcached controller's Settings.Shards, which splits the Memcacheds
+//     among the replicas, each reconciling those of the shards whose
+//     Leases it holds; Budget's controller stays leader-elected;
 //   - PROBE_ADDRESS (:8081) and METRICS_ADDRESS (:8080): the probes and
 //     /metrics;
 //   - WEBHOOKS: on or off (the default), whether the operator serves its
@@ -63,7 +67,8 @@
 // # deploy/
 //
 // kubectl apply -k deploy applies the namespace, the CRD, the RBAC, the
-// failure scenario's admission policy, the operator's Deployment (with
+// failure scenario's admission policy, the operator's Deployment (two
+// replicas sharing the Memcached controller's CONTROLLER_SHARDS=4, with
 // WEBHOOKS=on and the certificate's Secret mounted), the Service
 // memcached-webhooks (443 to the operator's 9443) and the webhook
 // configurations (deploy/webhooks.yaml, which TestWebhookConfigurations

@@ -50,6 +50,10 @@ const (
 	// defaultImageVariable is the image of a Memcached that names none,
 	// Images.DefaultImage.
 	defaultImageVariable = "MEMCACHED_DEFAULT_IMAGE"
+	// shardsVariable is the Memcached controller's Settings.Shards: 0, the
+	// default, for one leader reconciling every Memcached, or a power of
+	// two from 1 to 256 for that many shards, shared among the replicas.
+	shardsVariable = "CONTROLLER_SHARDS"
 )
 
 // The webhook settings' defaults. The certificate's are where
@@ -163,6 +167,9 @@ func initOperator(ctx context.Context, s *app.Setup, serveMetrics bool, exporter
 	budgetSettings := settings.controller
 	budgetSettings.Name = settings.controller.Name + "-budget" // its own Lease and field manager
 	budgetSettings.LabelSelector = managedBy
+	// Budget stays leader-elected: CONTROLLER_SHARDS shards the Memcached
+	// controller only.
+	budgetSettings.Shards = 0
 	var awaits []kube.Part
 	if webhooks != nil {
 		// The API server lists and watches Memcacheds of v1alpha1 through
@@ -299,6 +306,9 @@ func readSettings(ctx context.Context, s *app.Setup) (settings, error) {
 		// No .Default: the name, and the Lease's namespace and identity, are required.
 		k.Name = r.Get(env("CONTROLLER_NAME").Validate(kube.CheckName))
 		k.Workers = r.Get(env("CONTROLLER_WORKERS").Parse(strconv.Atoi).Default(d.Workers).Validate(kube.CheckWorkers))
+		// The Memcached controller's alone: initOperator leaves Budget's
+		// leader-elected.
+		k.Shards = r.Get(env(shardsVariable).Parse(strconv.Atoi).Default(d.Shards).Validate(checkShards))
 		// Unset, the operator watches every namespace.
 		k.Namespaces = r.Get(env("WATCH_NAMESPACES").Parse(namespaceList).Default(nil))
 		k.ReconcileTimeout = r.Get(env("CONTROLLER_RECONCILE_TIMEOUT").Parse(time.ParseDuration).Default(d.ReconcileTimeout).Validate(kube.CheckReconcileTimeout))
@@ -324,6 +334,15 @@ func readSettings(ctx context.Context, s *app.Setup) (settings, error) {
 		}))
 		return settings{controller: k, probes: probes, metrics: metrics, webhooksOn: on, webhooks: w, images: images}
 	}).Read(ctx)
+}
+
+// checkShards checks CONTROLLER_SHARDS as Settings.Shards is checked: 0,
+// for no sharding, or what kube.CheckShards allows.
+func checkShards(shards int) error {
+	if shards == 0 {
+		return nil
+	}
+	return kube.CheckShards(shards)
 }
 
 // onOff parses WEBHOOKS: on or off, and nothing else, so a typo such as

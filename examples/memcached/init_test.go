@@ -34,6 +34,9 @@ func TestInit_exits_78_for_a_bad_value(t *testing.T) {
 	}{
 		{name: "workers", env: map[string]string{"CONTROLLER_WORKERS": "0"}, want: "config CONTROLLER_WORKERS"},
 		{name: "workers not a number", env: map[string]string{"CONTROLLER_WORKERS": "two"}, want: "config CONTROLLER_WORKERS"},
+		{name: "shards not a power of two", env: map[string]string{"CONTROLLER_SHARDS": "3"}, want: "config CONTROLLER_SHARDS"},
+		{name: "shards above 256", env: map[string]string{"CONTROLLER_SHARDS": "512"}, want: "config CONTROLLER_SHARDS"},
+		{name: "shards not a number", env: map[string]string{"CONTROLLER_SHARDS": "x"}, want: "config CONTROLLER_SHARDS"},
 		{name: "namespaces twice", env: map[string]string{"WATCH_NAMESPACES": "team-a, team-a"}, want: `config WATCH_NAMESPACES: ["team-a" "team-a"]: [1] "team-a" is [0] too`},
 		{name: "namespaces with an empty one", env: map[string]string{"WATCH_NAMESPACES": "team-a,,team-b"}, want: `config WATCH_NAMESPACES: ["team-a" "" "team-b"]: [1] is empty`},
 		{name: "reconcile timeout", env: map[string]string{"CONTROLLER_RECONCILE_TIMEOUT": "0s"}, want: "config CONTROLLER_RECONCILE_TIMEOUT"},
@@ -65,6 +68,26 @@ func TestInit_exits_78_for_a_bad_value(t *testing.T) {
 				a := apptest.Start(t, Init, apptest.WithEnv(env))
 				require.Equal(t, 78, a.Wait(), "stderr: %s", a.Stderr())
 				require.Contains(t, a.Stderr(), tt.want)
+			})
+		})
+	}
+}
+
+// CONTROLLER_SHARDS of 0, no sharding, and of a power of two are good
+// values: Init fails on the Connection alone.
+func TestInit_takes_0_and_a_power_of_two_for_CONTROLLER_SHARDS(t *testing.T) {
+	for _, shards := range []string{"0", "1", "4", "256"} {
+		t.Run(shards, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a := apptest.Start(t, Init, apptest.WithEnv(map[string]string{
+					"CONTROLLER_NAME":   "memcached-controller",
+					"POD_NAMESPACE":     "memcached-system",
+					"POD_NAME":          "memcached-controller-0",
+					"CONTROLLER_SHARDS": shards,
+				}))
+				require.Equal(t, 78, a.Wait())
+				require.Contains(t, a.Stderr(), "ca.crt", "the Connection's mistake")
+				require.NotContains(t, a.Stderr(), "CONTROLLER_SHARDS")
 			})
 		})
 	}

@@ -92,6 +92,7 @@ func (o *operator) startAsMainOn(t *testing.T, f rbacObjects, h *apptest.Host, v
 	env := operatorEnv(t, f, o.ns, podName)
 	require.Equal(t, ":8080", env["METRICS_ADDRESS"], "deployment.yaml's METRICS_ADDRESS, which its metrics port names")
 	env["MEMCACHED_KUBECONFIG"] = h.Path("kubeconfig")
+	o.shards = shardsOf(t, env)
 	op := memcached.NewOperator("memcached-operator")
 	o.app = apptest.Start(t, op.Init,
 		apptest.WithHost(h),

@@ -38,9 +38,12 @@ const podName = "memcached-controller-0"
 // operator is one test's operator and the test's own clients, as the
 // cluster's admin.
 type operator struct {
-	ns         string
-	user       string // the ServiceAccount's user name
-	app        *apptest.App
+	ns   string
+	user string // the ServiceAccount's user name
+	app  *apptest.App
+	// shards is the Memcached controller's CONTROLLER_SHARDS, as
+	// deployment.yaml sets it, once the operator is started.
+	shards     int
 	kube       kubernetes.Interface
 	memcacheds dynamic.ResourceInterface
 }
@@ -88,6 +91,7 @@ func (o *operator) start(t *testing.T, f rbacObjects, kubeconfig []byte) {
 	h := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"kubeconfig": kubeconfig}))
 	env := operatorEnv(t, f, o.ns, podName)
 	env["MEMCACHED_KUBECONFIG"] = h.Path("kubeconfig")
+	o.shards = shardsOf(t, env)
 	o.app = apptest.Start(t, memcached.Init,
 		apptest.WithHost(h),
 		apptest.WithEnv(env),

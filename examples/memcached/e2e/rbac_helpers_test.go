@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -311,4 +312,17 @@ func operatorEnv(t *testing.T, f rbacObjects, ns, pod string) map[string]string 
 	require.Equal(t, "on", env["WEBHOOKS"], "%s serves the webhooks", deploymentPath)
 	env["WEBHOOKS"] = "off"
 	return env
+}
+
+// shardsOf returns the Memcached controller's number of shards that env,
+// operatorEnv's, gives it: CONTROLLER_SHARDS, 0 when unset.
+func shardsOf(t *testing.T, env map[string]string) int {
+	t.Helper()
+	v, ok := env["CONTROLLER_SHARDS"]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, "%s: CONTROLLER_SHARDS", deploymentPath)
+	return n
 }

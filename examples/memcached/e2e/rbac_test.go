@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -23,17 +24,40 @@ import (
 	"github.com/loam-dev/loam/kubetest/wait"
 )
 
-// The operator, with exactly rbac.yaml's rules, does all it does: the
-// Memcached's Deployment applied and controlled by it, its status written
-// and following the Deployment's, Budget's PodDisruptionBudget applied and
-// controlled by the Deployment, both Leases held and then released at
+// The operator, with exactly rbac.yaml's rules and sharded as
+// deployment.yaml runs it, does all it does: the Memcached's Deployment
+// applied and controlled by it, its status written and following the
+// Deployment's, Budget's PodDisruptionBudget applied and controlled by
+// the Deployment, every Lease held (the Memcached controller's membership
+// Lease and each of its shards', and Budget's) and then released at
 // SIGTERM, and not one failure on the way. It has no Finalize: the
 // Memcached carries no finalizer and goes at once when deleted.
 func TestOperator_works_as_the_ServiceAccount_with_exactly_deploy_rbac_yaml_s_rules(t *testing.T) {
 	f := readRBAC(t)
 	o, kubeconfig := newOperator(t, f, f.clusterRole.Rules, f.role.Rules)
 	m := o.create(t, "cache", 2)
+	started := time.Now()
 	o.start(t, f, kubeconfig)
+	require.Positive(t, o.shards, "deployment.yaml runs the Memcached controller sharded")
+
+	// The one replica takes every shard: no other announced itself.
+	want := memcachedLeases(o.shards)
+	var self string
+	wait.For(t, patience, func() bool {
+		leases := o.leases(t)
+		self = holder(leases[memberLease])
+		if self == "" {
+			return false
+		}
+		for _, name := range want {
+			if holder(leases[name]) != self {
+				return false
+			}
+		}
+		return true
+	}, "the replica never held its membership Lease and every shard's", o)
+	t.Logf("the replica held its membership Lease and the %d shards' %v after its start", o.shards, time.Since(started).Round(time.Millisecond))
+	require.True(t, strings.HasPrefix(self, podName+"_"), "the sharded Leases' holder is the pod's name and the process's incarnation: %q", self)
 
 	wait.For(t, patience, func() bool {
 		got, _ := o.memcached(t, "cache")
@@ -71,10 +95,16 @@ func TestOperator_works_as_the_ServiceAccount_with_exactly_deploy_rbac_yaml_s_ru
 	}, "the Memcached's status never followed its Deployment's", o)
 
 	leases := o.leases(t)
-	require.Len(t, leases, 2, "the Memcached controller's Lease and Budget's")
-	for _, l := range leases {
-		require.Equal(t, podName, holder(l), "the operator holds %s", l.Name)
+	names := make([]string, 0, len(leases))
+	for name := range leases {
+		names = append(names, name)
 	}
+	require.ElementsMatch(t, append(want, budgetLease), names,
+		"the Memcached controller's membership Lease and its %d shards', and Budget's", o.shards)
+	for _, name := range want {
+		require.Equal(t, self, holder(leases[name]), "the replica holds %s", name)
+	}
+	require.Equal(t, podName, holder(leases[budgetLease]), "the operator leads Budget's controller")
 	got, _ := o.memcached(t, "cache")
 	require.Empty(t, got.Finalizers, "the operator has no Finalize")
 	require.NoError(t, o.memcacheds.Delete(t.Context(), "cache", metav1.DeleteOptions{}))
@@ -92,6 +122,24 @@ func TestOperator_works_as_the_ServiceAccount_with_exactly_deploy_rbac_yaml_s_ru
 		require.False(t, strings.HasPrefix(severity, "ERROR") || strings.HasPrefix(severity, "FATAL"),
 			"no error of any kind, such as a refused watch or Lease: %s", o.Report())
 	}
+}
+
+// The names of the operator's Leases, after deployment.yaml's
+// CONTROLLER_NAME and podName: the sharded Memcached controller's
+// membership Lease, and Budget's, which is leader-elected.
+const (
+	memberLease = "memcached-controller-member-" + podName
+	budgetLease = "memcached-controller-budget"
+)
+
+// memcachedLeases returns the sharded Memcached controller's Leases, with
+// shards shards: the replica's membership Lease and each shard's.
+func memcachedLeases(shards int) []string {
+	names := []string{memberLease}
+	for i := range shards {
+		names = append(names, fmt.Sprintf("memcached-controller-shard-%d", i))
+	}
+	return names
 }
 
 // holder returns the identity that holds l, "" for none.
@@ -261,8 +309,10 @@ func budgetRefused(verb string) failure {
 	}
 }
 
-// leaseRefused: leader election's verb on the Lease is refused, which it
-// logs as body; neither controller ever leads, and no Lease is made.
+// leaseRefused: leader election's verb on a Lease is refused, which it
+// logs as body, for Budget's Lease and for the sharded Memcached
+// controller's membership Lease alike; neither controller ever holds a
+// Lease, and no Lease is made.
 func leaseRefused(verb, body string) failure {
 	return failure{
 		operation: fmt.Sprintf("leader election's %s of the Lease: %q, never leads, no Lease", verb, body),
@@ -283,8 +333,9 @@ func leaseRefused(verb, body string) failure {
 	}
 }
 
-// renewRefused: the Lease is created, so the operator leads, but never
-// renewed; after RenewDeadline the leader gives it up, Serve returns
+// renewRefused: the Leases are created, so the operator leads Budget's
+// controller and holds the Memcached controller's shards, but never
+// renewed; after RenewDeadline a Lease is given up, Serve returns
 // ErrLostLeadership and the App exits 1.
 func renewRefused() failure {
 	return failure{
@@ -299,6 +350,48 @@ func renewRefused() failure {
 			fails := o.records("service failed")
 			require.NotEmpty(t, fails, o.Report())
 			require.Contains(t, fails[0].message, kube.ErrLostLeadership.Error())
+		},
+	}
+}
+
+// leasesListRefused: the sharded Memcached controller's Serve first
+// lists its Leases, which is refused: Serve fails at once naming them,
+// the App exits 1, and the controller has made none of its Leases.
+func leasesListRefused() failure {
+	return failure{
+		operation: "the sharded controller's list of its Leases: Serve fails naming them, the App exits 1, no Lease of the Memcached controller's",
+		check: func(t *testing.T, o *operator, start func()) {
+			start()
+			require.Equal(t, 1, o.wait(t, patience), "the App exits 1")
+			want := fmt.Sprintf("kube: controller memcached-controller: listing the Leases of controller memcached-controller in namespace %s: leases.coordination.k8s.io is forbidden: %s",
+				o.ns, forbidden(o, "list", "leases", coordinationv1.GroupName, o.ns))
+			fails := o.records("service failed")
+			require.NotEmpty(t, fails, o.Report())
+			require.Equal(t, want, fails[0].message)
+			for _, name := range memcachedLeases(o.shards) {
+				require.NotContains(t, o.leases(t), name, "the Memcached controller never announced itself nor campaigned")
+			}
+		},
+	}
+}
+
+// leasesWatchRefused: the sharded Memcached controller's watch of its
+// Leases, by which each replica sees the others and the free shards, is
+// refused, which client-go's reflector logs, through the App, naming the
+// Leases of the controller's namespace, as it lists them again and
+// retries.
+func leasesWatchRefused() failure {
+	return failure{
+		operation: "the sharded controller's watch of its Leases: refused, client-go logs \"Failed to watch\" naming the Leases",
+		check: func(t *testing.T, o *operator, start func()) {
+			start()
+			var r record
+			wait.For(t, patience, func() bool {
+				var ok bool
+				r, ok = o.recordWith("Failed to watch", forbidden(o, "watch", "leases", coordinationv1.GroupName, o.ns))
+				return ok
+			}, "no record of the refused watch of the Leases", o)
+			require.Equal(t, "memcached-controller", r.controller, "the sharded controller's watch")
 		},
 	}
 }
@@ -367,6 +460,8 @@ func failures() map[permission]failure {
 		{coordinationv1.GroupName, "leases", "get"}:               leaseRefused("get", "Error retrieving lease lock"),
 		{coordinationv1.GroupName, "leases", "create"}:            leaseRefused("create", "Error initially creating lease lock"),
 		{coordinationv1.GroupName, "leases", "update"}:            renewRefused(),
+		{coordinationv1.GroupName, "leases", "list"}:              leasesListRefused(),
+		{coordinationv1.GroupName, "leases", "watch"}:             leasesWatchRefused(),
 		{eventsv1.GroupName, "events", "create"}:                  eventRefused("create", "creating an event failed"),
 		{eventsv1.GroupName, "events", "patch"}:                   eventRefused("patch", "patching an event's series failed"),
 	}
@@ -380,8 +475,10 @@ var firstUse = map[string]string{
 	appsv1.GroupName + "/deployments":                "list",
 	corev1.GroupName + "/configmaps":                 "list",
 	policyv1.GroupName + "/poddisruptionbudgets":     "list",
-	coordinationv1.GroupName + "/leases":             "get",
-	eventsv1.GroupName + "/events":                   "create",
+	// The sharded Memcached controller's Serve lists its Leases before
+	// either controller campaigns.
+	coordinationv1.GroupName + "/leases": "list",
+	eventsv1.GroupName + "/events":       "create",
 }
 
 // row is one case of the table: rbac.yaml's rules with one rule, or one

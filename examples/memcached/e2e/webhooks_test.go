@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/examples/memcached"
@@ -137,8 +138,19 @@ func TestWebhooks_the_operator_converts_defaults_and_validates_Memcacheds(t *tes
 	var m memcached.ObjectV1beta1
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &m))
 	require.Equal(t, memcached.ReplicasSpec{Replicas: 3, Image: memcached.DefaultImage}, m.Spec, "the v1alpha1 Memcached read as v1beta1")
-	require.NoError(t, unstructured.SetNestedField(u.Object, int64(1), "spec", "replicas"))
-	_, err = betas.Update(ctx, u, metav1.UpdateOptions{})
+	// The operator's status write may land between a read and the
+	// update, which then conflicts: read it again and retry.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := betas.Get(ctx, "a", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if err := unstructured.SetNestedField(u.Object, int64(1), "spec", "replicas"); err != nil {
+			return err
+		}
+		_, err = betas.Update(ctx, u, metav1.UpdateOptions{})
+		return err
+	})
 	require.NoError(t, err)
 	alpha, _ = o.memcached(t, "a")
 	require.Equal(t, memcached.MemcachedSpec{Size: 1, Image: memcached.DefaultImage}, alpha.Spec, "the v1beta1 change read as v1alpha1")
