@@ -124,7 +124,9 @@ func NewShards(c ShardsConfig) (*Shards, error) {
 			return leases.Watch(ctx, opts)
 		},
 	}
-	s.informer = cache.NewSharedIndexInformerWithOptions(lw, &coordinationv1.Lease{},
+	// A controller has a few Leases: a plain list of them is cheaper than
+	// client-go's watch-list stream.
+	s.informer = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, listsPlainly{}), &coordinationv1.Lease{},
 		cache.SharedIndexInformerOptions{ObjectDescription: "leases of controller " + c.Name})
 	return s, nil
 }
@@ -232,3 +234,10 @@ func (s *Shards) Stop() {
 	stop()
 	<-done
 }
+
+// listsPlainly tells client-go's reflector to list, not to stream a
+// watch-list.
+type listsPlainly struct{}
+
+// IsWatchListSemanticsUnSupported reports true: list plainly.
+func (listsPlainly) IsWatchListSemanticsUnSupported() bool { return true }
