@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/loam-dev/loam/domain/reconcile"
@@ -186,9 +187,33 @@ func (r *sharded) announce(stop context.Context, announced, memberDone <-chan st
 	case <-memberDone:
 		return fmt.Errorf("controller %s: its membership Lease: %w", r.c.c.Name, ErrLostLeadership)
 	case <-late:
-		return fmt.Errorf("controller %s: %w: replica %s could not take its membership Lease in %v, which another running process renews",
-			r.c.c.Name, ErrSharedIdentity, r.leases.Holder(), bound)
+		if held := r.sharer(); held != "" {
+			return fmt.Errorf("controller %s: %w: replica %s could not take its membership Lease in %v, which %s, another running process, renews",
+				r.c.c.Name, ErrSharedIdentity, r.leases.Holder(), bound, held)
+		}
+		return fmt.Errorf("controller %s: replica %s could not take its membership Lease in %v: its leader election's records say why, such as RBAC refusing get, create or update on leases",
+			r.c.c.Name, r.leases.Holder(), bound)
 	}
+}
+
+// sharer returns the holder of a membership Lease that has this
+// replica's identity but another incarnation, and was renewed while the
+// replica watched it, or "" when there is none.
+func (r *sharded) sharer() string {
+	self := r.leases.Holder()
+	identity := self[:max(strings.LastIndex(self, "_"), 0)]
+	obs := r.tracker.Observe(r.leases.Records(), r.c.c.Shards, r.c.c.Clock.Now())
+	for _, m := range obs.Members {
+		if m != self && strings.HasPrefix(m, identity+"_") {
+			return m
+		}
+	}
+	for _, m := range obs.Mismatched {
+		if m.Shard < 0 && m.Holder != self && strings.HasPrefix(m.Holder, identity+"_") {
+			return m.Holder
+		}
+	}
+	return ""
 }
 
 // started reports whether the replica may campaign for shards, as obs
