@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -80,9 +81,16 @@ func (s *sink) Info(level int, msg string, keysAndValues ...any) {
 	s.logger.Emit(context.Background(), rec)
 }
 
-// Error emits an ERROR record with err.
+// Error emits an ERROR record with err; an INFO record when err is a
+// cancelled context's, since a request cut short because its caller
+// stopped waiting — a shutdown, a Lease given up — is how stopping looks
+// to client-go, not a failure.
 func (s *sink) Error(err error, msg string, keysAndValues ...any) {
-	rec := s.record(log.SeverityError, msg, keysAndValues)
+	sev := log.SeverityError
+	if errors.Is(err, context.Canceled) {
+		sev = log.SeverityInfo
+	}
+	rec := s.record(sev, msg, keysAndValues)
 	if err != nil {
 		rec.SetErr(err)
 		rec.AddAttributes(exceptionMessageKey.String(safeError(err)))

@@ -1,7 +1,9 @@
 package telemetry_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -57,6 +59,7 @@ func TestTheLoggerRecordsVerbosityZeroAndEveryError(t *testing.T) {
 	logger.V(4).Info("forcing resync")
 	logger.Error(errors.New("connection refused"), "failed to watch")
 	logger.V(3).Error(errors.New("lease taken"), "an Error at any verbosity")
+	logger.Error(fmt.Errorf("get lease: %w", context.Canceled), "Error retrieving lease lock")
 
 	require.True(t, logger.Enabled())
 	require.False(t, logger.V(1).Enabled())
@@ -64,6 +67,8 @@ func TestTheLoggerRecordsVerbosityZeroAndEveryError(t *testing.T) {
 		{log.SeverityInfo, "INFO", "watch ended"},
 		{log.SeverityError, "ERROR", "failed to watch"},
 		{log.SeverityError, "ERROR", "an Error at any verbosity"},
+		// Cut short by its caller's stopping, as a Lease given up is.
+		{log.SeverityInfo, "INFO", "Error retrieving lease lock"},
 	}, loggedRecords(tel))
 	for _, r := range tel.Records() {
 		require.Equal(t, telemetry.ScopeName, r.InstrumentationScope().Name)

@@ -17,12 +17,12 @@ import (
 // with different numbers of shards: their shards' ranges overlap, so two
 // of them could reconcile one object at once. Every replica must stop
 // before Settings.Shards changes.
-var ErrShardCount = errors.New("kube: the controller's replicas run with different numbers of shards (Settings.Shards)")
+var ErrShardCount = errors.New("the controller's replicas run with different numbers of shards (Settings.Shards)")
 
 // ErrSharedIdentity is what Serve returns when a sharded replica can't
 // announce itself because another running process holds its membership
 // Lease: two replicas were given one identity.
-var ErrSharedIdentity = errors.New("kube: another running replica has this replica's identity (Settings.LeaderElection.Identity)")
+var ErrSharedIdentity = errors.New("another running replica has this replica's identity (Settings.LeaderElection.Identity)")
 
 // sharded is one Serve's run of a sharded controller: its membership, its
 // shards' campaigns, and the gate that admits only their objects' passes.

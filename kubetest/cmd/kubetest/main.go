@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,7 +38,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	controllerManager := fs.Bool("controller-manager", false, "also run the garbage collector and ClusterRole aggregation")
 	authorization := fs.String("authorization", string(kubetest.RBAC), "authorization mode: RBAC or AlwaysAllow")
 	verbosity := fs.Int("v", -1, "write the components' logs to standard error at this klog verbosity (-1: none)")
+	gates := fs.String("feature-gates", "", "feature gates to set, as kube-apiserver's flag reads them, such as ShardedListAndWatch=true")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	featureGates, err := parseGates(*gates)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -53,6 +60,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *verbosity >= 0 {
 		opts = append(opts, kubetest.WithLogs(stderr), kubetest.WithVerbosity(*verbosity))
+	}
+	if len(featureGates) > 0 {
+		opts = append(opts, kubetest.WithFeatureGates(featureGates))
 	}
 
 	path := *kubeconfig
@@ -95,4 +105,25 @@ Press Ctrl-C to stop.
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "Stopping.")
 	return nil
+}
+
+// parseGates reads -feature-gates: Name=true or Name=false, comma
+// separated, as kube-apiserver's flag does. It fails naming each entry
+// that isn't one.
+func parseGates(s string) (map[string]bool, error) {
+	gates := map[string]bool{}
+	if s == "" {
+		return gates, nil
+	}
+	var errs []error
+	for _, entry := range strings.Split(s, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		on, err := strconv.ParseBool(value)
+		if !ok || name == "" || err != nil {
+			errs = append(errs, fmt.Errorf("-feature-gates: %q is not Name=true or Name=false", entry))
+			continue
+		}
+		gates[name] = on
+	}
+	return gates, errors.Join(errs...)
 }
