@@ -148,7 +148,7 @@ compare:
 # What sharding changes per replica, with the API server's sharded list
 # and watch on (docs/performance.md, "Sharding"): N = 10,000 Tiles, three
 # interleaved runs of each configuration. SHARDS_ARGS overrides the flags.
-SHARDS_ARGS ?= -sharded.n=10000 -sharded.repeat=3
+SHARDS_ARGS ?= -sharded.n=10000 -sharded.w=8 -sharded.repeat=3
 shards:
 	cd kubetest && go test -count=1 -timeout 120m -v -run TestShardedMeasure ./sharded -args $(SHARDS_ARGS)
 

@@ -63,10 +63,11 @@ type Config struct {
 	// ShardLeases are a sharded controller's Leases; nil when Shards is
 	// 0.
 	ShardLeases ports.ShardLeases
-	// Narrow, when not nil, is told the shards a sharded replica holds
-	// each time they change: after a shard is acquired, and after one is
-	// drained, so the Watch can narrow its list and watch to them. It must
-	// not block for long.
+	// Narrow, when not nil, is told the shards a sharded replica's watch
+	// should carry, so the Watch can narrow its list and watch to them,
+	// once the shards it holds have settled: 500ms after the last change,
+	// at most 5s after the first (narrow.go says why). It must not block
+	// for long.
 	Narrow func(held []int)
 	// Writer applies statuses and the finalizer.
 	Writer ports.Writer

@@ -48,6 +48,8 @@ type sharded struct {
 	seen   shard.Observation
 	// ended counts the campaigns' goroutines still running.
 	ended sync.WaitGroup
+	// narrower narrows the watch to the shards held.
+	narrower *narrower
 }
 
 // campaign is one shard's Elector run.
@@ -73,7 +75,9 @@ func (c *Controller) shard(stop, background context.Context, w *crew, gate *shar
 	r := &sharded{
 		c: c, leases: c.c.ShardLeases, gate: gate, loop: loop, w: w, background: background,
 		events: make(chan shardEvent), quit: make(chan struct{}), campaigns: map[int]*campaign{},
+		narrower: newNarrower(c.c.Clock, c.c.Narrow),
 	}
+	defer r.narrower.close()
 	changed := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -330,12 +334,8 @@ func (r *sharded) expired(l ports.LeaseRecord) bool {
 	return r.seen.IsExpired(l)
 }
 
-// narrow tells Config.Narrow the shards the gate admits now.
-func (r *sharded) narrow() {
-	if r.c.c.Narrow != nil {
-		r.c.c.Narrow(r.gate.held())
-	}
-}
+// narrow tells the narrower the shards the gate admits now.
+func (r *sharded) narrow() { r.narrower.set(r.gate.held()) }
 
 // send tells the run e, unless the run has ended.
 func (r *sharded) send(e shardEvent) {

@@ -174,10 +174,17 @@ func objectOf(prefix string, s, count int) string {
 // controller with count shards on srv's Leases.
 func newShardedRig(t *testing.T, srv *leaseServer, count int) *rig {
 	t.Helper()
+	return newShardedRigWith(t, srv, count, nil)
+}
+
+// newShardedRigWith is newShardedRig, with narrow as Config.Narrow.
+func newShardedRigWith(t *testing.T, srv *leaseServer, count int, narrow func([]int)) *rig {
+	t.Helper()
 	r := newRig(t, 2, func(c *controller.Config) {
 		c.Elector = nil
 		c.Shards = count
 		c.ShardLeases = &leases{srv: srv, identity: "a", holder: "a_1", count: count}
+		c.Narrow = narrow
 	})
 	srv.j = r.j
 	r.rec.EXPECT().ShardChanged(gomock.Any(), gomock.Any(), gomock.Any(), count).Do(func(_ context.Context, c ports.ShardChange, s, _ int) {
@@ -319,5 +326,51 @@ func TestShardedSharedIdentity(t *testing.T) {
 		require.Equal(t, 2*fenced.LeaseDuration+fenced.RetryPeriod, time.Since(start))
 		require.NotContains(t, r.j.all(), "healthy", "a replica that hasn't announced itself isn't ready")
 		require.Empty(t, srv.holder("shard-0"))
+	})
+}
+
+// TestShardedNarrowsOnceTheShardsSettle: the watch is narrowed once per
+// settling of the shards, 500ms after the last change, and at most 5s
+// after the first, however often they change in between.
+func TestShardedNarrowsOnceTheShardsSettle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newLeaseServer(nil)
+		var mu sync.Mutex
+		type narrowing struct {
+			at   time.Duration
+			held []int
+		}
+		var narrowed []narrowing
+		start := time.Now()
+		r := newShardedRigWith(t, srv, 4, func(held []int) {
+			mu.Lock()
+			defer mu.Unlock()
+			narrowed = append(narrowed, narrowing{time.Since(start), held})
+		})
+		r.watching()
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		r.serve(ctx)
+		close(r.synced)
+		synctest.Wait()
+		// Four shards taken at once: one narrowing, 500ms later.
+		time.Sleep(time.Second)
+		synctest.Wait()
+		mu.Lock()
+		require.Equal(t, []narrowing{{500 * time.Millisecond, []int{0, 1, 2, 3}}}, narrowed)
+		mu.Unlock()
+
+		// A replica joins: two shards given up, one narrowing after.
+		srv.set("member-b", "b_1", 4)
+		synctest.Wait()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		mu.Lock()
+		require.Len(t, narrowed, 2)
+		require.Equal(t, []int{0, 2}, narrowed[1].held)
+		mu.Unlock()
+		cancel()
+		synctest.Wait()
+		require.NoError(t, <-r.served)
 	})
 }
