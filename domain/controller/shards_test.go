@@ -159,6 +159,19 @@ func (e *leaseElector) Run(ctx context.Context, onStarted func(context.Context),
 	}
 }
 
+// runSharded serves until the returned cancel is called, with the Watch
+// checked, started and synced, and returns once nothing moves in the
+// bubble.
+func (r *rig) runSharded(t *testing.T) context.CancelFunc {
+	t.Helper()
+	r.watching()
+	ctx, cancel := context.WithCancel(t.Context())
+	r.serve(ctx)
+	close(r.synced)
+	synctest.Wait()
+	return cancel
+}
+
 // objectOf returns the name of an object, starting with prefix, whose
 // uid (its name, in the rig) is in shard s of count.
 func objectOf(prefix string, s, count int) string {
@@ -201,12 +214,8 @@ func TestShardedReleasesAShardOnlyOnceItsReconcilesAreDone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newLeaseServer(nil)
 		r := newShardedRig(t, srv, 2)
-		r.watching()
-		ctx, cancel := context.WithCancel(t.Context())
+		cancel := r.runSharded(t)
 		defer cancel()
-		r.serve(ctx)
-		close(r.synced)
-		synctest.Wait()
 		require.Equal(t, "a_1", srv.holder("shard-0"))
 		require.Equal(t, "a_1", srv.holder("shard-1"))
 		r.j.before(t, "a_1 acquired member-a", "healthy")
@@ -242,12 +251,8 @@ func TestShardedReconcilesOnlyItsShards(t *testing.T) {
 		srv.set("member-b", "b_1", 2)
 		srv.set("shard-1", "b_1", 2)
 		r := newShardedRig(t, srv, 2)
-		r.watching()
-		ctx, cancel := context.WithCancel(t.Context())
+		cancel := r.runSharded(t)
 		defer cancel()
-		r.serve(ctx)
-		close(r.synced)
-		synctest.Wait()
 		require.Equal(t, "a_1", srv.holder("shard-0"))
 
 		mine, theirs := objectOf("obj", 0, 2), objectOf("obj", 1, 2)
@@ -268,9 +273,7 @@ func TestShardedLostShardCancelsItsReconciles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newLeaseServer(nil)
 		r := newShardedRig(t, srv, 2)
-		r.watching()
-		r.serve(t.Context())
-		close(r.synced)
+		defer r.runSharded(t)()
 		synctest.Wait()
 		held := objectOf("hold", 1, 2)
 		r.change(held)
@@ -296,9 +299,7 @@ func TestShardedRefusesAnotherCount(t *testing.T) {
 		srv := newLeaseServer(nil)
 		srv.set("member-x", "x_1", 8)
 		r := newShardedRig(t, srv, 2)
-		r.watching()
-		r.serve(t.Context())
-		close(r.synced)
+		defer r.runSharded(t)()
 		err := <-r.served
 		require.ErrorIs(t, err, controller.ErrShardCount)
 		require.EqualError(t, err, "controller memcached-controller: "+controller.ErrShardCount.Error()+
@@ -347,12 +348,8 @@ func TestShardedNarrowsOnceTheShardsSettle(t *testing.T) {
 			defer mu.Unlock()
 			narrowed = append(narrowed, narrowing{time.Since(start), held})
 		})
-		r.watching()
-		ctx, cancel := context.WithCancel(t.Context())
+		cancel := r.runSharded(t)
 		defer cancel()
-		r.serve(ctx)
-		close(r.synced)
-		synctest.Wait()
 		// Four shards taken at once: one narrowing, 500ms later.
 		time.Sleep(time.Second)
 		synctest.Wait()
