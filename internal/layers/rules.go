@@ -70,6 +70,10 @@ func domainMayImport(imp string) bool {
 		// needs.
 		imp == "k8s.io/apimachinery/pkg/labels",
 		imp == "k8s.io/apimachinery/pkg/fields",
+		// KEP-5866's hash and shard selectors, which the API server shards
+		// lists and watches with: pure functions over strings, which the
+		// domain's shard tests pin their hash to.
+		imp == "k8s.io/apimachinery/pkg/sharding",
 		Under(imp, "k8s.io/apiextensions-apiserver/pkg/apis"),
 		// The review types of admission webhooks, and the user info they
 		// carry: plain structs a webhook decision decodes and encodes.
