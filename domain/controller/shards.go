@@ -55,7 +55,6 @@ type sharded struct {
 // campaign is one shard's Elector run.
 type campaign struct {
 	cancel context.CancelFunc
-	done   chan struct{}
 	// held is set once the run is told the shard was acquired.
 	held bool
 }
@@ -133,7 +132,7 @@ func (c *Controller) shard(stop, background context.Context, w *crew, gate *shar
 		if starting {
 			ok, err := r.started(obs)
 			if err != nil {
-				r.end(ErrShardCount)
+				r.end(true)
 				return err
 			}
 			starting = !ok
@@ -154,14 +153,14 @@ func (c *Controller) shard(stop, background context.Context, w *crew, gate *shar
 		})
 		select {
 		case <-stop.Done():
-			r.end(nil)
+			r.end(false)
 			return nil
 		case <-memberDone:
-			r.end(ErrLostLeadership)
+			r.end(true)
 			return fmt.Errorf("controller %s: its membership Lease: %w", c.c.Name, ErrLostLeadership)
 		case e := <-r.events:
 			if e.change == ports.ShardLost {
-				r.end(ErrLostLeadership)
+				r.end(true)
 				return fmt.Errorf("controller %s: shard %d of %d: %w", c.c.Name, e.shard, c.c.Shards, ErrLostLeadership)
 			}
 			if p, ok := r.campaigns[e.shard]; ok {
@@ -281,10 +280,10 @@ func (r *sharded) act(d shard.Decision) {
 	}
 	for _, s := range d.Take {
 		ctx, cancel := context.WithCancel(r.background)
-		p := &campaign{cancel: cancel, done: make(chan struct{})}
+		p := &campaign{cancel: cancel}
 		r.campaigns[s] = p
 		r.ended.Add(1)
-		go r.campaign(ctx, s, p)
+		go r.campaign(ctx, s)
 	}
 }
 
@@ -292,9 +291,8 @@ func (r *sharded) act(d shard.Decision) {
 // Holding the Lease, it admits the shard's passes and queues its objects;
 // once the Lease ends, it drains the shard's passes, cancelling them when
 // the Lease was lost, before the Elector may release it.
-func (r *sharded) campaign(ctx context.Context, s int, p *campaign) {
+func (r *sharded) campaign(ctx context.Context, s int) {
 	defer r.ended.Done()
-	defer close(p.done)
 	count := r.c.c.Shards
 	held, lost := false, false
 	r.leases.Shard(s, r.expired).Run(ctx, func(leading context.Context) {
@@ -346,10 +344,10 @@ func (r *sharded) send(e shardEvent) {
 }
 
 // end stops the run: the workers stop taking keys and the passes in
-// flight finish, or are cancelled with cause when it isn't nil, and only
-// then are the shards' Leases released.
-func (r *sharded) end(cause error) {
-	if cause != nil {
+// flight finish, or, when lost, are cancelled with ErrLostLeadership, and
+// only then are the shards' Leases released.
+func (r *sharded) end(lost bool) {
+	if lost {
 		r.w.lose()
 	} else {
 		r.w.stop()
