@@ -283,13 +283,6 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		return nil, fmt.Errorf("kube: %w", err)
 	}
 	namespaces, setting := watchedNamespaces(settings)
-	var narrowing *informer.Narrowing
-	var narrow func([]int)
-	if settings.Shards > 0 {
-		// Until it holds a shard, the replica lists none.
-		narrowing = informer.NewNarrowing(shard.None)
-		narrow = func(held []int) { narrowing.Set(shard.Narrow(held, settings.Shards)) }
-	}
 	related := make([]informer.RelatedConfig, len(p.related))
 	for i, r := range p.related {
 		related[i] = r.cache.related(namespaces, r.mapping)
@@ -305,7 +298,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Owner:      owners.Owner{Group: t.gvr.Group, Kind: t.kind, Namespaced: t.scope == Namespaced},
 		Namespaces: namespaces, Resync: settings.Resync,
 		Related: related, Indexes: indexes, Recorder: tel.recorder, Logger: tel.logger,
-		Shared: cl.informers, Narrowing: narrowing,
+		Shared: cl.informers, Shards: settings.Shards, ShardsNamespace: le.Namespace,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kube: controller %s: %w", settings.Name, err)
@@ -320,12 +313,22 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Workers: settings.Workers,
 		Watch:   watch,
 		NewQueue: func() ports.Queue {
-			return queue.New(queue.Config{Name: settings.Name, Metrics: tel.metrics})
+			qc := queue.Config{Name: settings.Name, Metrics: tel.metrics}
+			if settings.Shards > 0 && tel.shardedQueue != nil {
+				qc.Keys = tel.shardedQueue(settings.Shards)
+				qc.Shard = func(key ports.Key) (int, bool) {
+					obj, found, err := watch.Get(key)
+					if err != nil || !found {
+						return 0, false
+					}
+					return shard.Of(string(obj.UID), settings.Shards), true
+				}
+			}
+			return queue.New(qc)
 		},
 		Elector:     elector,
 		Shards:      settings.Shards,
 		ShardLeases: shardLeases,
-		Narrow:      narrow,
 		Writer:      writer,
 		Handler:     h,
 		Recorder:    tel.recorder,

@@ -12,6 +12,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/loam-dev/loam/adapters/queue"
 	reporting "github.com/loam-dev/loam/adapters/telemetry"
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/ports"
@@ -23,7 +24,10 @@ import (
 type telemetry struct {
 	recorder ports.Recorder
 	metrics  workqueue.MetricsProvider
-	logger   logr.Logger
+	// shardedQueue returns the records of a sharded controller's queue's
+	// keys, for a controller of count shards.
+	shardedQueue func(count int) queue.Keys
+	logger       logr.Logger
 }
 
 // telemetryOf returns the telemetry of the Controller named name, of
@@ -41,5 +45,8 @@ func telemetryOf(s *app.Setup, name, kind string) (telemetry, error) {
 	if err != nil {
 		return telemetry{}, err
 	}
-	return telemetry{recorder: r, metrics: r.QueueMetrics(), logger: r.Logger()}, nil
+	return telemetry{
+		recorder: r, metrics: r.QueueMetrics(), logger: r.Logger(),
+		shardedQueue: func(count int) queue.Keys { return r.ShardedQueue(count) },
+	}, nil
 }

@@ -62,9 +62,14 @@ type Watch interface {
 	WaitForSync(ctx context.Context) bool
 	// Stop stops every informer and waits for their goroutines to return.
 	Stop()
-	// Each calls f with the key and metadata.uid of every object the
-	// cache of the resource the controller reconciles holds, as a sharded
-	// controller queues a shard's objects when it takes the shard. f must
-	// not block for long.
-	Each(f func(key Key, uid string))
+	// Hold makes a sharded controller's Watch hold shard s: it notifies
+	// the changes of the shard's objects, and of the objects they own,
+	// from now on, and every object of the shard it caches as an initial
+	// event, as a start-up does. It must not block for long. An unsharded
+	// Watch ignores it.
+	Hold(s int)
+	// Release makes a sharded controller's Watch give up shard s: it no
+	// longer notifies the changes of the shard's objects, and may drop
+	// them from its cache. An unsharded Watch ignores it.
+	Release(s int)
 }

@@ -153,8 +153,9 @@ type owned struct {
 	keyMeta
 	// owner is the key of the object that controls this one; ok is false
 	// when no object of the controller's kind does.
-	owner ports.Key
-	ok    bool
+	owner    ports.Key
+	ownerUID types.UID
+	ok       bool
 	// meta is the object's metadata, but for managedFields, which the
 	// informer's filters read; nil when it has none, so that the cost of
 	// keeping it is paid only by the Owns that asks for filters.
@@ -184,7 +185,7 @@ func slimOwned(owner owners.Owner, keepMeta bool) func(obj any) (any, error) {
 			return obj, nil
 		}
 		o := &owned{keyMeta: keyMeta{namespace: m.Namespace, name: m.Name, resourceVersion: m.ResourceVersion}}
-		o.owner, o.ok = owner.Key(m.Namespace, m.OwnerReferences)
+		o.owner, o.ownerUID, o.ok = owner.Controller(m.Namespace, m.OwnerReferences)
 		if keepMeta {
 			meta := m.ObjectMeta
 			meta.ManagedFields = nil

@@ -173,7 +173,7 @@ func TestSlimOwned_keeps_the_key_and_the_owner_s(t *testing.T) {
 		},
 	}
 	slim := slimOwned(owners.Owner{Group: "cache.example.com", Kind: "Memcached", Namespaced: true}, false)
-	want := &owned{keyMeta: keyMeta{namespace: "ns", name: "a", resourceVersion: "7"}, owner: ports.Key{Namespace: "ns", Name: "m"}, ok: true}
+	want := &owned{keyMeta: keyMeta{namespace: "ns", name: "a", resourceVersion: "7"}, owner: ports.Key{Namespace: "ns", Name: "m"}, ownerUID: "m-uid", ok: true}
 	once, err := slim(full)
 	require.NoError(t, err)
 	require.Equal(t, want, once)

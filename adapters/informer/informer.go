@@ -24,6 +24,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loam-dev/loam/ports"
@@ -54,9 +55,28 @@ type Config struct {
 	// Recorder records the panics of Filters, which the informer
 	// recovers. It may be nil without Filters.
 	Recorder ports.Recorder
-	// Narrowing, when not nil, narrows a primary informer's lists and
-	// watches to the shards the replica holds. Other informers ignore it.
-	Narrowing *Narrowing
+	// Holds, when not nil, reports whether a sharded replica holds the
+	// shard of the object of a uid: a primary informer then notifies only
+	// the changes of its objects it holds, and an owned informer only
+	// those of the objects whose owner it holds. The informers still
+	// cache the others.
+	Holds func(uid types.UID) bool
+	// shard, when its selector isn't "", narrows a primary informer to
+	// one shard's objects.
+	shard shardFilter
+}
+
+// holdsObject reports whether Holds holds obj, a cached object or the
+// tombstone of one, or no Holds is set.
+func (c Config) holdsObject(obj any) bool {
+	if c.Holds == nil {
+		return true
+	}
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	u, ok := obj.(interface{ GetUID() types.UID })
+	return !ok || c.Holds(u.GetUID())
 }
 
 // tweak sets c's selectors in opts, the options of a list or a watch.

@@ -88,10 +88,14 @@ func listError(gvr schema.GroupVersionResource, namespaces []string, namespace s
 
 // PrimaryCache is the controller's cache of the resource it reconciles, a
 // ports.ObjectSource: a Primary of each namespace of a set, or one of
-// every namespace, read as one cache.
+// every namespace, read as one cache. A sharded Watch whose API server
+// serves sharded watches has such a set of each shard it holds, and reads
+// them as one cache instead (shards.go).
 type PrimaryCache struct {
 	gvr schema.GroupVersionResource
 	spread[*Primary]
+	// shards is a sharded Watch's shards; nil in an unsharded one.
+	shards *shardState
 }
 
 var _ ports.ObjectSource = (*PrimaryCache)(nil)
@@ -122,15 +126,47 @@ func (p *PrimaryCache) Informers() []cache.SharedIndexInformer {
 	return out
 }
 
+// reading returns the caches a read goes through, one after the other:
+// the held shards', or the whole resource's.
+func (p *PrimaryCache) reading() []spread[*Primary] {
+	if p.shards.isSplit() {
+		return p.shards.caches()
+	}
+	return []spread[*Primary]{p.spread}
+}
+
 // Get returns the cached object key names, as Primary's Get does, from
 // the informer of the key's namespace; an object of a namespace outside
-// the set is never cached, so the cache holds none.
+// the set, or of a shard not held, is never cached, so the cache holds
+// none.
 func (p *PrimaryCache) Get(key ports.Key) (ports.Object, bool, error) {
-	pr, ok := p.of(key.Namespace)
+	if !p.shards.isSplit() {
+		return getFrom(p.spread, key)
+	}
+	for _, s := range p.shards.caches() {
+		if obj, found, err := getFrom(s, key); found || err != nil {
+			return obj, found, err
+		}
+	}
+	return ports.Object{}, false, nil
+}
+
+// getFrom returns key's object from s, as PrimaryCache's Get does.
+func getFrom(s spread[*Primary], key ports.Key) (ports.Object, bool, error) {
+	pr, ok := s.of(key.Namespace)
 	if !ok {
 		return ports.Object{}, false, nil
 	}
 	return pr.Get(key)
+}
+
+// primaries returns every Primary a read of every namespace goes through.
+func (p *PrimaryCache) primaries() []*Primary {
+	var out []*Primary
+	for _, s := range p.reading() {
+		out = append(out, s.each...)
+	}
+	return out
 }
 
 // ByIndex returns the JSON of the cached objects, of every namespace,
@@ -138,7 +174,7 @@ func (p *PrimaryCache) Get(key ports.Key) (ports.Object, bool, error) {
 // name a related object in another namespace than its own.
 func (p *PrimaryCache) ByIndex(name string, key ports.Key) ([][]byte, error) {
 	var out [][]byte
-	for _, pr := range p.each {
+	for _, pr := range p.primaries() {
 		docs, err := pr.ByIndex(name, key)
 		if err != nil {
 			return nil, err
@@ -152,7 +188,7 @@ func (p *PrimaryCache) ByIndex(name string, key ports.Key) ([][]byte, error) {
 // whose index name holds key.
 func (p *PrimaryCache) indexKeys(name string, key ports.Key) []ports.Key {
 	var out []ports.Key
-	for _, pr := range p.each {
+	for _, pr := range p.primaries() {
 		out = append(out, pr.indexKeys(name, key)...)
 	}
 	return out
@@ -161,7 +197,7 @@ func (p *PrimaryCache) indexKeys(name string, key ports.Key) []ports.Key {
 // eachObject calls f with the key and uid of every cached object, namespace
 // by namespace.
 func (p *PrimaryCache) eachObject(f func(key ports.Key, uid string)) {
-	for _, one := range p.each {
+	for _, one := range p.primaries() {
 		for _, item := range one.informer.GetStore().List() {
 			if c, ok := item.(*cached); ok {
 				f(ports.Key{Namespace: c.namespace, Name: c.name}, string(c.uid))
@@ -171,9 +207,10 @@ func (p *PrimaryCache) eachObject(f func(key ports.Key, uid string)) {
 }
 
 // Synced reports whether every namespace's cache holds what its first
-// list returned.
+// list returned: every held shard's, in a sharded Watch whose shards have
+// informers of their own.
 func (p *PrimaryCache) Synced() bool {
-	for _, pr := range p.each {
+	for _, pr := range p.primaries() {
 		if !pr.Synced() {
 			return false
 		}

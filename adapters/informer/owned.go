@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
@@ -37,6 +38,7 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
 	notify := func(key ports.Key, resync bool) { c.Notify(ports.Event{Key: key, Resync: resync}) }
+	ownerKey := func(obj any) (ports.Key, bool) { return c.owner(ownerOf(obj)) }
 	enqueue := func(obj any, initial bool) {
 		if key, ok := ownerKey(obj); ok {
 			c.Notify(ports.Event{Key: key, Initial: initial})
@@ -74,19 +76,29 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 // Informer returns the client-go informer, for Start.
 func (o *Owned) Informer() cache.SharedIndexInformer { return o.informer }
 
-// ownerKey returns the key of the object of the controller's kind that
-// controls obj, a cached object or the tombstone of a deleted one. The
-// transform made every object the metadata informer caches an *owned,
-// with that key worked out once.
-func ownerKey(obj any) (ports.Key, bool) {
+// ownerOf returns the key and uid of the object of the controller's kind
+// that controls obj, a cached object or the tombstone of a deleted one.
+// The transform made every object the metadata informer caches an
+// *owned, with its owner worked out once.
+func ownerOf(obj any) (ports.Key, types.UID, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
 	o, ok := obj.(*owned)
 	if !ok {
+		return ports.Key{}, "", false
+	}
+	return o.owner, o.ownerUID, o.ok
+}
+
+// owner returns the key of the owner an owned object's change notifies,
+// as ownerOf or cachedOwner found it: none when there is no owner, or
+// when a sharded replica doesn't hold the owner's shard.
+func (c Config) owner(key ports.Key, uid types.UID, ok bool) (ports.Key, bool) {
+	if !ok || (c.Holds != nil && !c.Holds(uid)) {
 		return ports.Key{}, false
 	}
-	return o.owner, o.ok
+	return key, true
 }
 
 // skipOwned is skip for the owned objects, which the cache holds with

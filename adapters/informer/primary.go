@@ -67,16 +67,8 @@ func newPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 			return resource.Watch(ctx, opts)
 		},
 	}
-	if c.Narrowing != nil {
-		n := c.Narrowing.watcher()
-		list, open := lw.ListWithContextFunc, lw.WatchFuncWithContext
-		lw.ListWithContextFunc = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			n.list(&opts)
-			return list(ctx, opts)
-		}
-		lw.WatchFuncWithContext = func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			return n.watch(ctx, gvr, opts, open)
-		}
+	if c.shard.selector != "" {
+		lw = c.shard.narrow(lw)
 	}
 	// No example object: a watch through NewDynamicClient hands the
 	// informer *cached objects and a list *unstructured.Unstructured ones,
@@ -88,6 +80,9 @@ func newPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
 	notify := func(obj any, ev ports.Event) {
+		if !c.holdsObject(obj) {
+			return
+		}
 		if key, ok := keyOf(obj); ok {
 			ev.Key = key
 			c.Notify(ev)

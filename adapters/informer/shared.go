@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/loam-dev/loam/domain/owners"
@@ -121,13 +122,13 @@ func sharedOwned(gvr schema.GroupVersionResource, owner owners.Owner, c Config) 
 	}
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			if key, ok := cachedOwner(owner, obj); ok {
+			if key, ok := c.owner(cachedOwner(owner, obj)); ok {
 				notify(key, initial, false)
 			}
 		},
 		UpdateFunc: func(old, obj any) {
-			prev, hadPrev := cachedOwner(owner, old)
-			next, hasNext := cachedOwner(owner, obj)
+			prev, hadPrev := c.owner(cachedOwner(owner, old))
+			next, hasNext := c.owner(cachedOwner(owner, obj))
 			resync := resynced(old, obj)
 			stayed := hadPrev == hasNext && prev == next
 			if stayed && !resync && skips.skipCached(old, obj) {
@@ -141,27 +142,27 @@ func sharedOwned(gvr schema.GroupVersionResource, owner owners.Owner, c Config) 
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if key, ok := cachedOwner(owner, obj); ok {
+			if key, ok := c.owner(cachedOwner(owner, obj)); ok {
 				notify(key, false, false)
 			}
 		},
 	}
 }
 
-// cachedOwner returns the key of the object of owner's kind that
+// cachedOwner returns the key and uid of the object of owner's kind that
 // controls obj, a primary informer's cached object or the tombstone of
 // one, from the owner references of its JSON.
-func cachedOwner(owner owners.Owner, obj any) (ports.Key, bool) {
+func cachedOwner(owner owners.Owner, obj any) (ports.Key, types.UID, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
 	c, ok := obj.(*cached)
 	if !ok {
-		return ports.Key{}, false
+		return ports.Key{}, "", false
 	}
 	m, err := decodeMeta(c.json)
 	if err != nil {
-		return ports.Key{}, false
+		return ports.Key{}, "", false
 	}
-	return owner.Key(c.namespace, m.OwnerReferences)
+	return owner.Controller(c.namespace, m.OwnerReferences)
 }

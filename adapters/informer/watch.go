@@ -61,10 +61,17 @@ type WatchConfig struct {
 	// and watches exactly what the Owns does, in place of an informer of
 	// its own. nil shares nothing.
 	Shared *Shared
-	// Narrowing, when not nil, narrows the reconciled resource's lists
-	// and watches to a sharded replica's shards; such a Watch offers its
-	// informers to no other, since they don't hold every object.
-	Narrowing *Narrowing
+	// Shards, when above zero, is a sharded controller's number of
+	// shards, a power of two: the Watch notifies only the changes of the
+	// objects of the shards Hold holds, and of the owned objects whose
+	// owner is one, and, when the API server serves sharded watches,
+	// caches only those objects (shards.go). Such a Watch offers its
+	// informers to no other, since they may not hold every object.
+	Shards int
+	// ShardsNamespace is the namespace of a sharded controller's Leases,
+	// where Check lists one Lease to find out whether the API server
+	// serves sharded watches.
+	ShardsNamespace string
 }
 
 // OwnedConfig is one owned resource a controller watches.
@@ -83,6 +90,8 @@ type OwnedConfig struct {
 type Watch struct {
 	c       WatchConfig
 	primary *PrimaryCache
+	// shards is a sharded Watch's shards; nil in an unsharded one.
+	shards *shardState
 	// config and indexes are what the primary informers were built
 	// with, for one to be built again.
 	config  Config
@@ -129,20 +138,24 @@ var _ ports.Watch = (*Watch)(nil)
 func NewWatch(c WatchConfig) (*Watch, error) {
 	w := &Watch{c: c}
 	cfg := Config{Resync: c.Resync, Notify: w.tell, Logger: c.Logger, Recorder: c.Recorder}
+	if c.Shards > 0 {
+		w.shards = newShardState(c.Shards)
+		cfg.Holds = w.shards.holds
+	}
 	indexes := make([]Index, len(c.Indexes))
 	for i, ix := range c.Indexes {
 		indexes[i] = Index{Name: ix.Name, Keys: ix.Keys, Panicked: panicked(c.Recorder, c.Resource, ix.Name)}
 	}
 	primary := cfg
 	primary.LabelSelector, primary.FieldSelector, primary.Filters = c.LabelSelector, c.FieldSelector, c.Filters
-	primary.Narrowing = c.Narrowing
 	w.config, w.indexes = primary, indexes
 	var err error
 	if w.primary, err = newPrimaryCache(c.Dynamic, c.Resource, c.Namespaces, primary, indexes...); err != nil {
 		return nil, err
 	}
+	w.primary.shards = w.shards
 	w.offered = make([]*sharedEntry, len(w.primary.each))
-	if c.Shared != nil && c.Narrowing == nil {
+	if c.Shared != nil && w.shards == nil {
 		for i, ns := range watched(c.Namespaces) {
 			key := sharedKey{gvr: c.Resource, namespace: ns, labels: c.LabelSelector, fields: c.FieldSelector}
 			w.offered[i] = c.Shared.offer(key, w.primary.each[i].Informer())
@@ -202,20 +215,23 @@ func (w *Watch) tell(ev ports.Event) {
 // the informer of its namespace.
 func (w *Watch) Get(key ports.Key) (ports.Object, bool, error) { return w.primary.Get(key) }
 
-// Each calls f with the key and uid of every object the cache of the
-// reconciled resource holds, in every namespace it watches.
-func (w *Watch) Each(f func(key ports.Key, uid string)) { w.primary.eachObject(f) }
-
 // Check lists the reconciled resource and each owned one once, with a
 // limit of 1 and the selectors the informers will list with, so one the
 // API server doesn't serve, such as a CRD that isn't installed, or a field
 // selector it doesn't support for the resource, fails at once with an
-// error that names it.
+// error that names it. A sharded Watch lists one Lease of ShardsNamespace
+// too, with a shard selector, to find out whether the API server serves
+// sharded watches, and each held shard can have informers of its own.
 func (w *Watch) Check(ctx context.Context) error {
 	opts := metav1.ListOptions{Limit: 1, LabelSelector: w.c.LabelSelector, FieldSelector: w.c.FieldSelector}
 	for _, ns := range watched(w.c.Namespaces) {
 		if _, err := w.c.Dynamic.Resource(w.c.Resource).Namespace(ns).List(ctx, opts); err != nil {
 			return listError(w.c.Resource, w.c.Namespaces, ns, err)
+		}
+	}
+	if w.shards != nil {
+		if err := w.probe(ctx); err != nil {
+			return err
 		}
 	}
 	for _, oc := range w.c.Owns {
@@ -246,7 +262,17 @@ func (w *Watch) Start(ctx context.Context, notify func(ports.Event)) {
 	ctx = klog.NewContext(ctx, w.c.Logger)
 	var own []cache.SharedIndexInformer
 	logger := w.c.Logger
-	for i, p := range w.primary.each {
+	primaries := w.primary.each
+	if w.shards != nil {
+		w.shards.mu.Lock()
+		w.shards.ctx = ctx
+		w.shards.mu.Unlock()
+		if w.shards.isSplit() {
+			// Each shard held has informers of its own, which Hold starts.
+			primaries = nil
+		}
+	}
+	for i, p := range primaries {
 		switch e := w.offered[i]; {
 		case e == nil:
 			own = append(own, p.Informer())
@@ -339,6 +365,7 @@ func (w *Watch) Stop() {
 	for _, r := range w.registrations {
 		_ = r.informer.RemoveEventHandler(r.handle)
 	}
+	w.shards.stopShards()
 	w.running.Stop()
 	for _, e := range w.acquired {
 		w.c.Shared.release(e)

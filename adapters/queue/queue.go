@@ -10,6 +10,7 @@ package queue
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -40,6 +41,27 @@ type Config struct {
 	Metrics workqueue.MetricsProvider
 	// Clock times the queue's metrics. Nil is the real clock.
 	Clock clock.WithTicker
+	// Keys, when not nil, records the queue's depth, its adds and each
+	// key's wait itself, key by key, with the shard that Shard says the
+	// key's object is in, in place of the records Metrics makes of them,
+	// which client-go makes without the key. Metrics still records the
+	// rest. A sharded controller's queue has them.
+	Keys Keys
+	// Shard returns the shard of the object of a key, and false when it
+	// has none the queue can know, such as an object gone from the cache.
+	// It is called with the queue's lock held, and must be quick.
+	Shard func(ports.Key) (int, bool)
+}
+
+// Keys records the instruments of a queue's keys, each with its shard:
+// shard is the key's, when ok.
+type Keys interface {
+	// Queued records that a key began to wait: one more waits, and one
+	// more was added.
+	Queued(shard int, ok bool)
+	// Taken records that a key was handed to a worker after waiting
+	// waited: one fewer waits.
+	Taken(shard int, ok bool, waited time.Duration)
 }
 
 // Queue is a controller's work queue: a ports.Queue, and a client-go
@@ -68,10 +90,17 @@ func New(c Config) *Queue {
 		name = ""
 	}
 	o := newOrder()
+	metrics := c.Metrics
+	if c.Keys != nil {
+		o.keys, o.shard, o.clock = c.Keys, c.Shard, clk
+		if metrics != nil {
+			metrics = keyless{metrics}
+		}
+	}
 	return &Queue{
 		q: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[ports.Key]{
 			Name:            name,
-			MetricsProvider: c.Metrics,
+			MetricsProvider: metrics,
 			Clock:           clk,
 			Queue:           o,
 		}),
@@ -160,12 +189,22 @@ type order struct {
 	// background key waited.
 	run    int
 	closed bool
+	// keys, when not nil, records each key's wait, with the shard shard
+	// says it is in, read by clock.
+	keys  Keys
+	shard func(ports.Key) (int, bool)
+	clock clock.PassiveClock
 }
 
 type entry struct {
 	key ports.Key
 	at  priority
 	seq uint64
+	// since is when the key began to wait, and shard, when sharded, the
+	// shard it was recorded in, for keys.
+	since   time.Time
+	shard   int
+	sharded bool
 }
 
 func newOrder() *order {
@@ -210,13 +249,22 @@ func (o *order) take(key ports.Key) priority {
 func (o *order) Push(key ports.Key) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.queue(key, o.take(key))
+	e := entry{key: key}
+	if o.keys != nil {
+		e.since = o.clock.Now()
+		if o.shard != nil {
+			e.shard, e.sharded = o.shard(key)
+		}
+		o.keys.Queued(e.shard, e.sharded)
+	}
+	o.queue(e, o.take(key))
 }
 
-func (o *order) queue(key ports.Key, p priority) {
+// queue makes e, which is what it records of its key, wait at p.
+func (o *order) queue(e entry, p priority) {
 	o.seq++
-	e := entry{key: key, at: p, seq: o.seq}
-	o.waiting[key] = e
+	e.at, e.seq = p, o.seq
+	o.waiting[e.key] = e
 	if p == change {
 		o.changes.push(e)
 	} else {
@@ -232,7 +280,7 @@ func (o *order) Touch(key ports.Key) {
 	p := o.take(key)
 	if e, ok := o.waiting[key]; ok && p > e.at {
 		o.behind.drop()
-		o.queue(key, p)
+		o.queue(e, p)
 	}
 }
 
@@ -265,6 +313,9 @@ func (o *order) Pop() ports.Key {
 		if cur, ok := o.waiting[e.key]; ok && cur.seq == e.seq {
 			delete(o.waiting, e.key)
 			from.drop()
+			if o.keys != nil {
+				o.keys.Taken(cur.shard, cur.sharded, o.clock.Since(cur.since))
+			}
 			return e.key
 		}
 		// A background entry whose key has since been promoted.
@@ -300,3 +351,18 @@ func (l *list) pop() entry {
 	l.entries = l.entries[1:]
 	return e
 }
+
+// keyless is a MetricsProvider whose depth, adds and latency record
+// nothing, for a queue whose Keys record them.
+type keyless struct{ workqueue.MetricsProvider }
+
+func (keyless) NewDepthMetric(string) workqueue.GaugeMetric       { return none{} }
+func (keyless) NewAddsMetric(string) workqueue.CounterMetric      { return none{} }
+func (keyless) NewLatencyMetric(string) workqueue.HistogramMetric { return none{} }
+
+// none records nothing.
+type none struct{}
+
+func (none) Inc()            {}
+func (none) Dec()            {}
+func (none) Observe(float64) {}

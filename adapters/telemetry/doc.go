@@ -93,7 +93,10 @@
 // work duration and its retries aren't recorded: reconcile.duration times
 // the same work with its outcome, and the queue counts every AddAfter as a
 // retry, while the error and timeout outcomes count the real ones. No data point
-// carries an object's name: an object's reconciles are its spans.
+// carries an object's name: an object's reconciles are its spans. A
+// sharded controller's queue records queue.depth, queue.adds and
+// queue.duration itself, through ShardedQueue, with the shard of each
+// key's object in loam.kube.controller.shard.
 //
 // # client-go's records
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -173,3 +174,70 @@ type noMetric struct{}
 
 func (noMetric) Inc()            {}
 func (noMetric) Observe(float64) {}
+
+// ShardedQueue records the instruments of a sharded controller's queue
+// that are about one key each, queue.depth, queue.adds and queue.duration,
+// with the key's shard: queue.Config's Keys. Every data point carries
+// loam.kube.controller.shard beside the controller's name, but that of a
+// key whose shard the queue couldn't know (its object gone from the
+// cache), which carries the name alone; summed over the shard, the figures
+// are the controller's. A key's add is counted when it begins to wait.
+type ShardedQueue struct {
+	q queueInstruments
+	// record and add hold each shard's attributes; unknown is the last.
+	record [][]metric.RecordOption
+	add    [][]metric.AddOption
+
+	mu    sync.Mutex
+	depth []int64
+}
+
+// ShardedQueue returns the records of the keys of a queue of a controller
+// with count shards, each shard's depth at 0, so that a standby's reads 0
+// from the start.
+func (r *Recorder) ShardedQueue(count int) *ShardedQueue {
+	s := &ShardedQueue{q: r.queue, depth: make([]int64, count+1)}
+	for i := range count {
+		attrs := metric.WithAttributeSet(attribute.NewSet(r.name, ShardKey.Int(i)))
+		s.record = append(s.record, []metric.RecordOption{attrs})
+		s.add = append(s.add, []metric.AddOption{attrs})
+	}
+	s.record = append(s.record, r.queue.record)
+	s.add = append(s.add, r.queue.add)
+	for i := range count {
+		s.q.depth.Record(context.Background(), 0, s.record[i]...)
+	}
+	return s
+}
+
+// at returns the index of shard's attributes, and of the unknown shard's
+// when ok is false or shard is out of range.
+func (s *ShardedQueue) at(shard int, ok bool) int {
+	if !ok || shard < 0 || shard >= len(s.depth)-1 {
+		return len(s.depth) - 1
+	}
+	return shard
+}
+
+// Queued records a key of shard added, and waiting.
+func (s *ShardedQueue) Queued(shard int, ok bool) {
+	i := s.at(shard, ok)
+	s.q.adds.Add(context.Background(), 1, s.add[i]...)
+	s.moveDepth(i, 1)
+}
+
+// Taken records a key of shard handed to a worker after waiting waited.
+func (s *ShardedQueue) Taken(shard int, ok bool, waited time.Duration) {
+	i := s.at(shard, ok)
+	s.moveDepth(i, -1)
+	s.q.duration.Record(context.Background(), waited.Seconds(), s.record[i]...)
+}
+
+// moveDepth moves the depth of the shard at i by n; the lock keeps each
+// gauge's last value its last count.
+func (s *ShardedQueue) moveDepth(i int, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.depth[i] += n
+	s.q.depth.Record(context.Background(), s.depth[i], s.record[i]...)
+}

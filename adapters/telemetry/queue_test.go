@@ -9,6 +9,7 @@ import (
 
 	"github.com/loam-dev/loam/adapters/queue"
 	"github.com/loam-dev/loam/adapters/telemetry"
+	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -132,5 +133,54 @@ func TestQueueInstrumentsNamesAndUnits(t *testing.T) {
 		require.Equal(t, []histogramPoint{
 			{Attributes: map[string]string{"loam.kube.controller.name": controllerName}, Count: 1, Sum: 1},
 		}, histogram(t, tel, telemetry.QueueDurationName), "the key waited a second")
+	})
+}
+
+// points returns the data points of the int64 gauge or sum named name,
+// by their loam.kube.controller.shard ("" for none).
+func points(t *testing.T, tel *apptest.Telemetry, name string) map[string]int64 {
+	t.Helper()
+	by, err := tel.TotalBy(t.Context(), name, telemetry.ShardKey)
+	require.NoError(t, err)
+	return by
+}
+
+// TestAShardedQueueRecordsEachKeyWithItsShard: a sharded controller's
+// queue records its depth, adds and waits by the shard of each key's
+// object, a key of no known shard without one, every shard's depth from
+// 0, and no data point without a shard beside them that would count a
+// key twice; the gauges of the reconciles in flight stay the
+// controller's.
+func TestAShardedQueueRecordsEachKeyWithItsShard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec, tel := newRecorder(t)
+		shards := map[string]int{"a": 0, "b": 1, "c": 1}
+		q := queue.New(queue.Config{
+			Name: controllerName, Metrics: rec.QueueMetrics(), Keys: rec.ShardedQueue(2),
+			Shard: func(k ports.Key) (int, bool) { s, ok := shards[k.Name]; return s, ok },
+		})
+		t.Cleanup(q.ShutDown)
+		require.Equal(t, map[string]int64{"0": 0, "1": 0}, points(t, tel, telemetry.QueueDepthName), "a standby reads 0 for every shard")
+
+		for _, name := range []string{"a", "b", "c", "gone"} {
+			q.Add(ports.Key{Namespace: "ns", Name: name})
+		}
+		q.Add(ports.Key{Namespace: "ns", Name: "b"}) // waiting already: no add
+		require.Equal(t, map[string]int64{"0": 1, "1": 2, "": 1}, points(t, tel, telemetry.QueueDepthName))
+		require.Equal(t, map[string]int64{"0": 1, "1": 2, "": 1}, points(t, tel, telemetry.QueueAddsName))
+
+		time.Sleep(2 * time.Second)
+		for range 4 {
+			key, _ := q.Get()
+			q.Done(key)
+		}
+		require.Equal(t, map[string]int64{"0": 0, "1": 0, "": 0}, points(t, tel, telemetry.QueueDepthName))
+		require.ElementsMatch(t, []histogramPoint{
+			{Attributes: map[string]string{"loam.kube.controller.name": controllerName, "loam.kube.controller.shard": "0"}, Count: 1, Sum: 2},
+			{Attributes: map[string]string{"loam.kube.controller.name": controllerName, "loam.kube.controller.shard": "1"}, Count: 2, Sum: 4},
+			{Attributes: map[string]string{"loam.kube.controller.name": controllerName}, Count: 1, Sum: 2},
+		}, histogram(t, tel, telemetry.QueueDurationName))
+		time.Sleep(time.Second)
+		require.Zero(t, gaugeValue[float64](t, tel, telemetry.LongestUnfinishedDurationName), "the controller's, with no shard")
 	})
 }

@@ -197,24 +197,49 @@ func (t *Telemetry) Metric(ctx context.Context, name string) (metricdata.Metrics
 // ErrNotRecorded, as Metric does; it fails too when name holds another
 // type of data.
 func (t *Telemetry) Total(ctx context.Context, name string) (int64, error) {
-	m, err := t.Metric(ctx, name)
+	points, err := t.int64Points(ctx, name)
 	if err != nil {
 		return 0, err
-	}
-	var points []metricdata.DataPoint[int64]
-	switch d := m.Data.(type) {
-	case metricdata.Sum[int64]:
-		points = d.DataPoints
-	case metricdata.Gauge[int64]:
-		points = d.DataPoints
-	default:
-		return 0, fmt.Errorf("metric %q is a %T, not an int64 sum or gauge", name, m.Data)
 	}
 	var n int64
 	for _, dp := range points {
 		n += dp.Value
 	}
 	return n, nil
+}
+
+// TotalBy is Total, summed by the value of the attribute key: the sum of
+// the data points without it is under "". It fails as Total does.
+func (t *Telemetry) TotalBy(ctx context.Context, name string, key attribute.Key) (map[string]int64, error) {
+	points, err := t.int64Points(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, dp := range points {
+		name := ""
+		if v, ok := dp.Attributes.Value(key); ok {
+			name = v.String()
+		}
+		out[name] += dp.Value
+	}
+	return out, nil
+}
+
+// int64Points collects the data points of the int64 sum or gauge named
+// name.
+func (t *Telemetry) int64Points(ctx context.Context, name string) ([]metricdata.DataPoint[int64], error) {
+	m, err := t.Metric(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	switch d := m.Data.(type) {
+	case metricdata.Sum[int64]:
+		return d.DataPoints, nil
+	case metricdata.Gauge[int64]:
+		return d.DataPoints, nil
+	}
+	return nil, fmt.Errorf("metric %q is a %T, not an int64 sum or gauge", name, m.Data)
 }
 
 // Shutdown takes a last collection of metrics, which Metrics returns from

@@ -87,6 +87,14 @@ func TestTelemetry_Total_sums_every_data_point(t *testing.T) {
 	require.ErrorIs(t, err, apptest.ErrNotRecorded)
 	_, err = tel.Total(t.Context(), "queue.seconds")
 	require.EqualError(t, err, `metric "queue.seconds" is a metricdata.Sum[float64], not an int64 sum or gauge`)
+
+	// TotalBy sums by one attribute, the points without it under "".
+	adds.Add(t.Context(), 7)
+	by, err := tel.TotalBy(t.Context(), "queue.adds", "priority")
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"change": 2, "background": 3, "": 7}, by)
+	_, err = tel.TotalBy(t.Context(), "queue.seconds", "priority")
+	require.EqualError(t, err, `metric "queue.seconds" is a metricdata.Sum[float64], not an int64 sum or gauge`)
 }
 
 func TestTelemetry_keeps_log_records(t *testing.T) {

@@ -63,12 +63,6 @@ type Config struct {
 	// ShardLeases are a sharded controller's Leases; nil when Shards is
 	// 0.
 	ShardLeases ports.ShardLeases
-	// Narrow, when not nil, is told the shards a sharded replica's watch
-	// should carry, so the Watch can narrow its list and watch to them,
-	// once the shards it holds have settled: 500ms after the last change,
-	// at most 5s after the first (narrow.go says why). It must not block
-	// for long.
-	Narrow func(held []int)
 	// Writer applies statuses and the finalizer.
 	Writer ports.Writer
 	// Handler runs the end user's code.
@@ -87,6 +81,9 @@ type Config struct {
 	Finalizer string
 	// Prepare, when not nil, runs first in every pass that does something.
 	Prepare reconcile.Prepare
+	// Until, when not nil, says when what Prepare carried into a pass
+	// stops applying; see reconcile.Config.Until.
+	Until func(ctx context.Context) (time.Time, bool)
 	// ReconcileTimeout bounds each call of the end user's Reconcile and
 	// Finalize, as reconcile.Config's Timeout does; 0 bounds nothing.
 	ReconcileTimeout time.Duration
@@ -196,6 +193,18 @@ func (c *Controller) Serve(ctx context.Context) error {
 	if !c.await(stop) {
 		return nil
 	}
+	// A sharded replica lists its controller's Leases first: the Watch's
+	// check lists one of them to find out whether the API server serves
+	// sharded lists, and a missing permission to list them is the
+	// Leases' failure, named so.
+	if c.c.Shards > 0 {
+		if err := c.c.ShardLeases.Check(stop); err != nil {
+			if stop.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("controller %s: %w", c.c.Name, err)
+		}
+	}
 	if err := c.c.Watch.Check(stop); err != nil {
 		if stop.Err() != nil {
 			return nil
@@ -252,6 +261,7 @@ func (c *Controller) loop(gate *shardGate) (*reconcile.Loop, error) {
 		Retry:     c.c.Retry,
 		Finalizer: c.c.Finalizer,
 		Prepare:   c.c.Prepare,
+		Until:     c.c.Until,
 		Timeout:   c.c.ReconcileTimeout,
 		Events:    c.c.Events,
 	})

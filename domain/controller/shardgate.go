@@ -84,14 +84,3 @@ func (g *shardGate) drain(s int, cause error) {
 		h.wg.Wait()
 	}
 }
-
-// held returns the shards the gate admits passes over.
-func (g *shardGate) held() []int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := make([]int, 0, len(g.shards))
-	for s := range g.shards {
-		out = append(out, s)
-	}
-	return out
-}

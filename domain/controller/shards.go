@@ -48,8 +48,6 @@ type sharded struct {
 	seen   shard.Observation
 	// ended counts the campaigns' goroutines still running.
 	ended sync.WaitGroup
-	// narrower narrows the watch to the shards held.
-	narrower *narrower
 }
 
 // campaign is one shard's Elector run.
@@ -74,21 +72,13 @@ func (c *Controller) shard(stop, background context.Context, w *crew, gate *shar
 	r := &sharded{
 		c: c, leases: c.c.ShardLeases, gate: gate, loop: loop, w: w, background: background,
 		events: make(chan shardEvent), quit: make(chan struct{}), campaigns: map[int]*campaign{},
-		narrower: newNarrower(c.c.Clock, c.c.Narrow),
 	}
-	defer r.narrower.close()
 	changed := make(chan struct{}, 1)
 	poke := func() {
 		select {
 		case changed <- struct{}{}:
 		default:
 		}
-	}
-	if err := r.leases.Check(stop); err != nil {
-		if stop.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("controller %s: %w", c.c.Name, err)
 	}
 	r.leases.Start(background, poke)
 	defer r.leases.Stop()
@@ -288,9 +278,10 @@ func (r *sharded) act(d shard.Decision) {
 }
 
 // campaign runs shard s's Elector until ctx ends or its Lease is lost.
-// Holding the Lease, it admits the shard's passes and queues its objects;
-// once the Lease ends, it drains the shard's passes, cancelling them when
-// the Lease was lost, before the Elector may release it.
+// Holding the Lease, it admits the shard's passes and has the Watch hold
+// the shard, which queues its objects; once the Lease ends, it drains the
+// shard's passes, cancelling them when the Lease was lost, and has the
+// Watch give the shard up, before the Elector may release the Lease.
 func (r *sharded) campaign(ctx context.Context, s int) {
 	defer r.ended.Done()
 	count := r.c.c.Shards
@@ -298,14 +289,9 @@ func (r *sharded) campaign(ctx context.Context, s int) {
 	r.leases.Shard(s, r.expired).Run(ctx, func(leading context.Context) {
 		held = true
 		r.gate.hold(s)
-		r.narrow()
 		r.c.c.Recorder.ShardChanged(r.background, ports.ShardAcquired, s, count)
 		r.send(shardEvent{shard: s, change: ports.ShardAcquired})
-		r.c.c.Watch.Each(func(key ports.Key, uid string) {
-			if shard.Of(uid, count) == s {
-				r.loop.Notify(ports.Event{Key: key, Initial: true})
-			}
-		})
+		r.c.c.Watch.Hold(s)
 		<-leading.Done()
 		if ctx.Err() == nil {
 			lost = true
@@ -313,7 +299,7 @@ func (r *sharded) campaign(ctx context.Context, s int) {
 		} else {
 			r.gate.drain(s, nil)
 		}
-		r.narrow()
+		r.c.c.Watch.Release(s)
 	}, func() {})
 	switch {
 	case lost:
@@ -331,9 +317,6 @@ func (r *sharded) expired(l ports.LeaseRecord) bool {
 	defer r.seenMu.Unlock()
 	return r.seen.IsExpired(l)
 }
-
-// narrow tells the narrower the shards the gate admits now.
-func (r *sharded) narrow() { r.narrower.set(r.gate.held()) }
 
 // send tells the run e, unless the run has ended.
 func (r *sharded) send(e shardEvent) {

@@ -184,26 +184,21 @@ func objectOf(prefix string, s, count int) string {
 }
 
 // newShardedRig returns a rig whose Controller is replica "a" of a
-// controller with count shards on srv's Leases.
+// controller with count shards on srv's Leases. Its journal records each
+// shard the Watch is told to hold and release.
 func newShardedRig(t *testing.T, srv *leaseServer, count int) *rig {
-	t.Helper()
-	return newShardedRigWith(t, srv, count, nil)
-}
-
-// newShardedRigWith is newShardedRig, with narrow as Config.Narrow.
-func newShardedRigWith(t *testing.T, srv *leaseServer, count int, narrow func([]int)) *rig {
 	t.Helper()
 	r := newRig(t, 2, func(c *controller.Config) {
 		c.Elector = nil
 		c.Shards = count
 		c.ShardLeases = &leases{srv: srv, identity: "a", holder: "a_1", count: count}
-		c.Narrow = narrow
 	})
 	srv.j = r.j
 	r.rec.EXPECT().ShardChanged(gomock.Any(), gomock.Any(), gomock.Any(), count).Do(func(_ context.Context, c ports.ShardChange, s, _ int) {
 		r.j.add(fmt.Sprintf("shard %d %s", s, c))
 	}).AnyTimes()
-	r.watch.EXPECT().Each(gomock.Any()).AnyTimes()
+	r.watch.EXPECT().Hold(gomock.Any()).Do(func(s int) { r.j.add(fmt.Sprintf("watch holds %d", s)) }).AnyTimes()
+	r.watch.EXPECT().Release(gomock.Any()).Do(func(s int) { r.j.add(fmt.Sprintf("watch releases %d", s)) }).AnyTimes()
 	return r
 }
 
@@ -219,6 +214,9 @@ func TestShardedReleasesAShardOnlyOnceItsReconcilesAreDone(t *testing.T) {
 		require.Equal(t, "a_1", srv.holder("shard-0"))
 		require.Equal(t, "a_1", srv.holder("shard-1"))
 		r.j.before(t, "a_1 acquired member-a", "healthy")
+		// The Watch holds each shard once its Lease is held.
+		r.j.before(t, "a_1 acquired shard-0", "watch holds 0")
+		r.j.before(t, "a_1 acquired shard-1", "watch holds 1")
 
 		// a is first of {a, b}: it keeps shard 0, its own, and gives up 1.
 		held := objectOf("hold", 1, 2)
@@ -232,6 +230,11 @@ func TestShardedReleasesAShardOnlyOnceItsReconcilesAreDone(t *testing.T) {
 		require.Empty(t, srv.holder("shard-1"))
 		r.j.before(t, "reconciled "+held, "a_1 released shard-1")
 		r.j.before(t, "a_1 released shard-1", "shard 1 released")
+		// The Watch gives the shard up once its passes are done, and
+		// before its Lease goes.
+		r.j.before(t, "reconciled "+held, "watch releases 1")
+		r.j.before(t, "watch releases 1", "a_1 released shard-1")
+		require.NotContains(t, r.j.all(), "watch releases 0")
 		require.Equal(t, "a_1", srv.holder("shard-0"))
 		require.Equal(t, []error{nil}, r.handler.heldCauses(), "the reconcile finished, uncancelled")
 
@@ -327,47 +330,5 @@ func TestShardedSharedIdentity(t *testing.T) {
 		require.Equal(t, 2*fenced.LeaseDuration+fenced.RetryPeriod, time.Since(start))
 		require.NotContains(t, r.j.all(), "healthy", "a replica that hasn't announced itself isn't ready")
 		require.Empty(t, srv.holder("shard-0"))
-	})
-}
-
-// TestShardedNarrowsOnceTheShardsSettle: the watch is narrowed once per
-// settling of the shards, 500ms after the last change, and at most 5s
-// after the first, however often they change in between.
-func TestShardedNarrowsOnceTheShardsSettle(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		srv := newLeaseServer(nil)
-		var mu sync.Mutex
-		type narrowing struct {
-			at   time.Duration
-			held []int
-		}
-		var narrowed []narrowing
-		start := time.Now()
-		r := newShardedRigWith(t, srv, 4, func(held []int) {
-			mu.Lock()
-			defer mu.Unlock()
-			narrowed = append(narrowed, narrowing{time.Since(start), held})
-		})
-		cancel := r.runSharded(t)
-		defer cancel()
-		// Four shards taken at once: one narrowing, 500ms later.
-		time.Sleep(time.Second)
-		synctest.Wait()
-		mu.Lock()
-		require.Equal(t, []narrowing{{500 * time.Millisecond, []int{0, 1, 2, 3}}}, narrowed)
-		mu.Unlock()
-
-		// A replica joins: two shards given up, one narrowing after.
-		srv.set("member-b", "b_1", 4)
-		synctest.Wait()
-		time.Sleep(time.Second)
-		synctest.Wait()
-		mu.Lock()
-		require.Len(t, narrowed, 2)
-		require.Equal(t, []int{0, 2}, narrowed[1].held)
-		mu.Unlock()
-		cancel()
-		synctest.Wait()
-		require.NoError(t, <-r.served)
 	})
 }

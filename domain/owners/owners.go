@@ -5,6 +5,7 @@ package owners
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loam-dev/loam/ports"
 )
@@ -29,6 +30,13 @@ type Owner struct {
 // compared, so a controller still finds its objects across a version
 // change.
 func (o Owner) Key(namespace string, refs []metav1.OwnerReference) (ports.Key, bool) {
+	key, _, ok := o.Controller(namespace, refs)
+	return key, ok
+}
+
+// Controller returns what Key does, and the uid of the controlling
+// object, which a sharded controller's shards are cut by.
+func (o Owner) Controller(namespace string, refs []metav1.OwnerReference) (ports.Key, types.UID, bool) {
 	for _, ref := range refs {
 		if ref.Controller == nil || !*ref.Controller {
 			continue
@@ -37,15 +45,15 @@ func (o Owner) Key(namespace string, refs []metav1.OwnerReference) (ports.Key, b
 		// this is the only one to look at.
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
 		if err != nil || gv.Group != o.Group || ref.Kind != o.Kind || ref.Name == "" {
-			return ports.Key{}, false
+			return ports.Key{}, "", false
 		}
 		if !o.Namespaced {
-			return ports.Key{Name: ref.Name}, true
+			return ports.Key{Name: ref.Name}, ref.UID, true
 		}
 		if namespace == "" {
-			return ports.Key{}, false
+			return ports.Key{}, "", false
 		}
-		return ports.Key{Namespace: namespace, Name: ref.Name}, true
+		return ports.Key{Namespace: namespace, Name: ref.Name}, ref.UID, true
 	}
-	return ports.Key{}, false
+	return ports.Key{}, "", false
 }

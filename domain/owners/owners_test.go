@@ -52,6 +52,15 @@ func TestOwner_Key(t *testing.T) {
 			got, found := tc.owner.Key(tc.namespace, tc.refs)
 			require.Equal(t, tc.found, found)
 			require.Equal(t, tc.want, got)
+			// Controller agrees, and names the controlling object's uid.
+			key, uid, found := tc.owner.Controller(tc.namespace, tc.refs)
+			require.Equal(t, tc.found, found)
+			require.Equal(t, tc.want, key)
+			if found {
+				require.Equal(t, types.UID("uid-"+tc.want.Name), uid)
+			} else {
+				require.Empty(t, uid)
+			}
 		})
 	}
 }

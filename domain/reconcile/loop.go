@@ -81,6 +81,13 @@ type Config struct {
 	Finalizer string
 	// Prepare, when not nil, runs first in every pass that does something.
 	Prepare Prepare
+	// Until, when not nil, is asked after every pass that Prepare ran
+	// in, with the context Prepare returned, when what Prepare carried
+	// into it stops applying, such as a failure scenario's end. While that
+	// is still to come, the key's one timer goes off then at the latest:
+	// the object is reconciled again once the scenario has ended, though
+	// nothing changed. A panicked pass sets no timer, as ever.
+	Until func(ctx context.Context) (time.Time, bool)
 	// Timeout, when positive, bounds each call of the end user's Reconcile
 	// and Finalize: the call's context is cancelled that long after it
 	// started, with a cause that names the object and the timeout, and a
@@ -313,6 +320,9 @@ func cutNote(note string) string {
 type settlement struct {
 	report ports.Report
 	after  time.Duration
+	// until is when what the pass's Prepare carried stops applying, or
+	// zero; see Config.Until.
+	until time.Time
 }
 
 func succeeded(after time.Duration) settlement {
@@ -339,7 +349,8 @@ func timedOut(deadline *DeadlineError, errs ...error) settlement {
 	return settlement{report: ports.Report{Outcome: ports.OutcomeTimeout, Err: err, Timeout: deadline.Timeout}}
 }
 
-// pass takes step over obj.
+// pass takes step over obj, and says until when what Prepare carried
+// into it applies.
 func (l *Loop) pass(ctx context.Context, key ports.Key, obj ports.Object, step Step) settlement {
 	if l.c.Prepare != nil {
 		prepared, p := prepare(ctx, l.c.Prepare, obj)
@@ -348,7 +359,17 @@ func (l *Loop) pass(ctx context.Context, key ports.Key, obj ports.Object, step S
 		}
 		ctx = prepared
 	}
+	s := l.step(ctx, key, obj, step)
+	if l.c.Prepare != nil && l.c.Until != nil {
+		if until, ok := l.c.Until(ctx); ok {
+			s.until = until
+		}
+	}
+	return s
+}
 
+// step takes step over obj, in the context Prepare returned.
+func (l *Loop) step(ctx context.Context, key ports.Key, obj ports.Object, step Step) settlement {
 	switch step {
 	case StepAddFinalizer:
 		if err := l.c.Writer.ApplyFinalizer(ctx, key, obj.UID, l.c.Finalizer, true); err != nil {
@@ -404,17 +425,29 @@ func (l *Loop) pass(ctx context.Context, key ports.Key, obj ports.Object, step S
 	}
 }
 
-// settle sets or drops key's timer as s ended its pass.
+// settle sets or drops key's timer as s ended its pass: at the retry's
+// backoff or the After, or sooner when what the pass's Prepare carried
+// stops applying sooner.
 func (l *Loop) settle(key ports.Key, s settlement) {
+	var ends time.Duration
+	if !s.until.IsZero() && s.report.Outcome != ports.OutcomePanic {
+		ends = s.until.Sub(l.c.Clock.Now())
+	}
+	sooner := func(d time.Duration) time.Duration {
+		if ends > 0 && (d <= 0 || ends < d) {
+			return ends
+		}
+		return d
+	}
 	if s.report.Outcome == ports.OutcomeError || s.report.Outcome == ports.OutcomeTimeout {
-		l.timers.set(key, l.limiter.When(key))
+		l.timers.set(key, sooner(l.limiter.When(key)))
 		return
 	}
 	// A success and a panic both end the key's backoff; a panic is never
 	// retried, since it would only panic again.
-	if s.after > 0 {
+	if d := sooner(s.after); d > 0 {
 		l.limiter.Forget(key)
-		l.timers.set(key, s.after)
+		l.timers.set(key, d)
 		return
 	}
 	l.forget(key)

@@ -235,3 +235,58 @@ func TestLoop_timers(t *testing.T) {
 		})
 	}
 }
+
+// TestLoop_timers_until: what a pass's Prepare carried ends at Until's
+// time, and the key's one timer goes off then at the latest: a retry or
+// an After that comes sooner still decides, one that comes later gives
+// way, an end already past sets nothing, and a panic sets nothing either.
+func TestLoop_timers_until(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		name string
+		out  func() (ports.Result, error)
+		// ends is when Until says the pass's scenario ends, from the
+		// test's start.
+		ends time.Duration
+		want []queued
+	}{
+		{"a success without After is reconciled again at the end", after(0), 10 * s, []queued{behind(10 * s)}},
+		{"an After sooner than the end decides", after(6 * s), 10 * s, []queued{behind(6 * s)}},
+		{"an end sooner than the After decides", after(time.Hour), 10 * s, []queued{behind(10 * s)}},
+		{"a retry sooner than the end decides", fails, 10 * s, []queued{behind(1 * s)}},
+		{"an end sooner than the retry decides", fails, s / 2, []queued{behind(s / 2)}},
+		{"an end already past sets no timer", after(0), -s, nil},
+		{"a panic sets no timer", panics, 10 * s, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				start := time.Now()
+				q := &addsQueue{start: start}
+				var asked []context.Context
+				l, err := reconcile.New(reconcile.Config{
+					Source:   fakeSource{obj: ports.Object{UID: "uid-1"}},
+					Writer:   &fakeWriter{},
+					Queue:    q,
+					Handler:  &scripted{outcomes: []func() (ports.Result, error){tc.out}},
+					Recorder: fakeRecorder{},
+					Clock:    bubbleClock{},
+					Retry:    backoff.Policy{BaseDelay: time.Second, MaxDelay: time.Minute, Rate: 10, Burst: 100},
+					Prepare: func(ctx context.Context, _ ports.Object) context.Context {
+						return context.WithValue(ctx, prepKey{}, true)
+					},
+					Until: func(ctx context.Context) (time.Time, bool) {
+						asked = append(asked, ctx)
+						return start.Add(tc.ends), true
+					},
+				})
+				require.NoError(t, err)
+				l.Reconcile(context.Background(), key)
+				time.Sleep(time.Hour)
+				synctest.Wait()
+				require.Equal(t, tc.want, q.added())
+				require.Len(t, asked, 1)
+				require.Equal(t, true, asked[0].Value(prepKey{}), "Until is asked with the context Prepare returned")
+			})
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/loam-dev/loam/adapters/telemetry"
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/domain/shard"
@@ -49,18 +51,47 @@ const tileController = "tile-controller"
 type watchCounter struct {
 	mu   sync.Mutex
 	uids map[string]int
+	// lists counts the replica's informers' lists of Tiles by their
+	// shardSelector: a LIST, or a watch that asks for initial events
+	// (client-go's watch-list), which lists as it opens. The start-up
+	// check's lists of one object aren't counted.
+	lists map[string]int
 }
 
-func newWatchCounter() *watchCounter { return &watchCounter{uids: map[string]int{}} }
+func newWatchCounter() *watchCounter {
+	return &watchCounter{uids: map[string]int{}, lists: map[string]int{}}
+}
 
-// inspect passes every request on, reading the events of each watch of
-// Tiles as the API server streams them.
+// inspect passes every request on, counting each list of Tiles and
+// reading the events of each watch as the API server streams them.
 func (c *watchCounter) inspect(rw http.ResponseWriter, r *http.Request, next http.Handler) {
-	if r.URL.Query().Get("watch") != "true" || !strings.Contains(r.URL.Path, "/"+tiles.Plural) {
+	q := r.URL.Query()
+	if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/"+tiles.Plural) {
+		next.ServeHTTP(rw, r)
+		return
+	}
+	if (q.Get("watch") != "true" && q.Get("limit") != "1") || q.Get("sendInitialEvents") == "true" {
+		c.listed(q.Get("shardSelector"))
+	}
+	if q.Get("watch") != "true" {
 		next.ServeHTTP(rw, r)
 		return
 	}
 	next.ServeHTTP(&eventReader{ResponseWriter: rw, seen: c.seen}, r)
+}
+
+func (c *watchCounter) listed(selector string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lists[selector]++
+}
+
+// listedSince returns the lists counted since the last reset, by
+// selector.
+func (c *watchCounter) listedSince() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.lists)
 }
 
 func (c *watchCounter) seen(uid string) {
@@ -74,16 +105,13 @@ func (c *watchCounter) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.uids = map[string]int{}
+	c.lists = map[string]int{}
 }
 
 func (c *watchCounter) counted() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.uids))
-	for k, v := range c.uids {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.uids)
 }
 
 // eventReader is a watch's ResponseWriter that decodes the JSON events
@@ -177,12 +205,92 @@ func TestShardedWatchesCarryOnlyTheirShards(t *testing.T) {
 	}
 }
 
+// TestShardedRebalanceListsOnlyTheShardsThatMove: one replica holds all
+// four shards, each listed and watched on its own; a second replica joins
+// and takes two. The first lists nothing again (the shards it keeps go on
+// watching), the second lists exactly the two it took, each once, and
+// every Tile, the moved ones included, is reconciled by its new holder.
+func TestShardedRebalanceListsOnlyTheShardsThatMove(t *testing.T) {
+	const objects, shards = 100, 4
+	c, k, d := tileCluster(t)
+	ns := c.Namespace(t)
+	first := startTiles(t, c, ns, "pod-0", shards, 2, 0)
+	apps := []wait.Watched{first.app}
+	wait.For(t, time.Minute, func() bool { return len(tileHolders(t, k, ns)) == shards }, "pod-0 never took every shard", apps...)
+	uids := createTiles(t, d, ns, objects)
+	waitReconciled(t, d, ns, objects, time.Minute, apps)
+	selectors := map[string]int{}
+	for i := range shards {
+		selectors[shard.Selector([]int{i}, shards)] = i
+	}
+	for sel := range first.counter.listedSince() {
+		require.Contains(t, selectors, sel, "pod-0 listed with a selector of no one shard")
+	}
+	first.counter.reset()
+
+	second := startTiles(t, c, ns, "pod-1", shards, 2, 0)
+	apps = append(apps, second.app)
+	var held map[int]string
+	wait.For(t, time.Minute, func() bool {
+		held = tileHolders(t, k, ns)
+		per := map[string]int{}
+		for _, id := range held {
+			per[id]++
+		}
+		return per["pod-0"] == 2 && per["pod-1"] == 2
+	}, "the shards never spread over both replicas", apps...)
+
+	// Every Tile moved to pod-1 is reconciled there: bump each one's
+	// generation and wait for its status.
+	for _, name := range uids {
+		patch := []byte(`{"spec":{"value":-1}}`)
+		_, err := d.Resource(tiles.GVR()).Namespace(ns).Patch(t.Context(), name, "application/merge-patch+json", patch, metav1.PatchOptions{})
+		require.NoError(t, err)
+	}
+	waitReconciled(t, d, ns, objects, time.Minute, apps)
+	require.Equal(t, held, tileHolders(t, k, ns), "the shards stayed where they were")
+
+	want := map[string]int{}
+	for i, id := range held {
+		if id == "pod-1" {
+			want[shard.Selector([]int{i}, shards)] = 1
+		}
+	}
+	require.Empty(t, first.counter.listedSince(), "pod-0 listed again, though it only gave shards up")
+	got := second.counter.listedSince()
+	require.Equal(t, want, got, "pod-1 lists each shard it took once, and nothing else")
+	t.Logf("figure: | pod-0 lists after the rebalance | 0 | pod-1 lists | %v |", got)
+
+	// pod-1's queue counted its keys by their shards: every Tile it took
+	// was queued under its shard, and no key of pod-0's shards was.
+	adds := queueAdds(t, second.telemetry)
+	for i := range shards {
+		key := fmt.Sprint(i)
+		if held[i] == "pod-1" {
+			require.Positive(t, adds[key], "shard %d: pod-1's queue counted none of its keys", i)
+		} else {
+			require.Zero(t, adds[key], "shard %d is pod-0's, yet pod-1 queued its keys", i)
+		}
+	}
+	t.Logf("figure: | pod-1 queue.adds by shard | %v |", adds)
+}
+
+// queueAdds returns the queue.adds a replica recorded, by the
+// loam.kube.controller.shard of each data point.
+func queueAdds(t *testing.T, tel *apptest.Telemetry) map[string]int64 {
+	t.Helper()
+	adds, err := tel.TotalBy(t.Context(), telemetry.QueueAddsName, telemetry.ShardKey)
+	require.NoError(t, err)
+	return adds
+}
+
 // tileReplica is one replica of the Tile controller, and what its watches
 // carried.
 type tileReplica struct {
-	app     wait.Watched
-	stop    func() int
-	counter *watchCounter
+	app       wait.Watched
+	telemetry *apptest.Telemetry
+	stop      func() int
+	counter   *watchCounter
 }
 
 // startTiles runs replica id of the Tile controller in ns, with shards
@@ -211,7 +319,7 @@ func startTiles(t *testing.T, c *kubetest.Cluster, ns, id string, shards, worker
 				return kube.Result[tileStatus]{Status: &tileStatus{ObservedGeneration: o.Generation}}, nil
 			}))
 	}, app.WithHost(app.Host{Network: &apptest.Switch{}}))
-	return tileReplica{app: wait.App(a), stop: a.Stop, counter: counter}
+	return tileReplica{app: wait.App(a), telemetry: a.Telemetry(), stop: a.Stop, counter: counter}
 }
 
 // tileHolders returns the identity holding each shard's Lease of the Tile

@@ -145,42 +145,6 @@ func (c *MockWatchCheckCall) DoAndReturn(f func(context.Context) error) *MockWat
 	return c
 }
 
-// Each mocks base method.
-func (m *MockWatch) Each(f func(ports.Key, string)) {
-	m.ctrl.T.Helper()
-	m.ctrl.Call(m, "Each", f)
-}
-
-// Each indicates an expected call of Each.
-func (mr *MockWatchMockRecorder) Each(f any) *MockWatchEachCall {
-	mr.mock.ctrl.T.Helper()
-	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Each", reflect.TypeOf((*MockWatch)(nil).Each), f)
-	return &MockWatchEachCall{Call: call}
-}
-
-// MockWatchEachCall wrap *gomock.Call
-type MockWatchEachCall struct {
-	*gomock.Call
-}
-
-// Return rewrite *gomock.Call.Return
-func (c *MockWatchEachCall) Return() *MockWatchEachCall {
-	c.Call = c.Call.Return()
-	return c
-}
-
-// Do rewrite *gomock.Call.Do
-func (c *MockWatchEachCall) Do(f func(func(ports.Key, string))) *MockWatchEachCall {
-	c.Call = c.Call.Do(f)
-	return c
-}
-
-// DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockWatchEachCall) DoAndReturn(f func(func(ports.Key, string))) *MockWatchEachCall {
-	c.Call = c.Call.DoAndReturn(f)
-	return c
-}
-
 // Get mocks base method.
 func (m *MockWatch) Get(key ports.Key) (ports.Object, bool, error) {
 	m.ctrl.T.Helper()
@@ -217,6 +181,78 @@ func (c *MockWatchGetCall) Do(f func(ports.Key) (ports.Object, bool, error)) *Mo
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
 func (c *MockWatchGetCall) DoAndReturn(f func(ports.Key) (ports.Object, bool, error)) *MockWatchGetCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// Hold mocks base method.
+func (m *MockWatch) Hold(s int) {
+	m.ctrl.T.Helper()
+	m.ctrl.Call(m, "Hold", s)
+}
+
+// Hold indicates an expected call of Hold.
+func (mr *MockWatchMockRecorder) Hold(s any) *MockWatchHoldCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Hold", reflect.TypeOf((*MockWatch)(nil).Hold), s)
+	return &MockWatchHoldCall{Call: call}
+}
+
+// MockWatchHoldCall wrap *gomock.Call
+type MockWatchHoldCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockWatchHoldCall) Return() *MockWatchHoldCall {
+	c.Call = c.Call.Return()
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockWatchHoldCall) Do(f func(int)) *MockWatchHoldCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockWatchHoldCall) DoAndReturn(f func(int)) *MockWatchHoldCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
+// Release mocks base method.
+func (m *MockWatch) Release(s int) {
+	m.ctrl.T.Helper()
+	m.ctrl.Call(m, "Release", s)
+}
+
+// Release indicates an expected call of Release.
+func (mr *MockWatchMockRecorder) Release(s any) *MockWatchReleaseCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "Release", reflect.TypeOf((*MockWatch)(nil).Release), s)
+	return &MockWatchReleaseCall{Call: call}
+}
+
+// MockWatchReleaseCall wrap *gomock.Call
+type MockWatchReleaseCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockWatchReleaseCall) Return() *MockWatchReleaseCall {
+	c.Call = c.Call.Return()
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockWatchReleaseCall) Do(f func(int)) *MockWatchReleaseCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockWatchReleaseCall) DoAndReturn(f func(int)) *MockWatchReleaseCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
