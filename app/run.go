@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/log"
 
 	"github.com/loam-dev/loam/app/fault"
 )
@@ -31,12 +32,17 @@ const telemetryTimeout = 5 * time.Second
 // scopeName is the instrumentation scope of the runtime's own records.
 const scopeName = "github.com/loam-dev/loam/app"
 
+// faultScopeName is the scope of the records of the App's failure
+// injector.
+const faultScopeName = "github.com/loam-dev/loam/app/fault"
+
 // The attributes of the runtime's records.
 const (
 	attrService    = attribute.Key("loam.app.service")
 	attrSignal     = attribute.Key("loam.app.signal")
 	attrGrace      = attribute.Key("loam.app.grace_period")
 	attrReason     = attribute.Key("loam.app.reason")
+	attrSwitch     = attribute.Key("loam.fit.switch")
 	attrExcType    = attribute.Key("exception.type")
 	attrExcMessage = attribute.Key("exception.message")
 	attrExcStack   = attribute.Key("exception.stacktrace")
@@ -112,8 +118,15 @@ func Run(ctx context.Context, init Init, opts ...Option) int {
 		grace:   cfg.gracePeriod,
 		cancel:  func() {},
 	}
+	stopSwitch := func() {}
 	if cfg.faults != nil {
-		setup.Faults, err = fault.New(*cfg.faults)
+		fs := *cfg.faults
+		if fs.Logger == nil {
+			// Each injected fault leaves a record, whether or not its
+			// trace is sampled.
+			fs.Logger = telemetry.LoggerProvider.Logger(faultScopeName)
+		}
+		setup.Faults, err = fault.New(fs)
 		if err != nil {
 			_, _ = fmt.Fprintln(process.Stderr, err)
 			l.logError(ctx, "failure injection failed", err)
@@ -123,8 +136,19 @@ func Run(ctx context.Context, init Init, opts ...Option) int {
 			}
 			return l.code
 		}
+		if fs.Switch != "" {
+			sw := &faultSwitch{faults: setup.Faults, fs: host.FS, path: fs.Switch,
+				record: func(ctx context.Context, sev log.Severity, body string, err error) {
+					l.log(ctx, sev, body, err, attrSwitch.String(fs.Switch))
+				}}
+			// Read before Init, so the App starts as the switch says.
+			sw.read(ctx)
+			stopSwitch = sw.start(ctx)
+		}
 	}
-	if !l.run(ctx, init) {
+	ran := l.run(ctx, init)
+	stopSwitch()
+	if !ran {
 		return exitFailed
 	}
 	if !l.shutdownTelemetry(ctx, flush) {

@@ -338,6 +338,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Lease:       controller.Lease{LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod},
 		Finalizer:   p.finalizer,
 		Prepare:     scenarioPrepare(p.trust, s.Faults, tel.recorder),
+		Until:       scenarioUntil(p.trust, s.Faults),
 
 		// NewController checked it is above zero: every call is bounded.
 		ReconcileTimeout: settings.ReconcileTimeout,

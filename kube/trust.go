@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/otel/baggage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,6 +80,16 @@ func (p Part) trustMistakes() []string {
 		mistakes = append(mistakes, "trust is nil: a controller that takes scenarios decides whose to take")
 	}
 	return mistakes
+}
+
+// scenarioUntil returns when the scenario a reconcile carries ends, so
+// that the object is reconciled again once its experiment is over, as
+// scenarioPrepare's conditions say: nil when no reconcile carries one.
+func scenarioUntil(t *scenarioTrust, faults *fault.Injector) func(context.Context) (time.Time, bool) {
+	if t == nil || !faults.Enabled() {
+		return nil
+	}
+	return func(ctx context.Context) (time.Time, bool) { return faults.Ends(baggage.FromContext(ctx)) }
 }
 
 // scenarioPrepare returns the step that reads each reconciled object's

@@ -18,10 +18,20 @@ type InjectedError struct {
 	// Cause is the context's cause when the context cut the fault's delay
 	// short, and nil for an abort.
 	Cause error
+	// Experiment is the ID of the scenario that injected it, or "".
+	Experiment string
 }
 
-// Error names the point and what happened there.
+// Error names the point and what happened there, and the experiment,
+// when the scenario has an ID.
 func (e *InjectedError) Error() string {
+	if e.Experiment != "" {
+		return fmt.Sprintf("%s (experiment %q)", e.message(), e.Experiment)
+	}
+	return e.message()
+}
+
+func (e *InjectedError) message() string {
 	if e.Cause != nil {
 		return fmt.Sprintf("fault: injected delay of %s at point %q cut short: %v", e.Fault.Delay, e.Point, e.Cause)
 	}

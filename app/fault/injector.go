@@ -31,6 +31,18 @@
 // Stripping the scenario from baggage adds the event loam.fit.strip, with no
 // attributes, when there was something to strip.
 //
+// A scenario past its end (fit.Scenario.Ends) fails nothing: evaluating a
+// point in a context that carries one records loam.fit.strip in place of
+// loam.fit.evaluation, with loam.fit.expired (bool, true) and
+// loam.fit.ends (string, the end in RFC 3339), and the point meets the
+// zero Fault. The Injector reads the time from the Settings' Now.
+//
+// A scenario with an ID (fit.Scenario.ID) puts it on every one of these
+// events as loam.fit.experiment, and in every *InjectedError it causes.
+// Each abort and delay a point meets is also an INFO record, "fault
+// injected", through the Settings' Logger, with loam.fit.point,
+// loam.fit.abort, loam.fit.delay and loam.fit.experiment.
+//
 // # Extensions
 //
 // Two parts of a rule are loam's own: fit.Fault.Percent and fit.Rule.Count.
@@ -55,10 +67,12 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/loam-dev/loam/app/fault/fit"
@@ -82,6 +96,19 @@ const (
 	DelayKey   = attribute.Key("loam.fit.delay")
 )
 
+// The attributes of the StripEvent of an expired scenario.
+const (
+	ExpiredKey = attribute.Key("loam.fit.expired")
+	EndsKey    = attribute.Key("loam.fit.ends")
+)
+
+// ExperimentKey is the scenario's ID (fit.Scenario.ID), on every event and
+// record of a scenario that has one.
+const ExperimentKey = attribute.Key("loam.fit.experiment")
+
+// InjectedBody is the body of the record of each injected fault.
+const InjectedBody = "fault injected"
+
 // The error attributes OpenTelemetry's semantic conventions name.
 const (
 	errorTypeKey    = attribute.Key("error.type")
@@ -102,14 +129,52 @@ type Settings struct {
 	// concurrent use. Nil means a source the Injector owns, seeded afresh
 	// for each Injector; never a process-wide one.
 	Rand func() float64
+
+	// Now returns the time, which a scenario's end is compared with. Nil
+	// means the real clock.
+	Now func() time.Time
+
+	// RequireEnd refuses every scenario without an end (fit.Scenario.Ends),
+	// as a production cluster that allows only time-boxed experiments
+	// does: such a scenario is read as one that doesn't decode, an error
+	// wrapping ErrNoEnd, so it fails nothing.
+	RequireEnd bool
+
+	// Logger, when not nil, receives an INFO record of each abort and
+	// delay a point meets, in the context of its call, so that an
+	// unsampled trace still leaves one: app.Run sets the App's own.
+	Logger log.Logger
+
+	// Switch, when not "", is the path of the kill switch's file on the
+	// App's Host: app.Run reads it before Init and every SwitchPeriod
+	// after, and failure injection is on only while the file holds "on"
+	// (SetOn). Anything else, or a file that can't be read, is off, with a
+	// record saying why. "" leaves failure injection on.
+	Switch string
 }
+
+// SwitchPeriod is how often app.Run reads the kill switch's file: a switch
+// turned on or off takes effect within this long, well inside 5 seconds,
+// at the cost of reading a small file once a second.
+const SwitchPeriod = time.Second
+
+// ErrNoEnd is what a scenario without an end decodes to when the Settings
+// have RequireEnd.
+var ErrNoEnd = errors.New("the scenario has no end, and fault.Settings.RequireEnd refuses every scenario without one")
 
 // Injector evaluates injection points against the scenario a context
 // carries, and carries out the faults it finds. It is safe for concurrent
 // use. A nil *Injector is inert, as Inert's is.
 type Injector struct {
-	decoder fit.Decoder
-	members []string
+	decoder    fit.Decoder
+	members    []string
+	now        func() time.Time
+	requireEnd bool
+	logger     log.Logger
+
+	// off is the kill switch: while it is set, every point evaluates as
+	// if no scenario were present.
+	off atomic.Bool
 
 	mu     sync.Mutex // guards rand and counts
 	rand   func() float64
@@ -147,11 +212,18 @@ func New(settings Settings) (*Injector, error) {
 		_, _ = crand.Read(seed[:]) // never fails: crypto/rand.Read crashes the program instead
 		r = rand.New(rand.NewChaCha8(seed)).Float64
 	}
+	now := settings.Now
+	if now == nil {
+		now = time.Now
+	}
 	return &Injector{
-		decoder: settings.Decoder,
-		members: members,
-		rand:    r,
-		counts:  newCountCache(maxCountedScenarios),
+		decoder:    settings.Decoder,
+		members:    members,
+		now:        now,
+		requireEnd: settings.RequireEnd,
+		logger:     settings.Logger,
+		rand:       r,
+		counts:     newCountCache(maxCountedScenarios),
 	}, nil
 }
 
@@ -166,6 +238,21 @@ func Inert() *Injector {
 func (i *Injector) Enabled() bool {
 	return i != nil && i.decoder != nil
 }
+
+// SetOn turns failure injection on or off while the App runs: off, every
+// point evaluates to the zero Fault as if no scenario were present, and
+// records nothing, at the cost of a context without one. Scenarios are
+// still stripped where they must not go. An Injector New builds starts
+// on; an inert one ignores it.
+func (i *Injector) SetOn(on bool) {
+	if i.Enabled() {
+		i.off.Store(!on)
+	}
+}
+
+// On reports whether i injects failures now: whether it is Enabled and
+// its switch is on.
+func (i *Injector) On() bool { return i.Enabled() && !i.off.Load() }
 
 // Decoder returns the Decoder i reads scenarios with, or nil when i is
 // inert.
@@ -207,15 +294,21 @@ func (i *Injector) holds(b baggage.Baggage) bool {
 // loam.fit.evaluation on the span in ctx. A scenario that can't be decoded
 // fails safe: the point meets the zero Fault, and the event says why.
 func (i *Injector) Eval(ctx context.Context, point string) fit.Fault {
-	if !i.Enabled() {
-		return fit.Fault{}
+	f, _ := i.eval(ctx, point)
+	return f
+}
+
+// eval is Eval, which also returns the scenario's ID.
+func (i *Injector) eval(ctx context.Context, point string) (fit.Fault, string) {
+	if !i.On() {
+		return fit.Fault{}, ""
 	}
 	b := baggage.FromContext(ctx)
 	if !i.holds(b) {
-		return fit.Fault{}
+		return fit.Fault{}, ""
 	}
 	span := trace.SpanFromContext(ctx)
-	s, err := i.decoder.Decode(b)
+	s, err := i.decode(b)
 	if err != nil {
 		if span.IsRecording() {
 			span.AddEvent(EvaluationEvent, trace.WithAttributes(
@@ -227,19 +320,63 @@ func (i *Injector) Eval(ctx context.Context, point string) fit.Fault {
 				errorMessageKey.String(err.Error()),
 			))
 		}
-		return fit.Fault{}
+		return fit.Fault{}, ""
+	}
+	if s.Expired(i.now()) {
+		if span.IsRecording() {
+			attrs := []attribute.KeyValue{PointKey.String(point), ExpiredKey.Bool(true), EndsKey.String(s.Ends.UTC().Format(time.RFC3339Nano))}
+			span.AddEvent(StripEvent, trace.WithAttributes(withExperiment(attrs, s.ID)...))
+		}
+		return fit.Fault{}, s.ID
 	}
 	rule, f := i.decide(b, s, point)
 	if span.IsRecording() {
-		attrs := make([]attribute.KeyValue, 0, 5)
+		attrs := make([]attribute.KeyValue, 0, 6)
 		attrs = append(attrs, PointKey.String(point), MatchedKey.Bool(rule >= 0))
 		if rule >= 0 {
 			attrs = append(attrs, RuleKey.Int(rule))
 		}
 		attrs = append(attrs, AbortKey.Bool(f.Abort), DelayKey.Float64(f.Delay.Seconds()))
-		span.AddEvent(EvaluationEvent, trace.WithAttributes(attrs...))
+		span.AddEvent(EvaluationEvent, trace.WithAttributes(withExperiment(attrs, s.ID)...))
 	}
-	return f
+	if !f.IsZero() && i.logger != nil {
+		i.record(ctx, point, f, s.ID)
+	}
+	return f, s.ID
+}
+
+// withExperiment returns attrs with the experiment's ID, when it has one.
+func withExperiment(attrs []attribute.KeyValue, id string) []attribute.KeyValue {
+	if id == "" {
+		return attrs
+	}
+	return append(attrs, ExperimentKey.String(id))
+}
+
+// record emits the record of a fault point met in ctx.
+func (i *Injector) record(ctx context.Context, point string, f fit.Fault, id string) {
+	var r log.Record
+	r.SetTimestamp(i.now())
+	r.SetSeverity(log.SeverityInfo)
+	r.SetSeverityText(log.SeverityInfo.String())
+	r.SetBody(attribute.StringValue(InjectedBody))
+	r.AddAttributes(withExperiment([]attribute.KeyValue{
+		PointKey.String(point), AbortKey.Bool(f.Abort), DelayKey.Float64(f.Delay.Seconds()),
+	}, id)...)
+	i.logger.Emit(ctx, r)
+}
+
+// decode returns the scenario b carries, refusing one without an end when
+// the Settings require one.
+func (i *Injector) decode(b baggage.Baggage) (fit.Scenario, error) {
+	s, err := i.decoder.Decode(b)
+	if err != nil {
+		return fit.Scenario{}, err
+	}
+	if i.requireEnd && s.Ends.IsZero() {
+		return fit.Scenario{}, &fit.DecodeError{Err: ErrNoEnd}
+	}
+	return s, nil
 }
 
 // decide returns the index of the rule of s that decides point, or -1 when
@@ -309,18 +446,18 @@ func (i *Injector) scenarioKey(b baggage.Baggage) string {
 // caller goes no further: an abort is a call that never reached its
 // dependency. The zero Fault returns nil at once.
 func (i *Injector) Inject(ctx context.Context, point string) error {
-	f := i.Eval(ctx, point)
+	f, id := i.eval(ctx, point)
 	if f.Delay > 0 {
 		t := time.NewTimer(f.Delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return &InjectedError{Point: point, Fault: f, Cause: context.Cause(ctx)}
+			return &InjectedError{Point: point, Fault: f, Cause: context.Cause(ctx), Experiment: id}
 		}
 	}
 	if f.Abort {
-		return &InjectedError{Point: point, Fault: f}
+		return &InjectedError{Point: point, Fault: f, Experiment: id}
 	}
 	return nil
 }
@@ -334,10 +471,17 @@ func (i *Injector) Strip(ctx context.Context, b baggage.Baggage) baggage.Baggage
 	if !i.Enabled() || !i.holds(b) {
 		return b
 	}
+	var attrs []attribute.KeyValue
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		// Decoded only to name the experiment on the event.
+		if s, err := i.decoder.Decode(b); err == nil {
+			attrs = withExperiment(nil, s.ID)
+		}
+	}
 	for _, name := range i.members {
 		b = b.DeleteMember(name)
 	}
-	trace.SpanFromContext(ctx).AddEvent(StripEvent)
+	trace.SpanFromContext(ctx).AddEvent(StripEvent, trace.WithAttributes(attrs...))
 	return b
 }
 
@@ -350,6 +494,19 @@ func (i *Injector) StripContext(ctx context.Context) context.Context {
 		return ctx
 	}
 	return baggage.ContextWithBaggage(ctx, i.Strip(ctx, b))
+}
+
+// Ends returns when the scenario b carries ends, and false when it
+// carries none, or one without an end, or one the Decoder can't read.
+func (i *Injector) Ends(b baggage.Baggage) (time.Time, bool) {
+	if !i.Enabled() || !i.holds(b) {
+		return time.Time{}, false
+	}
+	s, err := i.decode(b)
+	if err != nil || s.Ends.IsZero() {
+		return time.Time{}, false
+	}
+	return s.Ends, true
 }
 
 // Restrict returns b's members that the Decoder owns, and no other.
@@ -387,7 +544,7 @@ func (i *Injector) ScenarioFromBaggage(value string) (baggage.Baggage, error) {
 	if r.Len() == 0 {
 		return r, nil
 	}
-	if _, err := i.decoder.Decode(r); err != nil {
+	if _, err := i.decode(r); err != nil {
 		if de := (*fit.DecodeError)(nil); !errors.As(err, &de) {
 			err = &fit.DecodeError{Err: err}
 		}

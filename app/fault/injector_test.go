@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
+	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/app/fault"
 	"github.com/loam-dev/loam/app/fault/fit"
 	"github.com/loam-dev/loam/app/fault/jsonscenario"
@@ -614,4 +615,119 @@ func TestErrorType(t *testing.T) {
 	require.Equal(t, "github.com/loam-dev/loam/app/fault/fit.DecodeError", fault.ErrorType(&fit.DecodeError{}))
 	require.Equal(t, "errors.errorString", fault.ErrorType(errors.New("x")))
 	require.Empty(t, fault.ErrorType(nil))
+}
+
+// TestEvalExpiredScenario: a scenario aborts until its end; at and after
+// it, every point meets the zero Fault, Inject fails nothing, and each
+// evaluation records a strip event saying the scenario expired, in place
+// of an evaluation event. Ends reads the end.
+func TestEvalExpiredScenario(t *testing.T) {
+	ends := time.Date(2026, 12, 4, 5, 0, 0, 0, time.UTC)
+	now := ends.Add(-time.Second)
+	i, err := fault.New(fault.Settings{Decoder: codec(t), Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	r := newRecorder()
+	ctx := withScenario(t.Context(), t, fit.Scenario{Rules: []fit.Rule{{Point: "*", Fault: fit.Fault{Abort: true}}}, Ends: ends})
+
+	got, ok := i.Ends(baggage.FromContext(ctx))
+	require.True(t, ok)
+	require.Equal(t, ends, got)
+	events := r.events(ctx, func(ctx context.Context) {
+		require.Equal(t, fit.Fault{Abort: true}, i.Eval(ctx, "kube:pods:get"), "before its end")
+	})
+	require.Equal(t, fault.EvaluationEvent, events[0].Name)
+
+	for _, at := range []time.Time{ends, ends.Add(time.Hour)} {
+		now = at
+		events := r.events(ctx, func(ctx context.Context) {
+			require.Equal(t, fit.Fault{}, i.Eval(ctx, "kube:pods:get"))
+			require.NoError(t, i.Inject(ctx, "kube:pods:get"))
+		})
+		require.Len(t, events, 2, at)
+		for _, e := range events {
+			require.Equal(t, fault.StripEvent, e.Name)
+			a := attrs(e)
+			require.True(t, a[fault.ExpiredKey].AsBool())
+			require.Equal(t, "2026-12-04T05:00:00Z", a[fault.EndsKey].AsString())
+			require.Equal(t, "kube:pods:get", a[fault.PointKey].AsString())
+		}
+	}
+
+	_, ok = i.Ends(baggage.FromContext(withScenario(t.Context(), t, fit.Scenario{})))
+	require.False(t, ok, "no end")
+	_, ok = i.Ends(baggage.Baggage{})
+	require.False(t, ok, "no scenario")
+	_, ok = fault.Inert().Ends(baggage.FromContext(ctx))
+	require.False(t, ok, "inert")
+}
+
+// TestRequireEnd: with RequireEnd, a scenario without an end fails
+// nothing and records why, and the Kubernetes controller's reading of an
+// annotation refuses it as one that doesn't decode; a scenario with an
+// end is carried out as ever.
+func TestRequireEnd(t *testing.T) {
+	i, err := fault.New(fault.Settings{Decoder: codec(t), RequireEnd: true})
+	require.NoError(t, err)
+	rules := []fit.Rule{{Point: "*", Fault: fit.Fault{Abort: true}}}
+	r := newRecorder()
+
+	endless := withScenario(t.Context(), t, fit.Scenario{Rules: rules})
+	events := r.events(endless, func(ctx context.Context) {
+		require.Equal(t, fit.Fault{}, i.Eval(ctx, "kube:pods:get"))
+	})
+	require.Len(t, events, 1)
+	a := attrs(events[0])
+	require.Equal(t, "github.com/loam-dev/loam/app/fault/fit.DecodeError", a["error.type"].AsString())
+	require.Contains(t, a["error.message"].AsString(), fault.ErrNoEnd.Error())
+	_, err = i.ScenarioFromBaggage(baggage.FromContext(endless).String())
+	require.ErrorIs(t, err, fault.ErrNoEnd)
+
+	timed := withScenario(t.Context(), t, fit.Scenario{Rules: rules, Ends: time.Now().Add(time.Hour)})
+	require.Equal(t, fit.Fault{Abort: true}, i.Eval(timed, "kube:pods:get"))
+	_, err = i.ScenarioFromBaggage(baggage.FromContext(timed).String())
+	require.NoError(t, err)
+}
+
+// TestExperimentID: a scenario's ID is on every evaluation and strip event,
+// in every error it injects, and on the record each injected fault leaves
+// in the Settings' Logger, with its point and what it met; a point that
+// meets nothing leaves no record.
+func TestExperimentID(t *testing.T) {
+	tel := apptest.NewTelemetry()
+	i, err := fault.New(fault.Settings{Decoder: codec(t), Logger: tel.LoggerProvider.Logger("test")})
+	require.NoError(t, err)
+	r := newRecorder()
+	ctx := withScenario(t.Context(), t, fit.Scenario{ID: "game-day-7", Rules: []fit.Rule{
+		{Point: "kube:secrets:get"},
+		{Point: "kube:*", Fault: fit.Fault{Abort: true}},
+	}})
+
+	var injected error
+	events := r.events(ctx, func(ctx context.Context) {
+		injected = i.Inject(ctx, "kube:pods:get")
+		require.NoError(t, i.Inject(ctx, "kube:secrets:get"))
+		i.Strip(ctx, baggage.FromContext(ctx))
+	})
+	require.EqualError(t, injected, `fault: injected abort at point "kube:pods:get" (experiment "game-day-7")`)
+	var ie *fault.InjectedError
+	require.ErrorAs(t, injected, &ie)
+	require.Equal(t, "game-day-7", ie.Experiment)
+
+	require.Len(t, events, 3)
+	for _, e := range events {
+		require.Equal(t, "game-day-7", attrs(e)[fault.ExperimentKey].AsString(), e.Name)
+	}
+	require.Equal(t, fault.StripEvent, events[2].Name)
+
+	records := tel.Records()
+	require.Len(t, records, 1, "one record, of the abort; none of the point that met nothing")
+	require.Equal(t, fault.InjectedBody, records[0].Body().AsString())
+	got := map[string]string{}
+	records[0].WalkAttributes(func(kv attribute.KeyValue) bool {
+		got[string(kv.Key)] = kv.Value.String()
+		return true
+	})
+	require.Equal(t, map[string]string{
+		"loam.fit.point": "kube:pods:get", "loam.fit.abort": "true", "loam.fit.delay": "0", "loam.fit.experiment": "game-day-7",
+	}, got)
 }

@@ -109,13 +109,20 @@ func inNamespace(ns string) func(metav1.Object) bool {
 // and the Services build returns.
 func startExperiment(t *testing.T, conn kube.Connection, codec fit.Decoder, build func(s *app.Setup, client *kube.Client) ([]app.Service, error)) *apptest.App {
 	t.Helper()
+	return startExperimentWith(t, conn, fault.Settings{Decoder: codec}, build)
+}
+
+// startExperimentWith is startExperiment, with failure injection as
+// settings say.
+func startExperimentWith(t *testing.T, conn kube.Connection, settings fault.Settings, build func(s *app.Setup, client *kube.Client) ([]app.Service, error)) *apptest.App {
+	t.Helper()
 	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
 		client, err := kube.NewClient(s, conn)
 		if err != nil {
 			return nil, err
 		}
 		return build(s, client)
-	}, apptest.WithAppOptions(app.WithHost(app.OSHost()), app.WithFaults(fault.Settings{Decoder: codec})))
+	}, apptest.WithAppOptions(app.WithHost(app.OSHost()), app.WithFaults(settings)))
 	a.Setup()
 	select {
 	case <-a.Done():

@@ -38,6 +38,30 @@ type Scenario struct {
 	// Rules are tried in order; the first that matches a point decides its
 	// Fault.
 	Rules []Rule
+
+	// Ends, when not zero, is when the experiment ends: from then on, the
+	// scenario fails nothing, wherever it was carried, as if no context
+	// carried it. The zero time never ends it.
+	//
+	// Ends is a loam extension; package fault says how an expired
+	// scenario is recorded.
+	Ends time.Time
+
+	// ID, when not "", identifies the experiment, so that everything it
+	// caused can be found: package fault puts it on every event and record
+	// of the scenario and in every error it injects. At most 128
+	// characters, each printable ASCII.
+	//
+	// ID is a loam extension.
+	ID string
+}
+
+// MaxIDLength is the most characters a Scenario's ID has.
+const MaxIDLength = 128
+
+// Expired reports whether s has an end and now is at or past it.
+func (s Scenario) Expired(now time.Time) bool {
+	return !s.Ends.IsZero() && !now.Before(s.Ends)
 }
 
 // Rule is one line of a Scenario: the points it matches, and the Fault they
@@ -114,17 +138,38 @@ func (s Scenario) Match(point string) (int, bool) {
 	return -1, false
 }
 
-// Validate reports every mistake in s's rules together, each naming its
+// Validate reports every mistake in s together, each rule's naming the
 // rule by index and point: an empty Point, a '*' anywhere but at a Point's
-// end, a negative Delay, a Percent outside 0 to 100, and a negative Count.
+// end, a negative Delay, a Percent outside 0 to 100, and a negative Count;
+// an Ends outside the years 1 to 9999, which RFC 3339 can't write; and an
+// ID longer than MaxIDLength or not printable ASCII.
 func (s Scenario) Validate() error {
 	var errs []error
+	if y := s.Ends.Year(); !s.Ends.IsZero() && (y < 1 || y > 9999) {
+		errs = append(errs, fmt.Errorf("fit: ends %s is outside the years 1 to 9999", s.Ends))
+	}
+	if err := checkID(s.ID); err != nil {
+		errs = append(errs, fmt.Errorf("fit: id %q: %w", s.ID, err))
+	}
 	for i, r := range s.Rules {
 		for _, err := range r.mistakes() {
 			errs = append(errs, fmt.Errorf("fit: rule %d (point %q): %w", i, r.Point, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkID reports what is wrong with id as a Scenario's ID.
+func checkID(id string) error {
+	if len(id) > MaxIDLength {
+		return fmt.Errorf("%d characters, more than %d", len(id), MaxIDLength)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c > 0x7e {
+			return fmt.Errorf("byte %#x at %d is not printable ASCII", c, i)
+		}
+	}
+	return nil
 }
 
 // mistakes returns every mistake in r, one error each.

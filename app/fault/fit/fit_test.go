@@ -248,3 +248,23 @@ func TestDecodeError(t *testing.T) {
 	require.Equal(t, "fit: baggage: context canceled", err.Error())
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+func TestScenario_Expired(t *testing.T) {
+	ends := time.Date(2026, 12, 4, 5, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		s    fit.Scenario
+		now  time.Time
+		want bool
+	}{
+		{"no end", fit.Scenario{}, ends, false},
+		{"before its end", fit.Scenario{Ends: ends}, ends.Add(-time.Nanosecond), false},
+		{"at its end", fit.Scenario{Ends: ends}, ends, true},
+		{"after its end", fit.Scenario{Ends: ends}, ends.Add(time.Hour), true},
+		{"in another zone", fit.Scenario{Ends: ends}, ends.In(time.FixedZone("CET", 3600)), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, tc.s.Expired(tc.now))
+		})
+	}
+}

@@ -12,6 +12,16 @@
 //
 // delay is a Go duration string, such as "250ms" or "1m30s". percent and
 // count are loam extensions (see fit.Fault.Percent and fit.Rule.Count).
+// So is ends, beside rules, when the experiment ends (fit.Scenario.Ends),
+// an RFC 3339 time such as "2026-12-04T05:00:00Z", left out when the
+// scenario has no end:
+//
+//	{"rules":[{"point":"kube:deployments.apps:patch","abort":true}],"ends":"2026-12-04T05:00:00Z"}
+//
+// and id, the experiment's identifier (fit.Scenario.ID), left out when "":
+//
+//	{"rules":[{"point":"kube:*","abort":true}],"id":"game-day-7"}
+//
 // In a baggage header or an annotation the value is percent-encoded, as W3C
 // Baggage requires of '"', ',' and the other characters a baggage value
 // can't hold:
@@ -98,6 +108,10 @@ func (c *Codec) Marshal(s fit.Scenario) ([]byte, error) {
 		return nil, err
 	}
 	w := wireScenario{Rules: make([]wireRule, len(s.Rules))}
+	if !s.Ends.IsZero() {
+		w.Ends = s.Ends.UTC().Format(time.RFC3339Nano)
+	}
+	w.ID = s.ID
 	for i, r := range s.Rules {
 		w.Rules[i] = wireRule{
 			Point:   r.Point,
@@ -144,11 +158,20 @@ func (c *Codec) Unmarshal(value []byte) (fit.Scenario, error) {
 	if w.Rules == nil {
 		return fit.Scenario{}, errors.New(`no "rules" field`)
 	}
-	s := fit.Scenario{}
+	s := fit.Scenario{ID: w.ID}
 	if len(w.Rules) > 0 {
 		s.Rules = make([]fit.Rule, len(w.Rules))
 	}
 	var errs []error
+	if w.Ends != "" {
+		ends, err := time.Parse(time.RFC3339Nano, w.Ends)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ends %q is not an RFC 3339 time, such as 2026-12-04T05:00:00Z", w.Ends))
+		}
+		// One instant, however it was written, so that a scenario decodes
+		// to the same value in every process.
+		s.Ends = ends.UTC()
+	}
 	for i, wr := range w.Rules {
 		r := fit.Rule{
 			Point: wr.Point,
@@ -174,6 +197,8 @@ func (c *Codec) Unmarshal(value []byte) (fit.Scenario, error) {
 // wireScenario is a scenario as JSON holds it.
 type wireScenario struct {
 	Rules []wireRule `json:"rules"`
+	Ends  string     `json:"ends,omitzero"`
+	ID    string     `json:"id,omitzero"`
 }
 
 // wireRule is a rule as JSON holds it: the fault's parts inline, each left

@@ -51,6 +51,21 @@ func TestMarshal(t *testing.T) {
 			`{"rules":[{"point":"kube:secrets:*","abort":true,"delay":"1.5s","percent":12.5,"count":3}]}`,
 		},
 		{"no HTML escaping", fit.Scenario{Rules: []fit.Rule{{Point: "a<b>&c"}}}, `{"rules":[{"point":"a<b>&c"}]}`},
+		{
+			"an end, in UTC",
+			fit.Scenario{Rules: []fit.Rule{{Point: "*", Fault: fit.Fault{Abort: true}}}, Ends: time.Date(2026, 12, 4, 6, 0, 0, 0, time.FixedZone("CET", 3600))},
+			`{"rules":[{"point":"*","abort":true}],"ends":"2026-12-04T05:00:00Z"}`,
+		},
+		{
+			"an experiment ID",
+			fit.Scenario{Rules: []fit.Rule{{Point: "kube:*", Fault: fit.Fault{Abort: true}}}, ID: "game-day-7"},
+			`{"rules":[{"point":"kube:*","abort":true}],"id":"game-day-7"}`,
+		},
+		{
+			"an end to the nanosecond",
+			fit.Scenario{Rules: []fit.Rule{}, Ends: time.Date(2026, 12, 4, 5, 0, 0, 1500, time.UTC)},
+			`{"rules":[],"ends":"2026-12-04T05:00:00.0000015Z"}`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,6 +93,8 @@ func TestRoundTrip(t *testing.T) {
 			{Point: `quotes " commas , semicolons ; percents % spaces and ünïcödé`, Fault: fit.Fault{Abort: true}},
 			{Point: "*", Count: 1},
 		}},
+		{Rules: []fit.Rule{{Point: "*", Fault: fit.Fault{Abort: true}}}, Ends: time.Date(2026, 12, 4, 5, 0, 0, 123, time.UTC)},
+		{Rules: []fit.Rule{{Point: "*"}}, ID: `quotes " commas , and ; spaces`, Ends: time.Date(2026, 12, 4, 5, 0, 0, 0, time.UTC)},
 	}
 	for _, s := range scenarios {
 		ctx, err := fit.ContextWithScenario(context.Background(), codec, s)
@@ -143,6 +160,19 @@ func TestDecodeMalformed(t *testing.T) {
 		{"no point", `{"rules":[{"abort":true}]}`, []string{`rule 0 (point ""): point is empty`}},
 		{"star inside point", `{"rules":[{"point":"kube:*:patch"}]}`, []string{"'*' may appear only at the end"}},
 		{"rule not an object", `{"rules":["kube:*"]}`, []string{"unmarshal JSON string"}},
+		{"ends not a time", `{"rules":[],"ends":"tomorrow"}`, []string{`ends "tomorrow" is not an RFC 3339 time`}},
+		{"ends without a zone", `{"rules":[],"ends":"2026-12-04T05:00:00"}`, []string{`ends "2026-12-04T05:00:00" is not an RFC 3339 time`}},
+		{"ends as a number", `{"rules":[],"ends":1764824400}`, []string{"ends"}},
+		{"ends past 9999", `{"rules":[],"ends":"9999-12-31T23:00:00-02:00"}`, []string{"ends 10000-01-01 01:00:00 +0000 UTC is outside the years 1 to 9999"}},
+		{"id not a string", `{"rules":[],"id":7}`, []string{"id"}},
+		{"id with a newline", `{"rules":[],"id":"a\nb"}`, []string{`fit: id "a\nb": byte 0xa at 1 is not printable ASCII`}},
+		{"id too long", `{"rules":[],"id":"` + strings.Repeat("x", 129) + `"}`, []string{"129 characters, more than 128"}},
+		{"ends twice", `{"rules":[],"ends":"2026-12-04T05:00:00Z","ends":"2026-12-04T06:00:00Z"}`, []string{`duplicate object member name "ends"`}},
+		{
+			"a bad end beside bad rules",
+			`{"rules":[{"point":""}],"ends":"soon"}`,
+			[]string{`ends "soon" is not an RFC 3339 time`, `rule 0 (point ""): point is empty`},
+		},
 		{
 			"every mistake in the rules at once",
 			`{"rules":[{"point":"a","delay":"later"},{"point":"","count":-3}]}`,
@@ -223,6 +253,8 @@ func FuzzUnmarshal(f *testing.F) {
 		`{"rules":[{"point":"p","delay":"-1s"}]}`,
 		`{"rules":[{"point":"p","count":1e40}]}`,
 		`{"rules":[{"point":"p","point":"q"}]}`,
+		`{"rules":[],"ends":"2026-12-04T06:00:00.5+01:00"}`,
+		`{"rules":[],"id":"game-day-7"}`,
 		`null`,
 		``,
 	} {
