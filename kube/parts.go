@@ -36,9 +36,11 @@ type Part struct {
 	finalizer string
 	fn        any
 	fnType    reflect.Type
-	// annotation and trust are a TrustScenario's.
+	// annotation and trust are a TrustScenario's; byOwner says it is a
+	// TrustOwnerScenario, whose owners are cache.
 	annotation string
 	trust      func(metav1.Object) bool
+	byOwner    bool
 	// cache and mapping are a Watches's; index an Indexes's.
 	cache   cacheHandle
 	mapping Mapping
@@ -145,6 +147,13 @@ func (p Part) String() string {
 	case partFinalize:
 		return fmt.Sprintf("Finalize(%q, func(context.Context, %v) error)", p.finalizer, p.fnType)
 	case partTrustScenario:
+		if p.byOwner {
+			c := "Cache(nil)"
+			if p.cache != nil {
+				c = p.cache.String()
+			}
+			return fmt.Sprintf("TrustOwnerScenario(%q, %s)", p.annotation, c)
+		}
 		return fmt.Sprintf("TrustScenario(%q)", p.annotation)
 	case partWatches:
 		c := "Cache(nil)"
@@ -260,6 +269,16 @@ func partsOf[T any](ps []Part) (parts[T], error) {
 			continue
 		}
 		errs = append(errs, fmt.Errorf("kube: Part %d, %v: the Controller keeps no %v: pass kube.Indexes with it too", i, p, p.mapping.index))
+	}
+	// A TrustOwnerScenario reads the owners the Controller's Watches
+	// keep, which may come after it.
+	for i, p := range ps {
+		if p.kind != partTrustScenario || p.cache == nil {
+			continue
+		}
+		if !slices.ContainsFunc(ps, func(w Part) bool { return w.kind == partWatches && w.cache == p.cache }) {
+			errs = append(errs, fmt.Errorf("kube: Part %d, %v: the Controller doesn't Watch %s, which the owners are read from: pass kube.Watches(owners, …) with it too", i, p, p.cache.String()))
+		}
 	}
 	return out, errors.Join(errs...)
 }

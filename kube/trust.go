@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/baggage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/loam-dev/loam/app/fault"
@@ -63,6 +64,83 @@ func TrustScenario(annotation string, trust func(obj metav1.Object) bool) Part {
 	return Part{kind: partTrustScenario, annotation: annotation, trust: trust}
 }
 
+// TrustOwnerScenario is TrustScenario for a controller of children, such
+// as the Deployments a Memcached controls: it trusts a child's annotation
+// only when it says what its controller owner's says now. A child is
+// trusted when its controller owner reference names an object of owners'
+// kind and group that owners holds, by its namespace, name and uid, and
+// every baggage member of the child's annotation is in the owner's
+// annotation with the same value — the members the Client carried on to
+// the child, which are the owner's that the Decoder owns. So whoever can
+// write the child, but not its owner, can't put the child under a
+// scenario, and once the owner's experiment ends, its children's does.
+//
+// owners is read from the Controller's own cache: the Controller must
+// also Watch it (Watches(owners, …)), so that an owner's change, its
+// annotation's included, reconciles its children; NewController and
+// NewKindController report a TrustOwnerScenario whose Cache it doesn't
+// Watch, and a nil Cache, with TrustScenario's own mistakes. A Cache of
+// metav1.PartialObjectMetadata is enough. An owner not in the cache, or
+// one that can't be read, is trusted in nothing.
+func TrustOwnerScenario[T any](annotation string, owners *Cache[T]) Part {
+	p := Part{kind: partTrustScenario, annotation: annotation, byOwner: true}
+	if owners == nil {
+		return p
+	}
+	p.cache = owners
+	p.trust = func(obj metav1.Object) bool { return ownerSays(owners, annotation, obj) }
+	return p
+}
+
+// ownerSays reports whether the scenario on obj's annotation is what its
+// controller owner, which owners holds, says now: see
+// TrustOwnerScenario.
+func ownerSays[T any](owners *Cache[T], annotation string, obj metav1.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != owners.kind {
+		return false
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != owners.gvr.Group {
+		return false
+	}
+	b := owners.binding()
+	if b == nil {
+		return false
+	}
+	key := Key{Namespace: obj.GetNamespace(), Name: ref.Name}
+	if owners.scope == Cluster {
+		key.Namespace = ""
+	}
+	doc, found, err := b.store.Get(key)
+	if err != nil || !found {
+		return false
+	}
+	var owner metav1.PartialObjectMetadata
+	if err := utiljson.Unmarshal(doc, &owner); err != nil || owner.UID != ref.UID {
+		return false
+	}
+	return sameScenario(obj.GetAnnotations()[annotation], owner.Annotations[annotation])
+}
+
+// sameScenario reports whether every member of the W3C baggage child is
+// in owner with the same value, and child has at least one.
+func sameScenario(child, owner string) bool {
+	c, err := baggage.Parse(child)
+	if err != nil || c.Len() == 0 {
+		return false
+	}
+	o, err := baggage.Parse(owner)
+	if err != nil {
+		return false
+	}
+	for _, m := range c.Members() {
+		if om := o.Member(m.Key()); om.Key() == "" || om.Value() != m.Value() {
+			return false
+		}
+	}
+	return true
+}
+
 // scenarioTrust is what a Controller's TrustScenario says: the annotation
 // to read, and whom to believe.
 type scenarioTrust struct {
@@ -76,9 +154,14 @@ func (p Part) trustMistakes() []string {
 	if err := names.CheckAnnotation(p.annotation); err != nil {
 		mistakes = append(mistakes, "the annotation "+err.Error())
 	}
-	if p.trust == nil {
+	switch {
+	case p.byOwner && p.cache == nil:
+		mistakes = append(mistakes, "the Cache of owners is nil")
+	case p.trust == nil:
 		mistakes = append(mistakes, "trust is nil: a controller that takes scenarios decides whose to take")
 	}
+	// The Cache's own mistakes are the Watches' to report, which a
+	// TrustOwnerScenario needs anyway.
 	return mistakes
 }
 

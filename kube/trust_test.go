@@ -717,3 +717,66 @@ func BenchmarkTrustScenario_prepare(b *testing.B) {
 		})
 	}
 }
+
+func TestTrustOwnerScenario_mistakes_are_reported_together_with_every_other(t *testing.T) {
+	s, c := mistakesSetup(t)
+	owners := NewCache(Kind[metav1.PartialObjectMetadata]{GVR: caches.GVR(), Kind: caches.Kind, Scope: Namespaced}, CacheOptions[metav1.PartialObjectMetadata]{})
+	unwatched := NewCache(Kind[metav1.PartialObjectMetadata]{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Scope: Namespaced}, CacheOptions[metav1.PartialObjectMetadata]{})
+	var none *Cache[metav1.PartialObjectMetadata]
+	toOwner := MapFunc(func(m metav1.Object) []Key { return []Key{{Namespace: m.GetNamespace(), Name: m.GetName()}} })
+	for _, tc := range []struct {
+		name  string
+		parts []Part
+		wants []string
+	}{
+		{"a nil Cache", []Part{TrustOwnerScenario(scenarioAnnotation, none)}, []string{
+			`kube: Part 0, TrustOwnerScenario("acme.example.com/failure-scenario", Cache(nil)): the Cache of owners is nil`,
+		}},
+		{"a Cache the Controller doesn't Watch", []Part{TrustOwnerScenario(scenarioAnnotation, unwatched)}, []string{
+			`kube: Part 0, TrustOwnerScenario("acme.example.com/failure-scenario", Cache(/v1, Resource=configmaps)): the Controller doesn't Watch Cache(/v1, Resource=configmaps), which the owners are read from: pass kube.Watches(owners, …) with it too`,
+		}},
+		{"a bad annotation, and a TrustScenario beside it", []Part{
+			Watches(owners, toOwner),
+			TrustOwnerScenario("Bad Key!", owners),
+			TrustScenario(scenarioAnnotation, func(metav1.Object) bool { return true }),
+		}, []string{
+			`kube: Part 1, TrustOwnerScenario("Bad Key!", Cache(cache.example.com/v1alpha1, Resource=memcacheds)): the annotation "Bad Key!" is not a valid annotation key`,
+			`kube: Part 2, TrustScenario("acme.example.com/failure-scenario"): a Controller takes one TrustScenario, and this is a second`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewController(s, c, settingsForTest(), caches, sightingReconciler{}, tc.parts...)
+			require.Error(t, err)
+			for _, want := range tc.wants {
+				require.ErrorContains(t, err, want)
+			}
+			require.Len(t, strings.Split(err.Error(), "\n"), len(tc.wants), "each mistake once: %v", err)
+		})
+	}
+
+	// Watched, it is no mistake.
+	_, err := NewController(s, c, settingsForTest(), caches, sightingReconciler{}, Watches(owners, toOwner), TrustOwnerScenario(scenarioAnnotation, owners))
+	require.NoError(t, err)
+}
+
+func TestTrustOwnerScenario_a_child_says_what_its_owner_says(t *testing.T) {
+	const a, b = "acme.fault=%7B%22rules%22:[]%7D", "acme.fault=%7B%22rules%22:[%7B%22point%22:%22*%22%7D]%7D"
+	for _, tc := range []struct {
+		name         string
+		child, owner string
+		want         bool
+	}{
+		{"the same scenario", a, a, true},
+		{"the owner has other members too", a, "tenant=x," + a, true},
+		{"another scenario", a, b, false},
+		{"the owner has none", a, "", false},
+		{"the owner's isn't baggage", a, "not baggage,,", false},
+		{"the child has none", "", a, false},
+		{"the child's isn't baggage", "not baggage,,", a, false},
+		{"a member the owner lacks", a + ",tenant=x", a, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, sameScenario(tc.child, tc.owner))
+		})
+	}
+}

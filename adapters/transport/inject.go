@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -31,7 +32,9 @@ const ApplyPatchYAML = "application/apply-patch+yaml"
 //     inside the request's context; an abort, or a delay the context cuts
 //     short, fails the request with an error wrapping the
 //     *fault.InjectedError, before the layers below are reached, so no
-//     token is fetched and nothing is sent;
+//     token is fetched and nothing is sent; a status (fit.Fault.Status)
+//     answers the request, after its delay, with the response the API
+//     server would send, as answer builds it, and nothing is sent either;
 //  2. strips the scenario's members from the request's baggage header,
 //     every other member kept, with loam.fit.strip on the request's span;
 //  3. carries the scenario on to a child: a server-side apply
@@ -44,8 +47,10 @@ const ApplyPatchYAML = "application/apply-patch+yaml"
 //     this layer reads the body and turns YAML into JSON for it. Any other
 //     request's body is sent as it is.
 //
-// A request whose context carries no scenario, and every request when
-// faults is inert, goes to the next layer untouched, with no allocation.
+// A request whose context carries no scenario goes to the next layer
+// untouched, with no allocation, unless its baggage header holds one of
+// the Decoder's members anyway, set by hand: those are stripped, as in 2.
+// Every request goes on untouched when faults is inert.
 //
 // The error of a failed request names its type for OpenTelemetry as
 // github.com/loam-dev/loam/app/fault.InjectedError, so the error.type of
@@ -71,12 +76,20 @@ type injector struct {
 func (i *injector) RoundTrip(r *http.Request) (*http.Response, error) {
 	ctx := r.Context()
 	if !i.faults.Carries(ctx) {
+		if i.handSet(r.Header) {
+			r = r.Clone(ctx)
+			i.strip(ctx, r.Header)
+		}
 		return i.next.RoundTrip(r)
 	}
 	req := points.Parse(r.Method, r.URL.Path, r.URL.Query())
 	point := req.Point()
 	if err := i.faults.Inject(ctx, point); err != nil {
 		closeBody(r)
+		var injected *fault.InjectedError
+		if errors.As(err, &injected) && injected.Fault.Status != 0 && injected.Cause == nil {
+			return answer(r, req, injected), nil
+		}
 		return nil, err
 	}
 
@@ -123,6 +136,24 @@ func (i *injector) strip(ctx context.Context, h http.Header) {
 		h.Add("Baggage", v)
 	}
 	trace.SpanFromContext(ctx).AddEvent(fault.StripEvent)
+}
+
+// handSet reports whether h, of a request whose context carries no
+// scenario, has a baggage header that holds one of the Decoder's members
+// anyway, as one set by hand would: it is stripped too, so no scenario
+// reaches the API server. It allocates nothing when h has no baggage.
+func (i *injector) handSet(h http.Header) bool {
+	if len(i.members) == 0 {
+		return false
+	}
+	for _, v := range h["Baggage"] {
+		for m := range strings.SplitSeq(v, ",") {
+			if i.owns(m) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // owns reports whether the baggage list member m, such as

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loam-dev/loam/adapters/transport"
 	"github.com/loam-dev/loam/app/fault"
@@ -109,11 +112,12 @@ func TestInjectFaults_passes_a_request_without_a_scenario_through_untouched(t *t
 		name   string
 		faults *fault.Injector
 		ctx    context.Context
+		header string
 	}{
-		{"inert injector", fault.Inert(), t.Context()},
-		{"nil injector", nil, t.Context()},
-		{"no baggage", enabled, t.Context()},
-		{"other members only", enabled, withMember(t.Context(), t, "tenant", "a")},
+		{"inert injector", fault.Inert(), t.Context(), "tenant=a," + member + "=not-from-the-context"},
+		{"nil injector", nil, t.Context(), "tenant=a," + member + "=not-from-the-context"},
+		{"no baggage", enabled, t.Context(), ""},
+		{"other members only", enabled, withMember(t.Context(), t, "tenant", "a"), "tenant=a,other.fault=x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []*http.Request
@@ -125,17 +129,111 @@ func TestInjectFaults_passes_a_request_without_a_scenario_through_untouched(t *t
 				return answer, nil
 			}))
 			r := newRequest(tc.ctx, t, http.MethodGet, "https://api.test/api/v1/namespaces", "", nil)
-			r.Header.Set("Baggage", "tenant=a,"+member+"=not-from-the-context")
+			if tc.header != "" {
+				r.Header.Set("Baggage", tc.header)
+			}
 			require.NoError(t, roundTrip(rt, r))
 			require.Len(t, got, 1)
 			require.Same(t, r, got[0], "the very request, not a copy")
-			require.Equal(t, "tenant=a,"+member+"=not-from-the-context", got[0].Header.Get("Baggage"),
-				"a request whose context carries no scenario is stripped not at all")
+			require.Equal(t, tc.header, got[0].Header.Get("Baggage"),
+				"an inert layer strips nothing, and no layer strips what isn't the Decoder's")
 
 			allocs := testing.AllocsPerRun(100, func() {
 				_ = roundTrip(rt, r)
 			})
 			require.Zero(t, allocs, "the layer allocates nothing for a request without a scenario")
+		})
+	}
+}
+
+// TestInjectFaults_strips_a_hand_set_baggage_header: a request whose
+// context carries no scenario, but whose baggage header was set by hand
+// with the Decoder's member, reaches the next layer without it, every
+// other member kept, and the caller's request unchanged.
+func TestInjectFaults_strips_a_hand_set_baggage_header(t *testing.T) {
+	faults, _ := injector(t)
+	tp, spans := tracing()
+	ctx, span := tp.Tracer("test").Start(t.Context(), "call")
+	rec := &recorder{}
+	r := newRequest(ctx, t, http.MethodGet, "https://api.test/api/v1/namespaces", "", nil)
+	r.Header.Add("Baggage", "tenant=a, "+member+"=%7B%22rules%22:[]%7D;prop")
+	r.Header.Add("Baggage", member+"=x")
+	require.NoError(t, roundTrip(transport.InjectFaults(faults)(rec), r))
+	span.End()
+	require.Len(t, rec.reqs, 1)
+	require.Equal(t, []string{"tenant=a"}, rec.reqs[0].Header.Values("Baggage"))
+	require.Len(t, r.Header.Values("Baggage"), 2, "the caller's request is left as it was")
+	events := spans.Ended()[0].Events()
+	require.Len(t, events, 1)
+	require.Equal(t, fault.StripEvent, events[0].Name)
+}
+
+// TestInjectFaults_a_status_answers_as_the_API_server_would: a status
+// fault answers the request with nothing sent, with the code, a
+// metav1.Status body that apimachinery reads back as the API server's own
+// error, and the Retry-After header a 429 or a 503 asks for.
+func TestInjectFaults_a_status_answers_as_the_API_server_would(t *testing.T) {
+	const path = "https://api.test/apis/apps/v1/namespaces/ns/deployments/web"
+	for _, tc := range []struct {
+		name       string
+		method     string
+		url        string
+		fault      fit.Fault
+		is         func(error) bool
+		reason     metav1.StatusReason
+		retryAfter string
+		message    string
+	}{
+		{"a 409 to a patch is a conflict", http.MethodPatch, path, fit.Fault{Status: 409}, apierrors.IsConflict, metav1.StatusReasonConflict, "",
+			`Operation cannot be fulfilled on deployments.apps "web": the object has been modified; please apply your changes to the latest version and try again (fault injected at point "kube:deployments.apps:patch", experiment "x-1")`},
+		{"a 409 to a create is already there", http.MethodPost, "https://api.test/apis/apps/v1/namespaces/ns/deployments", fit.Fault{Status: 409}, apierrors.IsAlreadyExists, metav1.StatusReasonAlreadyExists, "", "already exists"},
+		{"a 429 with its Retry-After", http.MethodPatch, path, fit.Fault{Status: 429, RetryAfter: 3 * time.Second}, apierrors.IsTooManyRequests, metav1.StatusReasonTooManyRequests, "3",
+			`Too many requests, please try again later. (fault injected at point "kube:deployments.apps:patch", experiment "x-1")`},
+		{"a 500", http.MethodGet, path, fit.Fault{Status: 500}, apierrors.IsInternalError, metav1.StatusReasonInternalError, "",
+			`Internal error occurred: fault injected at point "kube:deployments.apps:get", experiment "x-1"`},
+		{"a 503 with its Retry-After", http.MethodGet, path, fit.Fault{Status: 503, RetryAfter: time.Second}, apierrors.IsServiceUnavailable, metav1.StatusReasonServiceUnavailable, "1",
+			`fault injected at point "kube:deployments.apps:get", experiment "x-1"`},
+		{"a 404", http.MethodGet, path, fit.Fault{Status: 404}, apierrors.IsNotFound, metav1.StatusReasonNotFound, "", `deployments.apps "web" not found (fault injected`},
+		{"a 403", http.MethodGet, path, fit.Fault{Status: 403}, apierrors.IsForbidden, metav1.StatusReasonForbidden, "", `deployments.apps "web" is forbidden: fault injected at point`},
+		{"a 422", http.MethodPatch, path, fit.Fault{Status: 422}, apierrors.IsInvalid, metav1.StatusReasonInvalid, "", "fault injected"},
+		{"a 504", http.MethodDelete, path, fit.Fault{Status: 504}, apierrors.IsTimeout, metav1.StatusReasonTimeout, "", "fault injected"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			faults, codec := injector(t)
+			ctx := withScenario(t.Context(), t, codec, fit.Scenario{ID: "x-1", Rules: []fit.Rule{{Point: "kube:*", Fault: tc.fault}}})
+			rec := &recorder{}
+			body := &closeTracker{Reader: strings.NewReader(`{}`)}
+			r, err := http.NewRequestWithContext(ctx, tc.method, tc.url, body)
+			require.NoError(t, err)
+			resp, err := transport.InjectFaults(faults)(rec).RoundTrip(r)
+			require.NoError(t, err, "a status is an answer, not a failure of the transport")
+			require.Empty(t, rec.reqs, "nothing is sent")
+			require.True(t, body.closed, "the body of a request that isn't sent is closed")
+			defer func() { _ = resp.Body.Close() }()
+
+			require.Equal(t, tc.fault.Status, resp.StatusCode)
+			require.Same(t, r, resp.Request)
+			require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+			require.Equal(t, tc.retryAfter, resp.Header.Get("Retry-After"))
+			raw, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.EqualValues(t, len(raw), resp.ContentLength)
+
+			var status metav1.Status
+			require.NoError(t, json.Unmarshal(raw, &status))
+			require.Equal(t, "Status", status.Kind)
+			require.Equal(t, "v1", status.APIVersion)
+			require.Equal(t, metav1.StatusFailure, status.Status)
+			require.EqualValues(t, tc.fault.Status, status.Code)
+			require.Equal(t, tc.reason, status.Reason)
+			require.Contains(t, status.Message, tc.message)
+			err = &apierrors.StatusError{ErrStatus: status}
+			require.True(t, tc.is(err), "apimachinery reads the body as the API server's own %s", tc.reason)
+			if tc.retryAfter != "" {
+				seconds, ok := apierrors.SuggestsClientDelay(err)
+				require.True(t, ok)
+				require.Equal(t, tc.retryAfter, strconv.Itoa(seconds))
+			}
 		})
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"github.com/loam-dev/loam/app/fault/fit"
 )
 
-// InjectedError is the failure an injected fault causes: an abort, or a
-// delay that the call's context cut short. It is what a dependency's client
+// InjectedError is the failure an injected fault causes: an abort, a
+// status, or a delay that the call's context cut short. It is what a dependency's client
 // returns in place of the call, so the code that meets it reacts as it would
 // to the real failure.
 type InjectedError struct {
@@ -16,7 +16,7 @@ type InjectedError struct {
 	// Fault is the fault the point met.
 	Fault fit.Fault
 	// Cause is the context's cause when the context cut the fault's delay
-	// short, and nil for an abort.
+	// short, and nil for an abort or a status.
 	Cause error
 	// Experiment is the ID of the scenario that injected it, or "".
 	Experiment string
@@ -35,15 +35,19 @@ func (e *InjectedError) message() string {
 	if e.Cause != nil {
 		return fmt.Sprintf("fault: injected delay of %s at point %q cut short: %v", e.Fault.Delay, e.Point, e.Cause)
 	}
-	if e.Fault.Delay > 0 {
-		return fmt.Sprintf("fault: injected abort, after a delay of %s, at point %q", e.Fault.Delay, e.Point)
+	what := "abort"
+	if e.Fault.Status != 0 {
+		what = fmt.Sprintf("status %d", e.Fault.Status)
 	}
-	return fmt.Sprintf("fault: injected abort at point %q", e.Point)
+	if e.Fault.Delay > 0 {
+		return fmt.Sprintf("fault: injected %s, after a delay of %s, at point %q", what, e.Fault.Delay, e.Point)
+	}
+	return fmt.Sprintf("fault: injected %s at point %q", what, e.Point)
 }
 
 // Unwrap returns the context's cause for a delay cut short, so errors.Is
 // finds context.DeadlineExceeded or context.Canceled in it, and nil for an
-// abort.
+// abort or a status.
 func (e *InjectedError) Unwrap() error { return e.Cause }
 
 // ErrorType names the error's type for OpenTelemetry's error.type

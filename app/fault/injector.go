@@ -25,6 +25,8 @@
 //   - loam.fit.abort (bool): whether the point meets an abort;
 //   - loam.fit.delay (double, seconds): the delay the point meets, 0 for
 //     none;
+//   - loam.fit.status (int): the status the point is answered with
+//     (fit.Fault.Status, a loam extension), only when it meets one;
 //   - error.type and error.message: only when the scenario can't be
 //     decoded, in which case the point meets the zero Fault.
 //
@@ -39,9 +41,10 @@
 //
 // A scenario with an ID (fit.Scenario.ID) puts it on every one of these
 // events as loam.fit.experiment, and in every *InjectedError it causes.
-// Each abort and delay a point meets is also an INFO record, "fault
-// injected", through the Settings' Logger, with loam.fit.point,
-// loam.fit.abort, loam.fit.delay and loam.fit.experiment.
+// Each abort, status and delay a point meets is also an INFO record,
+// "fault injected", through the Settings' Logger, with loam.fit.point,
+// loam.fit.abort, loam.fit.delay, loam.fit.status (for a status) and
+// loam.fit.experiment.
 //
 // # Extensions
 //
@@ -94,6 +97,9 @@ const (
 	RuleKey    = attribute.Key("loam.fit.rule")
 	AbortKey   = attribute.Key("loam.fit.abort")
 	DelayKey   = attribute.Key("loam.fit.delay")
+	// StatusKey (int) is the status the point is answered with
+	// (fit.Fault.Status), only when it is answered with one.
+	StatusKey = attribute.Key("loam.fit.status")
 )
 
 // The attributes of the StripEvent of an expired scenario.
@@ -171,6 +177,7 @@ type Injector struct {
 	now        func() time.Time
 	requireEnd bool
 	logger     log.Logger
+	switchFile string
 
 	// off is the kill switch: while it is set, every point evaluates as
 	// if no scenario were present.
@@ -221,6 +228,7 @@ func New(settings Settings) (*Injector, error) {
 		members:    members,
 		now:        now,
 		requireEnd: settings.RequireEnd,
+		switchFile: settings.Switch,
 		logger:     settings.Logger,
 		rand:       r,
 		counts:     newCountCache(maxCountedScenarios),
@@ -248,6 +256,15 @@ func (i *Injector) SetOn(on bool) {
 	if i.Enabled() {
 		i.off.Store(!on)
 	}
+}
+
+// SwitchFile returns the path of the kill switch's file its Settings
+// named, which app.Run reads, or "" when they named none or i is inert.
+func (i *Injector) SwitchFile() string {
+	if i == nil {
+		return ""
+	}
+	return i.switchFile
 }
 
 // On reports whether i injects failures now: whether it is Enabled and
@@ -337,6 +354,7 @@ func (i *Injector) eval(ctx context.Context, point string) (fit.Fault, string) {
 			attrs = append(attrs, RuleKey.Int(rule))
 		}
 		attrs = append(attrs, AbortKey.Bool(f.Abort), DelayKey.Float64(f.Delay.Seconds()))
+		attrs = withStatus(attrs, f)
 		span.AddEvent(EvaluationEvent, trace.WithAttributes(withExperiment(attrs, s.ID)...))
 	}
 	if !f.IsZero() && i.logger != nil {
@@ -353,6 +371,14 @@ func withExperiment(attrs []attribute.KeyValue, id string) []attribute.KeyValue 
 	return append(attrs, ExperimentKey.String(id))
 }
 
+// withStatus returns attrs with f's status, when it has one.
+func withStatus(attrs []attribute.KeyValue, f fit.Fault) []attribute.KeyValue {
+	if f.Status == 0 {
+		return attrs
+	}
+	return append(attrs, StatusKey.Int(f.Status))
+}
+
 // record emits the record of a fault point met in ctx.
 func (i *Injector) record(ctx context.Context, point string, f fit.Fault, id string) {
 	var r log.Record
@@ -360,9 +386,9 @@ func (i *Injector) record(ctx context.Context, point string, f fit.Fault, id str
 	r.SetSeverity(log.SeverityInfo)
 	r.SetSeverityText(log.SeverityInfo.String())
 	r.SetBody(attribute.StringValue(InjectedBody))
-	r.AddAttributes(withExperiment([]attribute.KeyValue{
+	r.AddAttributes(withExperiment(withStatus([]attribute.KeyValue{
 		PointKey.String(point), AbortKey.Bool(f.Abort), DelayKey.Float64(f.Delay.Seconds()),
-	}, id)...)
+	}, f), id)...)
 	i.logger.Emit(ctx, r)
 }
 
@@ -389,7 +415,7 @@ func (i *Injector) decide(b baggage.Baggage, s fit.Scenario, point string) (int,
 			continue
 		}
 		if r.Fault.Always() && r.Count == 0 {
-			return idx, fit.Fault{Abort: r.Fault.Abort, Delay: r.Fault.Delay}
+			return idx, r.Fault.Met()
 		}
 		f, used, ok := i.draw(b, s, idx, &counts)
 		if !used {
@@ -425,7 +451,7 @@ func (i *Injector) draw(b baggage.Baggage, s fit.Scenario, idx int, counts *[]in
 	if r.Count > 0 {
 		(*counts)[idx]++
 	}
-	return fit.Fault{Abort: r.Fault.Abort, Delay: r.Fault.Delay}, true, true
+	return r.Fault.Met(), true, true
 }
 
 // scenarioKey identifies the scenario b carries by its members' values.
@@ -442,9 +468,13 @@ func (i *Injector) scenarioKey(b baggage.Baggage) string {
 // meets. A delay is waited first, inside ctx: when ctx is done before the
 // delay is over, Inject returns at once with an *InjectedError that wraps
 // ctx's cause, so errors.Is finds context.DeadlineExceeded or
-// context.Canceled in it. Then an abort returns an *InjectedError, and the
-// caller goes no further: an abort is a call that never reached its
-// dependency. The zero Fault returns nil at once.
+// context.Canceled in it. Then an abort or a status returns an
+// *InjectedError, and the caller goes no further: an abort is a call that
+// never reached its dependency, and a status one its dependency refused.
+// A caller that answers for its dependency reads the status from the
+// error's Fault (package transport answers as the API server would);
+// any other fails the call with the error. The zero Fault returns nil at
+// once.
 func (i *Injector) Inject(ctx context.Context, point string) error {
 	f, id := i.eval(ctx, point)
 	if f.Delay > 0 {
@@ -456,7 +486,7 @@ func (i *Injector) Inject(ctx context.Context, point string) error {
 			return &InjectedError{Point: point, Fault: f, Cause: context.Cause(ctx), Experiment: id}
 		}
 	}
-	if f.Abort {
+	if f.Fails() {
 		return &InjectedError{Point: point, Fault: f, Experiment: id}
 	}
 	return nil

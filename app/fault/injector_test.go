@@ -169,6 +169,7 @@ func TestEval(t *testing.T) {
 		{Point: "kube:secrets:get"},
 		{Point: "kube:secrets:*", Fault: fit.Fault{Abort: true}},
 		{Point: "kube:deployments.apps:patch", Fault: fit.Fault{Delay: 250 * time.Millisecond}},
+		{Point: "kube:pods:*", Fault: fit.Fault{Status: 429, RetryAfter: time.Second, Percent: 100}},
 		{Point: "kube:*", Fault: fit.Fault{Abort: true, Delay: 2 * time.Second}},
 	}}
 	tests := []struct {
@@ -179,7 +180,8 @@ func TestEval(t *testing.T) {
 		{"kube:secrets:get", fit.Fault{}, 0},
 		{"kube:secrets:list", fit.Fault{Abort: true}, 1},
 		{"kube:deployments.apps:patch", fit.Fault{Delay: 250 * time.Millisecond}, 2},
-		{"kube:deployments.apps:get", fit.Fault{Abort: true, Delay: 2 * time.Second}, 3},
+		{"kube:pods:list", fit.Fault{Status: 429, RetryAfter: time.Second}, 3},
+		{"kube:deployments.apps:get", fit.Fault{Abort: true, Delay: 2 * time.Second}, 4},
 		{"http:example.com:443", fit.Fault{}, -1},
 	}
 	i := injector(t, nil)
@@ -206,6 +208,11 @@ func TestEval(t *testing.T) {
 			}
 			require.Equal(t, tt.want.Abort, a[fault.AbortKey].AsBool())
 			require.InDelta(t, tt.want.Delay.Seconds(), a[fault.DelayKey].AsFloat64(), 0)
+			if tt.want.Status != 0 {
+				require.Equal(t, int64(tt.want.Status), a[fault.StatusKey].AsInt64())
+			} else {
+				require.NotContains(t, a, fault.StatusKey, "only a status fault has a status")
+			}
 			require.NotContains(t, a, attribute.Key("error.type"))
 		})
 	}
@@ -692,6 +699,46 @@ func TestRequireEnd(t *testing.T) {
 // in every error it injects, and on the record each injected fault leaves
 // in the Settings' Logger, with its point and what it met; a point that
 // meets nothing leaves no record.
+// TestInjectStatus: a status fails the call, after its delay, with an
+// *InjectedError whose Fault holds the status and its Retry-After for the
+// caller that answers for its dependency, and whose message names the
+// status; its record carries the status.
+func TestInjectStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tel := apptest.NewTelemetry()
+		i, err := fault.New(fault.Settings{Decoder: codec(t), Logger: tel.LoggerProvider.Logger("test")})
+		require.NoError(t, err)
+		ctx := withScenario(t.Context(), t, fit.Scenario{Rules: []fit.Rule{
+			{Point: "a", Fault: fit.Fault{Status: 429, RetryAfter: 2 * time.Second}},
+			{Point: "b", Fault: fit.Fault{Status: 503, Delay: 3 * time.Second}},
+		}})
+
+		start := time.Now()
+		err = i.Inject(ctx, "a")
+		require.Zero(t, time.Since(start), "a status without a delay waits for nothing")
+		var ie *fault.InjectedError
+		require.ErrorAs(t, err, &ie)
+		require.Equal(t, fit.Fault{Status: 429, RetryAfter: 2 * time.Second}, ie.Fault)
+		require.NoError(t, ie.Cause)
+		require.Equal(t, `fault: injected status 429 at point "a"`, err.Error())
+
+		err = i.Inject(ctx, "b")
+		require.Equal(t, 3*time.Second, time.Since(start), "the delay comes first")
+		require.EqualError(t, err, `fault: injected status 503, after a delay of 3s, at point "b"`)
+
+		records := tel.Records()
+		require.Len(t, records, 2)
+		got := map[string]string{}
+		records[0].WalkAttributes(func(kv attribute.KeyValue) bool {
+			got[string(kv.Key)] = kv.Value.String()
+			return true
+		})
+		require.Equal(t, map[string]string{
+			"loam.fit.point": "a", "loam.fit.abort": "false", "loam.fit.delay": "0", "loam.fit.status": "429",
+		}, got)
+	})
+}
+
 func TestExperimentID(t *testing.T) {
 	tel := apptest.NewTelemetry()
 	i, err := fault.New(fault.Settings{Decoder: codec(t), Logger: tel.LoggerProvider.Logger("test")})

@@ -50,9 +50,15 @@ func (r Budget) Reconcile(ctx context.Context, d appsv1.Deployment) (time.Durati
 	return 0, err
 }
 
-// memcachedChild reports whether a Memcached controls obj. It is also
-// Budget's trust: an admission policy lets only the operator's
-// ServiceAccount set the scenario annotation on Deployments.
+// MemcachedMetadata is the Memcacheds' metadata alone, which Budget
+// reads its Deployments' owners from.
+var MemcachedMetadata = kube.Kind[metav1.PartialObjectMetadata]{
+	GVR:   Memcached.GVR(),
+	Kind:  Memcached.Kind,
+	Scope: kube.Namespaced,
+}
+
+// memcachedChild reports whether a Memcached controls obj.
 func memcachedChild(obj metav1.Object) bool {
 	owner := metav1.GetControllerOf(obj)
 	return owner != nil && owner.Kind == Memcached.Kind && strings.HasPrefix(owner.APIVersion, Memcached.Group+"/")

@@ -269,11 +269,20 @@ func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.S
 	if err != nil {
 		return nil, nil, err
 	}
+	// The Memcacheds' metadata, so Budget trusts a Deployment's scenario
+	// only while its Memcached carries the same one: anyone who can write
+	// Deployments, but not Memcacheds, can't put Budget under a scenario.
+	// The admission policy of deploy/admission.yaml keeps the annotation
+	// on Deployments to the operator's ServiceAccount too.
+	owners := kube.NewCache(MemcachedMetadata, kube.CacheOptions[metav1.PartialObjectMetadata]{})
 	budgets, err := kube.NewKindController(s, client, budgetSettings, Deployments, Budget{Kube: kc},
 		kube.Owns(policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")),
-		// An admission policy lets only the operator's ServiceAccount set the
-		// annotation on Deployments.
-		kube.TrustScenario(scenarioAnnotation, memcachedChild),
+		// A Memcached's change, its annotation's included, reconciles the
+		// Deployment of its name.
+		kube.Watches(owners, kube.MapFunc(func(m metav1.Object) []kube.Key {
+			return []kube.Key{{Namespace: m.GetNamespace(), Name: m.GetName()}}
+		})),
+		kube.TrustOwnerScenario(scenarioAnnotation, owners),
 	)
 	if err != nil {
 		return nil, nil, err

@@ -309,6 +309,14 @@ func startProxy(t *testing.T, c *kubetest.Cluster, inspect func(rw http.Response
 // scenario reaches the API server.
 func throughWire(t *testing.T, c *kubetest.Cluster) kube.Connection {
 	t.Helper()
+	_, conn := recordedWire(t, c)
+	return conn
+}
+
+// recordedWire is throughWire, which also returns the proxy, to read what
+// reached the API server.
+func recordedWire(t *testing.T, c *kubetest.Cluster) (*wire, kube.Connection) {
+	t.Helper()
 	w, conn := startWire(t, c)
 	t.Cleanup(func() {
 		if len(w.all()) == 0 {
@@ -318,7 +326,7 @@ func throughWire(t *testing.T, c *kubetest.Cluster) kube.Connection {
 			t.Errorf("%s %s carried the scenario to the API server: %s", req.method, req.path, req.baggage)
 		}
 	})
-	return conn
+	return w, conn
 }
 
 // carryingScenario returns the requests whose baggage carried the

@@ -86,13 +86,34 @@ type Rule struct {
 	Count int
 }
 
-// Fault is what an injection point meets. Both parts may be set: the delay
-// is waited first, and then the abort fails the call. The zero Fault injects
-// nothing.
+// Fault is what an injection point meets. A delay may come with an abort
+// or a status: the delay is waited first, and then the abort fails the
+// call, or the status answers it. The zero Fault injects nothing.
 type Fault struct {
 	// Abort fails the call at the point, as an unreachable dependency
 	// would, with nothing sent.
 	Abort bool
+
+	// Status, when not zero, answers the call at the point in place of its
+	// dependency, with nothing sent: an HTTP error status, from 400 to
+	// 599, such as 409, 429, 500 or 503. The layer that carries out the
+	// fault answers as its dependency would; the Kubernetes Client's
+	// transport answers with the API server's own response, a
+	// metav1.Status body and all, so client-go handles it as it handles a
+	// real one. A caller that can't answer for its dependency fails the
+	// call, as with an abort, with an error naming the status. Status and
+	// Abort are exclusive.
+	//
+	// Status is a loam extension.
+	Status int
+
+	// RetryAfter, when above zero, is the Retry-After the Status's answer
+	// carries, in whole seconds: client-go retries a 429 or a 5xx answer
+	// that has one, after waiting that long. Zero sends none. It needs a
+	// Status.
+	//
+	// RetryAfter is a loam extension.
+	RetryAfter time.Duration
 
 	// Delay is waited before the call goes ahead, inside the call's
 	// context. It is never negative.
@@ -106,10 +127,23 @@ type Fault struct {
 	Percent float64
 }
 
-// IsZero reports whether f injects nothing: no abort and no delay. Percent
-// alone injects nothing.
+// IsZero reports whether f injects nothing: no abort, no status and no
+// delay. Percent or RetryAfter alone injects nothing.
 func (f Fault) IsZero() bool {
-	return !f.Abort && f.Delay == 0
+	return !f.Abort && f.Status == 0 && f.Delay == 0
+}
+
+// Fails reports whether f fails the call it meets, once its delay is
+// over: an abort or a status.
+func (f Fault) Fails() bool {
+	return f.Abort || f.Status != 0
+}
+
+// Met returns f as a point meets it, once Percent has had its say: f
+// with Percent 0.
+func (f Fault) Met() Fault {
+	f.Percent = 0
+	return f
 }
 
 // Always reports whether f's Percent means every time: 0 or 100.
@@ -140,7 +174,9 @@ func (s Scenario) Match(point string) (int, bool) {
 
 // Validate reports every mistake in s together, each rule's naming the
 // rule by index and point: an empty Point, a '*' anywhere but at a Point's
-// end, a negative Delay, a Percent outside 0 to 100, and a negative Count;
+// end, a negative Delay, a Percent outside 0 to 100, a Status outside 400
+// to 599 or with Abort, a RetryAfter that is negative, not whole seconds or
+// without a Status, and a negative Count;
 // an Ends outside the years 1 to 9999, which RFC 3339 can't write; and an
 // ID longer than MaxIDLength or not printable ASCII.
 func (s Scenario) Validate() error {
@@ -186,6 +222,20 @@ func (r Rule) mistakes() []error {
 	}
 	if p := r.Fault.Percent; math.IsNaN(p) || p < 0 || p > 100 {
 		errs = append(errs, fmt.Errorf("percent %v is not between 0 and 100", p))
+	}
+	if st := r.Fault.Status; st != 0 && (st < 400 || st > 599) {
+		errs = append(errs, fmt.Errorf("status %d is not an HTTP error status, from 400 to 599", st))
+	}
+	if r.Fault.Status != 0 && r.Fault.Abort {
+		errs = append(errs, fmt.Errorf("status %d and abort are exclusive: a call fails one way", r.Fault.Status))
+	}
+	switch ra := r.Fault.RetryAfter; {
+	case ra < 0:
+		errs = append(errs, fmt.Errorf("retry-after %s is negative", ra))
+	case ra%time.Second != 0:
+		errs = append(errs, fmt.Errorf("retry-after %s is not whole seconds, as a Retry-After header writes it", ra))
+	case ra > 0 && r.Fault.Status == 0:
+		errs = append(errs, fmt.Errorf("retry-after %s has no status to answer with", ra))
 	}
 	if r.Count < 0 {
 		errs = append(errs, fmt.Errorf("count %d is negative", r.Count))

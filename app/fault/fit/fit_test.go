@@ -76,6 +76,12 @@ func TestFault(t *testing.T) {
 	require.True(t, fit.Fault{Percent: 50}.IsZero(), "Percent alone injects nothing")
 	require.False(t, fit.Fault{Abort: true}.IsZero())
 	require.False(t, fit.Fault{Delay: time.Millisecond}.IsZero())
+	require.False(t, fit.Fault{Status: 503}.IsZero())
+	require.True(t, fit.Fault{RetryAfter: time.Second}.IsZero(), "RetryAfter alone injects nothing")
+
+	require.True(t, fit.Fault{Abort: true}.Fails())
+	require.True(t, fit.Fault{Status: 429, Delay: time.Second}.Fails())
+	require.False(t, fit.Fault{Delay: time.Second}.Fails(), "a delay alone lets the call go ahead")
 
 	require.True(t, fit.Fault{}.Always())
 	require.True(t, fit.Fault{Percent: 100}.Always())
@@ -88,6 +94,9 @@ func TestScenarioValidate(t *testing.T) {
 		{Point: "*"},
 		{Point: "kube:secrets:*", Fault: fit.Fault{Abort: true, Delay: time.Second, Percent: 100}, Count: 3},
 		{Point: "kube:pods:get", Fault: fit.Fault{Percent: 0.5}},
+		{Point: "kube:pods:list", Fault: fit.Fault{Status: 429, RetryAfter: 2 * time.Second, Delay: time.Second}},
+		{Point: "kube:pods:create", Fault: fit.Fault{Status: 400}},
+		{Point: "kube:pods:delete", Fault: fit.Fault{Status: 599}},
 	}}
 	require.NoError(t, valid.Validate())
 	require.NoError(t, fit.Scenario{}.Validate())
@@ -105,6 +114,13 @@ func TestScenarioValidate(t *testing.T) {
 		{"negative percent", fit.Rule{Point: "p", Fault: fit.Fault{Percent: -1}}, []string{"percent -1 is not between 0 and 100"}},
 		{"NaN percent", fit.Rule{Point: "p", Fault: fit.Fault{Percent: math.NaN()}}, []string{"percent NaN"}},
 		{"negative count", fit.Rule{Point: "p", Count: -1}, []string{"count -1 is negative"}},
+		{"a success status", fit.Rule{Point: "p", Fault: fit.Fault{Status: 200}}, []string{"status 200 is not an HTTP error status, from 400 to 599"}},
+		{"a status past 599", fit.Rule{Point: "p", Fault: fit.Fault{Status: 600}}, []string{"status 600 is not an HTTP error status"}},
+		{"a negative status", fit.Rule{Point: "p", Fault: fit.Fault{Status: -1}}, []string{"status -1 is not an HTTP error status"}},
+		{"status with abort", fit.Rule{Point: "p", Fault: fit.Fault{Status: 503, Abort: true}}, []string{"status 503 and abort are exclusive"}},
+		{"negative retry-after", fit.Rule{Point: "p", Fault: fit.Fault{Status: 429, RetryAfter: -time.Second}}, []string{"retry-after -1s is negative"}},
+		{"retry-after in part of a second", fit.Rule{Point: "p", Fault: fit.Fault{Status: 429, RetryAfter: 1500 * time.Millisecond}}, []string{"retry-after 1.5s is not whole seconds"}},
+		{"retry-after without a status", fit.Rule{Point: "p", Fault: fit.Fault{RetryAfter: time.Second}}, []string{"retry-after 1s has no status to answer with"}},
 		{
 			"every mistake at once",
 			fit.Rule{Fault: fit.Fault{Delay: -1, Percent: 101}, Count: -2},

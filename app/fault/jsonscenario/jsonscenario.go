@@ -22,6 +22,13 @@
 //
 //	{"rules":[{"point":"kube:*","abort":true}],"id":"game-day-7"}
 //
+// A rule's status, in place of abort, answers with an HTTP error status
+// (fit.Fault.Status), and retryAfter, a Go duration string of whole
+// seconds, is the answer's Retry-After (fit.Fault.RetryAfter); both are
+// loam extensions:
+//
+//	{"rules":[{"point":"kube:memcacheds.cache.example.com/status:patch","status":429,"retryAfter":"1s","count":2}]}
+//
 // In a baggage header or an annotation the value is percent-encoded, as W3C
 // Baggage requires of '"', ',' and the other characters a baggage value
 // can't hold:
@@ -116,11 +123,15 @@ func (c *Codec) Marshal(s fit.Scenario) ([]byte, error) {
 		w.Rules[i] = wireRule{
 			Point:   r.Point,
 			Abort:   r.Fault.Abort,
+			Status:  r.Fault.Status,
 			Percent: r.Fault.Percent,
 			Count:   r.Count,
 		}
 		if r.Fault.Delay != 0 {
 			w.Rules[i].Delay = r.Fault.Delay.String()
+		}
+		if r.Fault.RetryAfter != 0 {
+			w.Rules[i].RetryAfter = r.Fault.RetryAfter.String()
 		}
 	}
 	value, err := json.Marshal(w)
@@ -175,7 +186,7 @@ func (c *Codec) Unmarshal(value []byte) (fit.Scenario, error) {
 	for i, wr := range w.Rules {
 		r := fit.Rule{
 			Point: wr.Point,
-			Fault: fit.Fault{Abort: wr.Abort, Percent: wr.Percent},
+			Fault: fit.Fault{Abort: wr.Abort, Status: wr.Status, Percent: wr.Percent},
 			Count: wr.Count,
 		}
 		if wr.Delay != "" {
@@ -184,6 +195,13 @@ func (c *Codec) Unmarshal(value []byte) (fit.Scenario, error) {
 				errs = append(errs, fmt.Errorf("rule %d: delay: %w", i, err))
 			}
 			r.Fault.Delay = d
+		}
+		if wr.RetryAfter != "" {
+			d, err := time.ParseDuration(wr.RetryAfter)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("rule %d: retryAfter: %w", i, err))
+			}
+			r.Fault.RetryAfter = d
 		}
 		s.Rules[i] = r
 	}
@@ -204,11 +222,13 @@ type wireScenario struct {
 // wireRule is a rule as JSON holds it: the fault's parts inline, each left
 // out when zero, the delay as a Go duration string.
 type wireRule struct {
-	Point   string  `json:"point"`
-	Abort   bool    `json:"abort,omitzero"`
-	Delay   string  `json:"delay,omitzero"`
-	Percent float64 `json:"percent,omitzero"`
-	Count   int     `json:"count,omitzero"`
+	Point      string  `json:"point"`
+	Abort      bool    `json:"abort,omitzero"`
+	Delay      string  `json:"delay,omitzero"`
+	Status     int     `json:"status,omitzero"`
+	RetryAfter string  `json:"retryAfter,omitzero"`
+	Percent    float64 `json:"percent,omitzero"`
+	Count      int     `json:"count,omitzero"`
 }
 
 // checkKey reports whether name is a W3C Baggage key: an RFC 7230 token.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,23 +58,39 @@ func TestDemo(t *testing.T) {
 		"  reconcile Memcached  ",
 		"error.type=github.com/loam-dev/loam/app/fault.InjectedError",
 		"event loam.fit.evaluation loam.fit.point=kube:deployments.apps:patch",
+		"loam.fit.experiment=demo-pages-abort",
+		`(experiment "demo-pages-abort")`,
+		"Experiment demo-pages-abort: ",
 		"Done in ",
 	} {
 		require.Contains(t, out.String(), want)
 	}
 
-	// The backoff: each count of reconciles under the experiment is no
-	// smaller than the one before.
+	// The backoff: the waits between failed reconciles grow. The delay
+	// doubles; each wait is measured between spans, so a busy machine
+	// may add a few milliseconds to one, and each is checked against the
+	// one two before it, which it is four times, with room for that.
 	var counts []int
+	var waits []time.Duration
 	for line := range strings.Lines(out.String()) {
 		if c, ok := strings.CutPrefix(line, "  reconciles of pages since the experiment began: "); ok {
 			n, err := strconv.Atoi(strings.TrimSpace(c))
 			require.NoError(t, err)
 			counts = append(counts, n)
 		}
+		if w, ok := strings.CutPrefix(line, "  waits between its failed reconciles: "); ok {
+			for f := range strings.FieldsSeq(w) {
+				d, err := time.ParseDuration(f)
+				require.NoError(t, err)
+				waits = append(waits, d)
+			}
+		}
 	}
 	require.Len(t, counts, 3)
-	require.True(t, slices.IsSorted(counts), "counts %v", counts)
+	require.GreaterOrEqual(t, len(waits), 5, "waits %v", waits)
+	for i := 2; i < len(waits); i++ {
+		require.Greater(t, waits[i], 2*waits[i-2], "wait %d of %v is not the backoff's, doubled twice since wait %d", i, waits, i-2)
+	}
 	require.Positive(t, counts[0], "the experiment's first reconcile failed and was retried")
 }
 
@@ -117,6 +133,29 @@ func TestDeployFiles(t *testing.T) {
 	}, "the admission policy never denies the annotation in staging")
 	_, err = memcacheds.Namespace("default").Create(ctx, annotated("default", "cache"), metav1.CreateOptions{})
 	require.NoError(t, err, "outside staging the policy doesn't apply")
+
+	// Nor is it the operator: the second policy denies it the annotation
+	// on a Deployment, in any namespace, and lets it write one without.
+	deployment := func(annotations map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": "default", "annotations": annotations},
+			"spec": map[string]any{
+				"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+				"template": map[string]any{
+					"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+					"spec":     map[string]any{"containers": []any{map[string]any{"name": "web", "image": "web:1"}}},
+				},
+			},
+		}}
+	}
+	deployments := dyn.Resource(appsv1.SchemeGroupVersion.WithResource("deployments")).Namespace("default")
+	wait.For(t, time.Minute, func() bool {
+		_, err := deployments.Create(ctx, deployment(map[string]any{scenarioAnnotation: "acme.fault={}"}), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "only the memcached operator sets acme.example.com/failure-scenario on a Deployment")
+	}, "the admission policy never denies the annotation on a Deployment")
+	_, err = deployments.Create(ctx, deployment(map[string]any{"team": "a"}), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	require.NoError(t, err, "a Deployment without the annotation is anyone's to write")
 
 	// The v1alpha1 object is stored as v1beta1, through the conversion
 	// webhook, and reads back in either version.

@@ -13,17 +13,28 @@ import (
 	"github.com/loam-dev/loam/app/fault/jsonscenario"
 )
 
+// experimentID identifies the demo's experiment on everything it causes.
+const experimentID = "demo-pages-abort"
+
+// experimentLimit is how long the demo's experiment lasts at most: it ends
+// by itself then, should the demo die before it removes the annotation.
+const experimentLimit = 5 * time.Minute
+
 // experiment aborts experimentOn's applies of its Deployment, resizes it,
 // shows the failure and the backoff, and ends the experiment.
 func (d *demo) experiment(ctx context.Context, codec *jsonscenario.Codec) error {
-	value, err := annotationValue(codec, fit.Scenario{Rules: []fit.Rule{
-		{Point: "kube:deployments.apps:patch", Fault: fit.Fault{Abort: true}},
-	}})
+	ends := time.Now().Add(experimentLimit).UTC().Truncate(time.Second)
+	value, err := annotationValue(codec, fit.Scenario{
+		Rules: []fit.Rule{{Point: "kube:deployments.apps:patch", Fault: fit.Fault{Abort: true}}},
+		Ends:  ends,
+		ID:    experimentID,
+	})
 	if err != nil {
 		return err
 	}
 	d.say("")
-	d.say("Experiment: the reconciles of %s abort every apply of a Deployment (kube:deployments.apps:patch).", experimentOn)
+	d.say("Experiment %s: the reconciles of %s abort every apply of a Deployment (kube:deployments.apps:patch),", experimentID, experimentOn)
+	d.say("until %s at the latest, should nobody end it first.", ends.Format(time.RFC3339))
 	d.say("  %s: %s", scenarioAnnotation, value)
 	before := d.reconciles(experimentOn)
 	if err := d.patch(ctx, experimentOn, map[string]any{"metadata": map[string]any{"annotations": map[string]any{scenarioAnnotation: value}}}); err != nil {
@@ -52,6 +63,7 @@ func (d *demo) experiment(ctx context.Context, codec *jsonscenario.Codec) error 
 		}
 		d.say("  reconciles of %s since the experiment began: %d", experimentOn, d.reconciles(experimentOn)-before)
 	}
+	d.say("  waits between its failed reconciles: %s", formatWaits(d.failedWaits(experimentOn)))
 	d.say("The others are not touched by it, and stay available (* marks the annotated one):")
 	if err := d.table(ctx); err != nil {
 		return err

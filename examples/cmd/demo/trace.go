@@ -22,6 +22,33 @@ func (d *demo) reconciles(name string) int {
 	return n
 }
 
+// failedWaits returns how long the Memcached name waited between each of
+// its failed reconciles that have ended and the next: from the end of one
+// to the start of the next, which is the backoff's delay.
+func (d *demo) failedWaits(name string) []time.Duration {
+	var failed []sdktrace.ReadOnlySpan
+	for _, s := range d.spans.Ended() {
+		if s.Name() == "reconcile Memcached" && objectName(s) == name && s.Status().Code == codes.Error {
+			failed = append(failed, s)
+		}
+	}
+	slices.SortFunc(failed, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+	var waits []time.Duration
+	for i := 1; i < len(failed); i++ {
+		waits = append(waits, failed[i].StartTime().Sub(failed[i-1].EndTime()))
+	}
+	return waits
+}
+
+// formatWaits writes waits to the millisecond, separated by spaces.
+func formatWaits(waits []time.Duration) string {
+	out := make([]string, len(waits))
+	for i, w := range waits {
+		out[i] = w.Round(time.Millisecond).String()
+	}
+	return strings.Join(out, " ")
+}
+
 // objectName is the reconciled object's name on a reconcile's span.
 func objectName(s sdktrace.ReadOnlySpan) string {
 	for _, kv := range s.Attributes() {
