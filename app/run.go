@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/log"
 
 	"github.com/loam-dev/loam/app/fault"
 )
@@ -42,7 +41,6 @@ const (
 	attrSignal     = attribute.Key("loam.app.signal")
 	attrGrace      = attribute.Key("loam.app.grace_period")
 	attrReason     = attribute.Key("loam.app.reason")
-	attrSwitch     = attribute.Key("loam.fit.switch")
 	attrExcType    = attribute.Key("exception.type")
 	attrExcMessage = attribute.Key("exception.message")
 	attrExcStack   = attribute.Key("exception.stacktrace")
@@ -137,10 +135,7 @@ func Run(ctx context.Context, init Init, opts ...Option) int {
 			return l.code
 		}
 		if fs.Switch != "" {
-			sw := &faultSwitch{faults: setup.Faults, fs: host.FS, path: fs.Switch,
-				record: func(ctx context.Context, sev log.Severity, body string, err error) {
-					l.log(ctx, sev, body, err, attrSwitch.String(fs.Switch))
-				}}
+			sw := &faultSwitch{sw: fault.NewSwitch(setup.Faults, l.logger, fault.SwitchKey.String(fs.Switch)), fs: host.FS, path: fs.Switch}
 			// Read before Init, so the App starts as the switch says.
 			sw.read(ctx)
 			stopSwitch = sw.start(ctx)

@@ -42,11 +42,20 @@ const maxValueDepth = 8
 // returns it, an error or a fmt.Stringer as its string, and slices, maps
 // and structs as nested values.
 func (r *Recorder) Logger() logr.Logger {
-	return logr.New(&sink{
-		logger:    r.logger,
-		verbosity: r.verbosity,
-		attrs:     []attribute.KeyValue{r.name},
-	})
+	return newLogger(r.logger, r.verbosity, r.name)
+}
+
+// NewLogger returns a logr.Logger writing to logger as Recorder.Logger
+// does, at verbosity 0, with attrs on every record: the logger to put in
+// the context of client-go's code that runs outside a controller, such as
+// an informer of a Service's own.
+func NewLogger(logger log.Logger, attrs ...attribute.KeyValue) logr.Logger {
+	return newLogger(logger, 0, attrs...)
+}
+
+// newLogger returns the logr.Logger of a sink writing to logger.
+func newLogger(logger log.Logger, verbosity int, attrs ...attribute.KeyValue) logr.Logger {
+	return logr.New(&sink{logger: logger, verbosity: verbosity, attrs: slices.Clip(attrs)})
 }
 
 // sink is a logr.LogSink writing to an OpenTelemetry Logger.

@@ -1,0 +1,169 @@
+package kube
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/log"
+	lognoop "go.opentelemetry.io/otel/log/noop"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/loam-dev/loam/adapters/informer"
+	reporting "github.com/loam-dev/loam/adapters/telemetry"
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/fault"
+)
+
+// FaultSwitchSettings name the ConfigMap a FaultSwitch reads.
+type FaultSwitchSettings struct {
+	// Namespace is the ConfigMap's namespace. Required.
+	Namespace string
+	// Name is the ConfigMap's name. Required.
+	Name string
+	// Key is the key of the ConfigMap's data that holds on or off; ""
+	// means DefaultFaultSwitchKey.
+	Key string
+}
+
+// DefaultFaultSwitchKey is the key a FaultSwitch reads when its Settings
+// name none.
+const DefaultFaultSwitchKey = "switch"
+
+// FaultSwitch is the kill switch of an App's failure injection, kept in
+// a ConfigMap and read through the API server: an app.Service that
+// watches the one ConfigMap its Settings name and turns s.Faults on while
+// its key holds "on", and off while it holds "off" — either with any
+// surrounding whitespace — within a second of the change reaching the API
+// server, in every App that watches the same ConfigMap. Anything else, a
+// missing key, a ConfigMap that doesn't exist or is deleted, is off, with
+// a WARN record, "failure injection is off: its switch can't be read",
+// saying why. Until its first list is in, failure injection is off. Each
+// change is a record, as the file switch's are (see fault.Switch), with
+// loam.fit.switch naming the ConfigMap and key.
+//
+// Off, every point evaluates as if no scenario were present; scenarios
+// are still stripped wherever they must not go. In an App without
+// failure injection a FaultSwitch watches nothing and serves until it is
+// stopped.
+//
+// It needs list and watch of configmaps in Namespace, which RBAC can
+// narrow to the one name (resourceNames), since its list and watch ask
+// for that name alone. A request that RBAC refuses is retried, as an
+// informer retries, with failure injection off meanwhile.
+type FaultSwitch struct {
+	faults *fault.Injector
+	kube   kubernetes.Interface
+	sw     *fault.Switch
+	logger log.Logger
+	// where names the switch on its records: loam.fit.switch.
+	where attribute.KeyValue
+	ns    string
+	name  string
+	key   string
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+	doneOnce sync.Once
+}
+
+// NewFaultSwitch returns the FaultSwitch of s's failure injection, which
+// reads the ConfigMap settings name through client. It turns failure
+// injection off until the ConfigMap's first read. It reports every
+// mistake together: a nil Setup or Client, a Namespace, Name or Key that
+// isn't valid, and an App whose fault.Settings.Switch names a file
+// already — an App has one kill switch.
+func NewFaultSwitch(s *app.Setup, client *Client, settings FaultSwitchSettings) (*FaultSwitch, error) {
+	var errs []error
+	if s == nil {
+		errs = append(errs, errors.New("kube: NewFaultSwitch: the Setup is nil: pass the one Init is given"))
+	}
+	if client == nil {
+		errs = append(errs, errors.New("kube: NewFaultSwitch: the Client is nil"))
+	}
+	key := cmp.Or(settings.Key, DefaultFaultSwitchKey)
+	for _, m := range validation.IsDNS1123Subdomain(settings.Namespace) {
+		errs = append(errs, fmt.Errorf("kube: FaultSwitchSettings.Namespace %q: %s", settings.Namespace, m))
+	}
+	for _, m := range validation.IsDNS1123Subdomain(settings.Name) {
+		errs = append(errs, fmt.Errorf("kube: FaultSwitchSettings.Name %q: %s", settings.Name, m))
+	}
+	for _, m := range validation.IsConfigMapKey(key) {
+		errs = append(errs, fmt.Errorf("kube: FaultSwitchSettings.Key %q: %s", key, m))
+	}
+	var faults *fault.Injector
+	if s != nil {
+		faults = s.Faults
+		if file := faults.SwitchFile(); file != "" {
+			errs = append(errs, fmt.Errorf("kube: NewFaultSwitch: fault.Settings.Switch names the file %s already: an App has one kill switch", file))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(client.Config())
+	if err != nil {
+		return nil, fmt.Errorf("kube: NewFaultSwitch: %w", err)
+	}
+	logger := cmp.Or[log.LoggerProvider](s.Telemetry.LoggerProvider, lognoop.NewLoggerProvider()).Logger(scopeName)
+	where := fault.SwitchKey.String(fmt.Sprintf("configmap %s/%s, key %s", settings.Namespace, settings.Name, key))
+	f := &FaultSwitch{
+		faults: faults, kube: kc, ns: settings.Namespace, name: settings.Name, key: key,
+		logger: logger, where: where,
+		sw:   fault.NewSwitch(faults, logger, where),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	faults.SetOn(false)
+	return f, nil
+}
+
+// Serve watches the ConfigMap and sets the switch as it says, until ctx
+// ends or Shutdown is called; then it returns nil.
+func (f *FaultSwitch) Serve(ctx context.Context) error {
+	defer f.doneOnce.Do(func() { close(f.done) })
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-f.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if !f.faults.Enabled() {
+		<-ctx.Done()
+		return nil
+	}
+	// client-go's reflector logs a refused list, an RBAC mistake, through
+	// the context's logger: the App's records.
+	ctx = klog.NewContext(ctx, reporting.NewLogger(f.logger, f.where))
+	return informer.WatchConfigMap(ctx, f.kube, f.ns, f.name, func(data map[string]string, found bool) {
+		switch text, ok := data[f.key]; {
+		case !found:
+			f.sw.Set(ctx, "", fmt.Errorf("configmap %s/%s: not found", f.ns, f.name))
+		case !ok:
+			f.sw.Set(ctx, "", fmt.Errorf("configmap %s/%s: no key %s", f.ns, f.name, f.key))
+		default:
+			f.sw.Set(ctx, text, nil)
+		}
+	})
+}
+
+// Shutdown stops Serve, and returns once it has returned, or with an
+// error wrapping ctx's when ctx ends first.
+func (f *FaultSwitch) Shutdown(ctx context.Context) error {
+	f.stopOnce.Do(func() { close(f.stop) })
+	select {
+	case <-f.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("kube: FaultSwitch: %w", context.Cause(ctx))
+	}
+}
