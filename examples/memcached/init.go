@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/loam-dev/loam/app"
@@ -111,7 +112,9 @@ var errNoExporter = fmt.Errorf("memcached: Operator.Init: %w", telemetry.ErrNoEx
 // a metrics Service on METRICS_ADDRESS that serves the exporter o's
 // HostTelemetry made. With WEBHOOKS=on, it also returns the Webhooks of
 // Hooks on WEBHOOK_ADDRESS, which the Memcached controller awaits and
-// readiness includes. A variable that is missing or wrong fails Init,
+// readiness includes. With FAILURE_INJECTION_SWITCH, it also returns the
+// kube.FaultSwitch of that ConfigMap in POD_NAMESPACE. A variable that is
+// missing or wrong fails Init,
 // naming every one, so the App exits 78; so does an App whose telemetry
 // o's HostTelemetry (or Telemetry) did not build, reported with them, and
 // a serving certificate that doesn't read.
@@ -195,6 +198,13 @@ func initOperator(ctx context.Context, s *app.Setup, serveMetrics bool, exporter
 		return nil, err
 	}
 	services = append(services, memcacheds, budgets, probes)
+	if settings.faultSwitch.Name != "" {
+		sw, err := kube.NewFaultSwitch(s, client, settings.faultSwitch)
+		if err != nil {
+			return nil, err
+		}
+		services = append(services, sw)
+	}
 	if serveMetrics {
 		metrics, err := httpmetrics.NewService(s, settings.metrics, exporter)
 		if err != nil {
@@ -300,6 +310,9 @@ type settings struct {
 	webhooksOn bool
 	webhooks   kube.WebhookSettings
 	images     Images
+	// faultSwitch is FAILURE_INJECTION_SWITCH: the ConfigMap of the
+	// failure injection's kill switch, or "" for none.
+	faultSwitch kube.FaultSwitchSettings
 }
 
 // readSettings sources the settings from the environment, reporting every
@@ -341,8 +354,24 @@ func readSettings(ctx context.Context, s *app.Setup) (settings, error) {
 		images.DefaultImage = r.Get(env(defaultImageVariable).Default(DefaultImage).Validate(func(image string) error {
 			return Images{Allowed: images.Allowed, DefaultImage: image}.Check()
 		}))
-		return settings{controller: k, probes: probes, metrics: metrics, webhooksOn: on, webhooks: w, images: images}
+		faultSwitch := kube.FaultSwitchSettings{
+			Namespace: k.LeaderElection.Namespace,
+			Name:      r.Get(env(faultSwitchVariable).Default("").Validate(checkConfigMapName)),
+		}
+		return settings{controller: k, probes: probes, metrics: metrics, webhooksOn: on, webhooks: w, images: images, faultSwitch: faultSwitch}
 	}).Read(ctx)
+}
+
+// checkConfigMapName checks FAILURE_INJECTION_SWITCH: "" for none, or a
+// ConfigMap's name.
+func checkConfigMapName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("%q is not a ConfigMap's name: %s", name, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // checkShards checks CONTROLLER_SHARDS as Settings.Shards is checked: 0,

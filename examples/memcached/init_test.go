@@ -51,6 +51,7 @@ func TestInit_exits_78_for_a_bad_value(t *testing.T) {
 		{name: "a default image not allowed", env: map[string]string{"MEMCACHED_DEFAULT_IMAGE": "nginx:1.27"}, want: `config MEMCACHED_DEFAULT_IMAGE: the default image "nginx:1.27" starts with none of the allowed prefixes ["memcached:"]`},
 		{name: "a default image the prefixes allow", env: map[string]string{"MEMCACHED_ALLOWED_IMAGES": "registry.example.com/", "MEMCACHED_DEFAULT_IMAGE": "memcached:1.6"}, want: `config MEMCACHED_DEFAULT_IMAGE: the default image "memcached:1.6" starts with none of the allowed prefixes ["registry.example.com/"]`},
 		{name: "a default image that is no reference", env: map[string]string{"MEMCACHED_DEFAULT_IMAGE": "memcached:Latest Alpine"}, want: `config MEMCACHED_DEFAULT_IMAGE: the default image "memcached:Latest Alpine" is not an image reference`},
+		{name: "a fault switch that is no ConfigMap's name", env: map[string]string{"FAILURE_INJECTION_SWITCH": "Failure Injection"}, want: `config FAILURE_INJECTION_SWITCH: "Failure Injection" is not a ConfigMap's name`},
 		{name: "webhooks on without their certificate", env: map[string]string{"WEBHOOKS": "on"}, want: "/tmp/k8s-webhook-server/serving-certs/tls.crt"},
 		{name: "a kubeconfig that isn't there", env: map[string]string{"MEMCACHED_KUBECONFIG": "/nowhere/kubeconfig"}, want: "MEMCACHED_KUBECONFIG /nowhere/kubeconfig"},
 		{name: "no service account", env: map[string]string{}, want: "ca.crt"},

@@ -218,9 +218,9 @@ func availableOf(t *testing.T, d dynamic.Interface, r kube.Resource[memcachedSpe
 	return meta.FindStatusCondition(m.Status.Conditions, "Available")
 }
 
-// evaluations returns the loam.fit.evaluation events of the App's ended
-// spans at point that met an abort.
-func abortsAt(a *apptest.App, point string) int {
+// evaluationsAt counts the loam.fit.evaluation events of the App's ended
+// spans at point whose attributes met says are the ones to count.
+func evaluationsAt(a *apptest.App, point string, met func(attribute.Set) bool) int {
 	n := 0
 	for _, s := range a.Telemetry().Spans() {
 		for _, e := range s.Events {
@@ -228,14 +228,21 @@ func abortsAt(a *apptest.App, point string) int {
 				continue
 			}
 			attrs := attribute.NewSet(e.Attributes...)
-			p, _ := attrs.Value(fault.PointKey)
-			abort, _ := attrs.Value(fault.AbortKey)
-			if p.AsString() == point && abort.AsBool() {
+			if p, _ := attrs.Value(fault.PointKey); p.AsString() == point && met(attrs) {
 				n++
 			}
 		}
 	}
 	return n
+}
+
+// abortsAt counts the evaluations at point, on the App's ended spans,
+// that met an abort.
+func abortsAt(a *apptest.App, point string) int {
+	return evaluationsAt(a, point, func(attrs attribute.Set) bool {
+		abort, _ := attrs.Value(fault.AbortKey)
+		return abort.AsBool()
+	})
 }
 
 // events counts the events named name on the App's ended spans.

@@ -61,21 +61,10 @@ func experimentApp(t *testing.T, conn kube.Connection, r kube.Resource[memcached
 // met status, one per try of the request; a status of 0 counts those that
 // met none.
 func statusesAt(a *apptest.App, point string, status int) int {
-	n := 0
-	for _, s := range a.Telemetry().Spans() {
-		for _, e := range s.Events {
-			if e.Name != fault.EvaluationEvent {
-				continue
-			}
-			attrs := attribute.NewSet(e.Attributes...)
-			p, _ := attrs.Value(fault.PointKey)
-			got, _ := attrs.Value(fault.StatusKey)
-			if p.AsString() == point && got.AsInt64() == int64(status) {
-				n++
-			}
-		}
-	}
-	return n
+	return evaluationsAt(a, point, func(attrs attribute.Set) bool {
+		got, _ := attrs.Value(fault.StatusKey)
+		return got.AsInt64() == int64(status)
+	})
 }
 
 // TestFaults_a_429_with_Retry_After_and_a_Count_of_2_is_retried_by_client_go_and_the_reconcile_succeeds:
