@@ -339,6 +339,8 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Finalizer:   p.finalizer,
 		Prepare:     scenarioPrepare(p.trust, s.Faults, tel.recorder),
 		Until:       scenarioUntil(p.trust, s.Faults),
+		Carried:     scenarioCarried(p.trust, s.Faults),
+		Lifts:       scenarioLifts(p.trust, s.Faults),
 
 		// NewController checked it is above zero: every call is bounded.
 		ReconcileTimeout: settings.ReconcileTimeout,

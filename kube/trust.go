@@ -175,6 +175,34 @@ func scenarioUntil(t *scenarioTrust, faults *fault.Injector) func(context.Contex
 	return func(ctx context.Context) (time.Time, bool) { return faults.Ends(baggage.FromContext(ctx)) }
 }
 
+// scenarioCarried reports whether a reconcile carries a scenario, so
+// that an object whose reconcile failed under one is reconciled at once
+// when failure injection is turned off (scenarioLifts): nil when no
+// reconcile carries one.
+func scenarioCarried(t *scenarioTrust, faults *fault.Injector) func(context.Context) bool {
+	if t == nil || !faults.Enabled() {
+		return nil
+	}
+	return faults.Carries
+}
+
+// scenarioLifts has lift called each time failure injection is turned
+// off, so the objects whose reconciles failed under a scenario are
+// reconciled at once, not at their retry: nil when no reconcile carries a
+// scenario.
+func scenarioLifts(t *scenarioTrust, faults *fault.Injector) func(lift func()) (stop func()) {
+	if t == nil || !faults.Enabled() {
+		return nil
+	}
+	return func(lift func()) func() {
+		return faults.OnChange(func(on bool) {
+			if !on {
+				lift()
+			}
+		})
+	}
+}
+
 // scenarioPrepare returns the step that reads each reconciled object's
 // scenario before anything else of the reconcile runs, as t says and
 // scenario.Decide rules, reporting what it strips to rec. It returns nil,

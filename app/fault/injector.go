@@ -182,6 +182,8 @@ type Injector struct {
 	// off is the kill switch: while it is set, every point evaluates as
 	// if no scenario were present.
 	off atomic.Bool
+	// watchers are told of each change of off; see OnChange.
+	watchers watchers
 
 	mu     sync.Mutex // guards rand and counts
 	rand   func() float64
@@ -251,11 +253,54 @@ func (i *Injector) Enabled() bool {
 // point evaluates to the zero Fault as if no scenario were present, and
 // records nothing, at the cost of a context without one. Scenarios are
 // still stripped where they must not go. An Injector New builds starts
-// on; an inert one ignores it.
+// on; an inert one ignores it. A change is told to every OnChange
+// function, in the caller's goroutine, before SetOn returns.
 func (i *Injector) SetOn(on bool) {
-	if i.Enabled() {
-		i.off.Store(!on)
+	if !i.Enabled() {
+		return
 	}
+	// Serialized, so the functions hear the changes in the order they
+	// were made.
+	i.watchers.mu.Lock()
+	defer i.watchers.mu.Unlock()
+	if i.off.Swap(!on) == !on {
+		return
+	}
+	for _, f := range i.watchers.fs {
+		f(on)
+	}
+}
+
+// OnChange has f called with the new state each time SetOn turns i on or
+// off, until the returned stop is called: a Kubernetes controller reconciles
+// at once the objects whose reconciles failed under a scenario when
+// failure injection is turned off. f runs in SetOn's caller and must not
+// block, nor call SetOn or OnChange. An inert i never calls it.
+func (i *Injector) OnChange(f func(on bool)) (stop func()) {
+	if !i.Enabled() {
+		return func() {}
+	}
+	i.watchers.mu.Lock()
+	defer i.watchers.mu.Unlock()
+	i.watchers.next++
+	id := i.watchers.next
+	if i.watchers.fs == nil {
+		i.watchers.fs = map[uint64]func(bool){}
+	}
+	i.watchers.fs[id] = f
+	return func() {
+		i.watchers.mu.Lock()
+		defer i.watchers.mu.Unlock()
+		delete(i.watchers.fs, id)
+	}
+}
+
+// watchers are the functions OnChange registered, by a number of their
+// own.
+type watchers struct {
+	mu   sync.Mutex
+	next uint64
+	fs   map[uint64]func(on bool)
 }
 
 // SwitchFile returns the path of the kill switch's file its Settings

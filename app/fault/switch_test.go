@@ -97,3 +97,29 @@ func TestSwitch_of_an_inert_Injector_changes_nothing(t *testing.T) {
 	fault.NewSwitch(i, nil).Set(t.Context(), "on", nil)
 	require.False(t, i.On())
 }
+
+// TestOnChange: each change of SetOn is told to every function OnChange
+// registered, once, with the new state, until it is stopped; setting the
+// state it has already tells nothing.
+func TestOnChange(t *testing.T) {
+	i := injector(t, nil)
+	var a, b []bool
+	stopA := i.OnChange(func(on bool) { a = append(a, on) })
+	stopB := i.OnChange(func(on bool) { b = append(b, on) })
+	i.SetOn(true) // on already
+	i.SetOn(false)
+	i.SetOn(false)
+	stopB()
+	i.SetOn(true)
+	stopA()
+	stopA()
+	i.SetOn(false)
+	require.Equal(t, []bool{false, true}, a)
+	require.Equal(t, []bool{false}, b)
+
+	inert := fault.Inert()
+	called := false
+	inert.OnChange(func(bool) { called = true })()
+	inert.SetOn(false)
+	require.False(t, called)
+}

@@ -84,6 +84,15 @@ type Config struct {
 	// Until, when not nil, says when what Prepare carried into a pass
 	// stops applying; see reconcile.Config.Until.
 	Until func(ctx context.Context) (time.Time, bool)
+	// Carried, when not nil, says whether Prepare carried something into
+	// a pass; see reconcile.Config.Carried.
+	Carried func(ctx context.Context) bool
+	// Lifts, when not nil, is handed the reconcile loop's Lift once the
+	// loop exists, to call each time what Prepare carries stops applying
+	// everywhere at once, such as when failure injection is turned off,
+	// and returns what stops those calls, which Serve calls before the
+	// loop stops.
+	Lifts func(lift func()) (stop func())
 	// ReconcileTimeout bounds each call of the end user's Reconcile and
 	// Finalize, as reconcile.Config's Timeout does; 0 bounds nothing.
 	ReconcileTimeout time.Duration
@@ -222,6 +231,9 @@ func (c *Controller) Serve(ctx context.Context) error {
 	}
 	// Stopping the loop shuts its queue down, and drops its timers.
 	defer loop.Stop()
+	if c.c.Lifts != nil {
+		defer c.c.Lifts(loop.Lift)()
+	}
 	c.c.Watch.Start(background, loop.Notify)
 	defer c.c.Watch.Stop()
 	if !c.c.Watch.WaitForSync(stop) {
@@ -262,6 +274,7 @@ func (c *Controller) loop(gate *shardGate) (*reconcile.Loop, error) {
 		Finalizer: c.c.Finalizer,
 		Prepare:   c.c.Prepare,
 		Until:     c.c.Until,
+		Carried:   c.c.Carried,
 		Timeout:   c.c.ReconcileTimeout,
 		Events:    c.c.Events,
 	})

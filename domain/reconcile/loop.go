@@ -16,7 +16,9 @@
 //
 // Each key has at most one pending timer, a retry's or an After's: the
 // latest pass's outcome replaces it, and a change to the object drops it,
-// as does a success without After or a panic. A change is an informer
+// as does a success without After or a panic, and Lift, which queues at
+// once the keys whose latest pass failed carrying a failure scenario once
+// failure injection is turned off. A change is an informer
 // event with a new resourceVersion, the controller's own status write
 // included; a resync is not, so it leaves the timer alone.
 //
@@ -88,6 +90,11 @@ type Config struct {
 	// the object is reconciled again once the scenario has ended, though
 	// nothing changed. A panicked pass sets no timer, as ever.
 	Until func(ctx context.Context) (time.Time, bool)
+	// Carried, when not nil, is asked after every pass that Prepare ran
+	// in, with the context Prepare returned, whether Prepare carried
+	// something into it, such as a failure scenario: a key whose latest
+	// pass failed or timed out carrying it is one Lift queues again.
+	Carried func(ctx context.Context) bool
 	// Timeout, when positive, bounds each call of the end user's Reconcile
 	// and Finalize: the call's context is cancelled that long after it
 	// started, with a cause that names the object and the timeout, and a
@@ -130,6 +137,7 @@ type Loop struct {
 	limiter *backoff.Limiter[ports.Key]
 	timers  *timers
 	causes  *causes
+	carried *carried
 }
 
 // New returns a Loop that drives c's ports. It fails when a port is
@@ -162,8 +170,9 @@ func New(c Config) (*Loop, error) {
 		limiter: backoff.NewLimiter[ports.Key](c.Retry, c.Clock),
 		// A retry and an After are the background's: they wait behind
 		// the changes, as the keys of the informers' first lists do.
-		timers: newTimers(c.Clock, c.Queue.AddBackground),
-		causes: newCauses(),
+		timers:  newTimers(c.Clock, c.Queue.AddBackground),
+		causes:  newCauses(),
+		carried: newCarried(),
 	}, nil
 }
 
@@ -219,7 +228,23 @@ func (l *Loop) Stop() {
 	l.stopped.Store(true)
 	l.timers.stop()
 	l.causes.stop()
+	l.carried.stop()
 	l.c.Queue.ShutDown()
+}
+
+// Lift says that what Prepare carried into every pass no longer applies,
+// as when failure injection is turned off: each key whose latest pass
+// failed or timed out carrying something (Config.Carried) is queued again
+// at once, in the background, its pending retry dropped, rather than at
+// its retry, which a long experiment's backoff may have put minutes away.
+// It does nothing once the Loop has stopped.
+func (l *Loop) Lift() {
+	for _, key := range l.carried.take() {
+		l.timers.drop(key)
+		if !l.stopped.Load() {
+			l.c.Queue.AddBackground(key)
+		}
+	}
 }
 
 // Reconcile runs one pass over key in ctx and settles the key in the
@@ -323,6 +348,9 @@ type settlement struct {
 	// until is when what the pass's Prepare carried stops applying, or
 	// zero; see Config.Until.
 	until time.Time
+	// carried says the pass's Prepare carried something into it; see
+	// Config.Carried.
+	carried bool
 }
 
 func succeeded(after time.Duration) settlement {
@@ -364,6 +392,9 @@ func (l *Loop) pass(ctx context.Context, key ports.Key, obj ports.Object, step S
 		if until, ok := l.c.Until(ctx); ok {
 			s.until = until
 		}
+	}
+	if l.c.Prepare != nil && l.c.Carried != nil {
+		s.carried = l.c.Carried(ctx)
 	}
 	return s
 }
@@ -440,9 +471,11 @@ func (l *Loop) settle(key ports.Key, s settlement) {
 		return d
 	}
 	if s.report.Outcome == ports.OutcomeError || s.report.Outcome == ports.OutcomeTimeout {
+		l.carried.set(key, s.carried)
 		l.timers.set(key, sooner(l.limiter.When(key)))
 		return
 	}
+	l.carried.set(key, false)
 	// A success and a panic both end the key's backoff; a panic is never
 	// retried, since it would only panic again.
 	if d := sooner(s.after); d > 0 {
@@ -458,6 +491,7 @@ func (l *Loop) settle(key ports.Key, s settlement) {
 func (l *Loop) forget(key ports.Key) {
 	l.limiter.Forget(key)
 	l.timers.drop(key)
+	l.carried.set(key, false)
 }
 
 // recoverInto, deferred, recovers a panic of the end user's code into *p,

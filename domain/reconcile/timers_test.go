@@ -290,3 +290,67 @@ func TestLoop_timers_until(t *testing.T) {
 		})
 	}
 }
+
+// TestLoop_lift: Lift queues again at once, in the background, a key
+// whose latest pass failed carrying something, and drops its retry; it
+// leaves alone a key whose latest pass carried nothing, or succeeded, or
+// panicked, or was already lifted, and does nothing once the Loop stopped.
+func TestLoop_lift(t *testing.T) {
+	s, h := time.Second, time.Hour
+	for _, tc := range []struct {
+		name    string
+		outs    []func() (ports.Result, error)
+		carried bool
+		// run drives the Loop at 1s; Lift comes at 10s.
+		run  func(l *reconcile.Loop)
+		want []queued
+	}{
+		{"a failure that carried a scenario is queued at once, its retry dropped", []func() (ports.Result, error){fails}, true,
+			func(*reconcile.Loop) {}, []queued{behind(10 * s)}},
+		{"a failure that carried nothing keeps its retry", []func() (ports.Result, error){fails}, false,
+			func(*reconcile.Loop) {}, []queued{behind(h)}},
+		{"a success after the failure isn't lifted", []func() (ports.Result, error){fails, after(h)}, true,
+			func(l *reconcile.Loop) { l.Reconcile(context.Background(), key) }, []queued{behind(h + s)}},
+		{"a panic after the failure isn't lifted", []func() (ports.Result, error){fails, panics}, true,
+			func(l *reconcile.Loop) { l.Reconcile(context.Background(), key) }, nil},
+		{"a key is lifted once", []func() (ports.Result, error){fails}, true,
+			func(l *reconcile.Loop) { l.Lift() }, []queued{behind(s)}},
+		{"a stopped Loop lifts nothing", []func() (ports.Result, error){fails}, true,
+			func(l *reconcile.Loop) { l.Stop() }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := &addsQueue{start: time.Now()}
+				var asked []context.Context
+				l, err := reconcile.New(reconcile.Config{
+					Source:   fakeSource{obj: ports.Object{UID: "uid-1"}},
+					Writer:   &fakeWriter{},
+					Queue:    q,
+					Handler:  &scripted{outcomes: tc.outs},
+					Recorder: fakeRecorder{},
+					Clock:    bubbleClock{},
+					// A failure's retry waits an hour: only Lift queues it sooner.
+					Retry: backoff.Policy{BaseDelay: h, MaxDelay: 2 * h, Rate: 10, Burst: 100},
+					Prepare: func(ctx context.Context, _ ports.Object) context.Context {
+						return context.WithValue(ctx, prepKey{}, true)
+					},
+					Carried: func(ctx context.Context) bool {
+						asked = append(asked, ctx)
+						return tc.carried
+					},
+				})
+				require.NoError(t, err)
+				l.Reconcile(context.Background(), key)
+				time.Sleep(s)
+				tc.run(l)
+				time.Sleep(9 * s)
+				l.Lift()
+				time.Sleep(3 * h)
+				synctest.Wait()
+				require.Equal(t, tc.want, q.added())
+				require.NotEmpty(t, asked)
+				require.Equal(t, true, asked[0].Value(prepKey{}), "Carried is asked with the context Prepare returned")
+			})
+		})
+	}
+}
