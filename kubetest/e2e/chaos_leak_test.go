@@ -60,7 +60,9 @@ func TestChaos_the_token_appears_in_no_record_span_metric_error_or_output(t *tes
 	token, err := c.ServiceAccountToken(t.Context(), ns, sa)
 	require.NoError(t, err)
 	require.Greater(t, len(token), 32)
-	conn := c.Connection()
+	// Through the recording proxy, as every failure-injection test: the
+	// abort's scenario reaches no request.
+	_, conn := recordedWire(t, c)
 	conn.Token = func(context.Context) (string, error) { return token, nil }
 
 	var (

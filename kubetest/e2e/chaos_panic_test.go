@@ -112,7 +112,7 @@ func TestChaos_panics_in_a_Reconciler_a_Finalize_and_a_trust_func_are_not_retrie
 		fixed                 atomic.Bool
 		settings              kube.Settings
 	)
-	a := startChaosController(t, c.Connection(), app.Host{Network: &chaosNetwork{}}, func(s *app.Setup, client *kube.Client) (*kube.Controller, error) {
+	a := startChaosController(t, throughWire(t, c), app.Host{Network: &chaosNetwork{}}, func(s *app.Setup, client *kube.Client) (*kube.Controller, error) {
 		settings = settingsFor("panic-controller", ns, "pod-0")
 		settings.Namespace = ns
 		settings.Workers = 2
