@@ -34,7 +34,32 @@ import (
 // Memcached carries no finalizer and goes at once when deleted.
 func TestOperator_works_as_the_ServiceAccount_with_exactly_deploy_rbac_yaml_s_rules(t *testing.T) {
 	f := readRBAC(t)
-	o, kubeconfig := newOperator(t, f, f.clusterRole.Rules, f.role.Rules)
+	operatorWorks(t, f, f.clusterRole.Rules, f.role.Rules)
+}
+
+// The docs' rules themselves, run: the operator does all it does with the
+// ClusterRole and the Role that docs/kubernetes.md prints, and Budget's
+// rules from rbac.yaml, which the docs leave out since they describe the
+// Memcached controller alone.
+func TestOperator_works_as_the_ServiceAccount_with_the_docs_rules_and_Budget_s(t *testing.T) {
+	f, docs := readRBAC(t), docsRBAC(t)
+	var budget []rbacv1.PolicyRule
+	for _, r := range f.clusterRole.Rules {
+		if slices.Contains(r.Resources, "poddisruptionbudgets") {
+			budget = append(budget, r)
+		}
+	}
+	require.NotEmpty(t, budget, "rbac.yaml grants Budget's PodDisruptionBudgets")
+	operatorWorks(t, f, append(slices.Clone(docs.clusterRole.Rules), budget...), docs.role.Rules)
+}
+
+// operatorWorks runs the operator, as deployment.yaml does, as a
+// ServiceAccount granted clusterRules and the Lease's roleRules, and
+// checks that it does all it does with not one failure: see
+// TestOperator_works_as_the_ServiceAccount_with_exactly_deploy_rbac_yaml_s_rules.
+func operatorWorks(t *testing.T, f rbacObjects, clusterRules, roleRules []rbacv1.PolicyRule) {
+	t.Helper()
+	o, kubeconfig := newOperator(t, f, clusterRules, roleRules)
 	m := o.create(t, "cache", 2)
 	started := time.Now()
 	o.start(t, f, kubeconfig)
