@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/loam-dev/loam/app/apptest"
@@ -79,4 +81,26 @@ func (p *Proxy) Kubeconfig(kubeconfig []byte) ([]byte, error) {
 		return nil, fmt.Errorf("kubetest: the proxied kubeconfig: %w", err)
 	}
 	return b, nil
+}
+
+// Lists reports whether r, a request a Proxy's inspect is handed, lists
+// objects, as the API server reads it: a LIST of a collection, or a watch
+// that asks for the collection's initial events first (sendInitialEvents,
+// client-go's watch-list), which lists as it opens. A get, a watch from a
+// resourceVersion, a write and a request that isn't for a resource, such
+// as discovery, are not.
+func Lists(r *http.Request) bool {
+	// The API server's own reading of a request's path and query.
+	infos := request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+	info, err := infos.NewRequestInfo(r)
+	if err != nil || !info.IsResourceRequest {
+		return false
+	}
+	switch info.Verb {
+	case "list":
+		return true
+	case "watch":
+		return r.URL.Query().Get("sendInitialEvents") == "true"
+	}
+	return false
 }

@@ -3,7 +3,9 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/wait"
 )
 
@@ -39,7 +42,9 @@ const takeoverSlack = 3 * time.Second
 // joins, so two standbys always wait. Every time, a standby takes the
 // Lease over within LeaseDuration + RetryPeriod (and slack); no two
 // replicas ever reconcile at the same time; the partitioned leader exits
-// with ErrLostLeadership; and in the end every Widget reflects its latest
+// with ErrLostLeadership; the new leader, its caches warm, lists nothing
+// again between the kill and its first reconcile (counted at a Proxy in
+// front of each replica); and in the end every Widget reflects its latest
 // spec.
 func TestChaos_leader_killed(t *testing.T) {
 	kills := sized(2, 4, 20)
@@ -49,13 +54,26 @@ func TestChaos_leader_killed(t *testing.T) {
 	admin := adminClients(t, c)
 
 	var replicas []*replica
+	// Each replica reaches the API server through a Proxy of its own,
+	// which counts its lists: a LIST, or a watch that asks for initial
+	// events.
+	lists := map[string]*atomic.Int64{}
 	start := func(i int) *replica {
 		s := settingsFor(ns, fmt.Sprintf("pod-%d", i))
 		s.Workers = 2
 		s.LeaderElection.LeaseDuration = killLeaseDuration
 		s.LeaderElection.RenewDeadline = killRenewDeadline
 		s.LeaderElection.RetryPeriod = killRetryPeriod
-		r := startReplica(t, c.Connection(), s, func(k kubernetes.Interface) kube.Reconciler[widgetSpec, widgetStatus] {
+		listed := &atomic.Int64{}
+		lists[s.LeaderElection.Identity] = listed
+		conn := c.Proxy(t, func(rw http.ResponseWriter, r *http.Request, next http.Handler) {
+			if kubetest.Lists(r) {
+				listed.Add(1)
+			}
+			next.ServeHTTP(rw, r)
+		}).Connection()
+		conn.Token = c.Connection().Token
+		r := startReplica(t, conn, s, func(k kubernetes.Interface) kube.Reconciler[widgetSpec, widgetStatus] {
 			return kube.ReconcilerFunc[widgetSpec, widgetStatus](func(ctx context.Context, w widget) (kube.Result[widgetStatus], error) {
 				// Long enough for reconciles of two replicas to overlap, if
 				// the Lease let them.
@@ -89,6 +107,7 @@ func TestChaos_leader_killed(t *testing.T) {
 	}, "a replica never synced", wait.All(replicas)...)
 
 	var takeovers, firstReconciles, margins []time.Duration
+	var takeoverLists int64
 	bound := killLeaseDuration + killRetryPeriod + takeoverSlack
 	for round := range kills {
 		leader := byIdentity(holder(t, admin.kube, ns))
@@ -99,6 +118,12 @@ func TestChaos_leader_killed(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 
 		partition := round%2 == 1
+		// Every standby has synced: what each has listed so far.
+		listedBefore := map[string]int64{}
+		for _, r := range standbys {
+			listedBefore[r.identity] = lists[r.identity].Load()
+			require.Positive(t, listedBefore[r.identity], "round %d: the proxy counted none of %s's first lists", round+1, r.identity)
+		}
 		killed := time.Now()
 		leader.network.Cut()
 		if !partition {
@@ -149,6 +174,11 @@ func TestChaos_leader_killed(t *testing.T) {
 			}
 			return false
 		}, fmt.Sprintf("round %d: the new leader %s doesn't reconcile", round+1, next.identity), next)
+		// Its caches were warm: it took over and reconciled without
+		// listing anything again.
+		relists := lists[next.identity].Load() - listedBefore[next.identity]
+		require.Zero(t, relists, "round %d: the new leader %s listed %d times between the kill and its first reconcile", round+1, next.identity, relists)
+		takeoverLists += relists
 
 		// A new replica joins, so two standbys wait again.
 		joined := start(3 + round)
@@ -188,4 +218,5 @@ func TestChaos_leader_killed(t *testing.T) {
 	lowest, median, highest = percentiles(margins)
 	figure(t, "partition: the cut-off leader's last reconcile ended, before the standby acquired (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
 	figure(t, "reconciles, replicas, overlapping reconciles of two replicas", "%d, %d, %d", len(all), len(replicas), len(overlaps(all)))
+	figure(t, "lists (LIST, or watch with initial events) by a new leader, kill to first reconcile", "%d", takeoverLists)
 }

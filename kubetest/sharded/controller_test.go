@@ -70,7 +70,7 @@ func (c *watchCounter) inspect(rw http.ResponseWriter, r *http.Request, next htt
 		next.ServeHTTP(rw, r)
 		return
 	}
-	if (q.Get("watch") != "true" && q.Get("limit") != "1") || q.Get("sendInitialEvents") == "true" {
+	if kubetest.Lists(r) && q.Get("limit") != "1" {
 		c.listed(q.Get("shardSelector"))
 	}
 	if q.Get("watch") != "true" {
