@@ -1,0 +1,151 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/loam-dev/loam/adapters/lease"
+)
+
+// takeoverBound is docs/reliability.md's failover bound, as client-go's
+// leaderelection behaves: a standby takes a Lease whose holder stopped
+// renewing within LeaseDuration, truncated to whole seconds as the
+// holder writes leaseDurationSeconds, plus 4.4 RetryPeriods of the last
+// renewal — up to 2.2 RetryPeriods for one of its jittered tries to see
+// the renewal, and up to 2.2 more after the Lease is free — and no
+// sooner than the whole seconds. Requests take no time here.
+func takeoverBound(leaseDuration, retryPeriod time.Duration) (lowest, highest time.Duration) {
+	lowest = leaseDuration.Truncate(time.Second)
+	return lowest, lowest + 2*time.Duration(2.2*float64(retryPeriod))
+}
+
+// TestTakeover_bound: a leader crashes, its Lease held and no longer
+// renewed, at many moments between its renewals; every time, the standby
+// takes the Lease between the bound's two ends after the leader's last
+// renewal, on synctest's clock, with client-go's own jitter. A
+// LeaseDuration that isn't whole seconds counts only its whole seconds.
+func TestTakeover_bound(t *testing.T) {
+	for _, tc := range []struct {
+		name                                      string
+		leaseDuration, renewDeadline, retryPeriod time.Duration
+	}{
+		{"Kubernetes' defaults", 15 * time.Second, 10 * time.Second, 2 * time.Second},
+		{"the chaos tests'", 3 * time.Second, 2 * time.Second, 500 * time.Millisecond},
+		{"a LeaseDuration of 3.9s counts 3s", 3900 * time.Millisecond, 2 * time.Second, 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lowest, highest := takeoverBound(tc.leaseDuration, tc.retryPeriod)
+			var seen []time.Duration
+			const crashes = 30
+			for i := range crashes {
+				// The crash comes at a phase of its own between two
+				// renewals, and the standby's tries' jitter is client-go's.
+				phase := time.Duration(i) * tc.retryPeriod / crashes
+				synctest.Test(t, func(t *testing.T) {
+					seen = append(seen, takeover(t, tc.leaseDuration, tc.renewDeadline, tc.retryPeriod, phase))
+				})
+			}
+			for i, d := range seen {
+				require.GreaterOrEqual(t, d, lowest, "crash %d: taken %v after the last renewal, before the Lease's whole seconds", i, d)
+				require.LessOrEqual(t, d, highest, "crash %d: taken %v after the last renewal, past whole-second LeaseDuration + 4.4 RetryPeriods", i, d)
+			}
+			t.Logf("last renewal to takeover over %d crashes: %v to %v, bound [%v, %v]", crashes, minOf(seen), maxOf(seen), lowest, highest)
+			if tc.leaseDuration != lowest {
+				// Half the takeovers or more come before the LeaseDuration
+				// itself: only its whole seconds count.
+				require.Less(t, minOf(seen), tc.leaseDuration, "no takeover came before %v", tc.leaseDuration)
+			}
+		})
+	}
+}
+
+// takeover runs a leader and a standby with the Lease's timings, crashes
+// the leader phase after it first leads and a LeaseDuration more, and
+// returns how long after its last renewal the standby took the Lease.
+func takeover(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase time.Duration) time.Duration {
+	t.Helper()
+	client := fake.NewClientset()
+	var (
+		mu          sync.Mutex
+		crashed     bool
+		lastRenewal time.Time
+		acquired    time.Time
+	)
+	errCrashed := errors.New("the leader crashed")
+	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		holder := ptr.Deref(l.Spec.HolderIdentity, "")
+		mu.Lock()
+		defer mu.Unlock()
+		if crashed && holder != "pod-b" {
+			// Nothing of the crashed leader's reaches the API server, its
+			// release included.
+			return true, nil, errCrashed
+		}
+		// Applied here, so only a write that took counts.
+		if err := client.Tracker().Update(a.GetResource(), l, l.Namespace); err != nil {
+			return true, nil, err
+		}
+		switch {
+		case holder == "pod-b" && acquired.IsZero():
+			acquired = time.Now()
+		case holder == "pod-a":
+			lastRenewal = time.Now()
+		}
+		return true, l, nil
+	})
+	elector := func(identity string) *lease.Elector {
+		e, err := lease.New(lease.Config{
+			Client: client.CoordinationV1(), Name: "memcached-controller", Namespace: "memcached-system", Identity: identity,
+			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		})
+		require.NoError(t, err)
+		return e
+	}
+	ctxA, crashA := context.WithCancel(t.Context())
+	a := campaign(ctxA, elector("pod-a"), untilDone)
+	<-a.leading
+	ctxB, stopB := context.WithCancel(t.Context())
+	b := campaign(ctxB, elector("pod-b"), untilDone)
+
+	time.Sleep(leaseDuration + phase)
+	mu.Lock()
+	crashed = true
+	mu.Unlock()
+	crashA()
+	<-b.leading
+	stopB()
+	<-a.done
+	<-b.done
+	mu.Lock()
+	defer mu.Unlock()
+	require.False(t, lastRenewal.IsZero(), "the leader renewed")
+	return acquired.Sub(lastRenewal)
+}
+
+func minOf(ds []time.Duration) time.Duration {
+	m := ds[0]
+	for _, d := range ds {
+		m = min(m, d)
+	}
+	return m
+}
+
+func maxOf(ds []time.Duration) time.Duration {
+	m := ds[0]
+	for _, d := range ds {
+		m = max(m, d)
+	}
+	return m
+}
