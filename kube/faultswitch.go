@@ -39,8 +39,8 @@ const DefaultFaultSwitchKey = "switch"
 // a ConfigMap and read through the API server: an app.Service that
 // watches the one ConfigMap its Settings name and turns s.Faults on while
 // its key holds "on", and off while it holds "off" — either with any
-// surrounding whitespace — within a second of the change reaching the API
-// server, in every App that watches the same ConfigMap. Anything else, a
+// surrounding whitespace — as soon as the change's watch event reaches
+// it, in every App that watches the same ConfigMap. Anything else, a
 // missing key, a ConfigMap that doesn't exist or is deleted, is off, with
 // a WARN record, "failure injection is off: its switch can't be read",
 // saying why. Until its first list is in, failure injection is off. Each
@@ -48,14 +48,18 @@ const DefaultFaultSwitchKey = "switch"
 // loam.fit.switch naming the ConfigMap and key.
 //
 // Off, every point evaluates as if no scenario were present; scenarios
-// are still stripped wherever they must not go. In an App without
+// are still stripped wherever they must not go; and each Controller that
+// takes scenarios reconciles at once the objects whose latest reconcile
+// failed under one, rather than at their retry. In an App without
 // failure injection a FaultSwitch watches nothing and serves until it is
 // stopped.
 //
 // It needs list and watch of configmaps in Namespace, which RBAC can
 // narrow to the one name (resourceNames), since its list and watch ask
-// for that name alone. A request that RBAC refuses is retried, as an
-// informer retries, with failure injection off meanwhile.
+// for that name alone. A list or watch that fails, one RBAC refuses
+// included, is retried as an informer's is, and logged through the
+// Setup's LoggerProvider; meanwhile failure injection stays as the last
+// read left it, or off before the first.
 type FaultSwitch struct {
 	faults *fault.Injector
 	kube   kubernetes.Interface
