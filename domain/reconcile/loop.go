@@ -471,11 +471,11 @@ func (l *Loop) settle(key ports.Key, s settlement) {
 		return d
 	}
 	if s.report.Outcome == ports.OutcomeError || s.report.Outcome == ports.OutcomeTimeout {
-		l.carried.set(key, s.carried)
+		l.markCarried(key, s.carried)
 		l.timers.set(key, sooner(l.limiter.When(key)))
 		return
 	}
-	l.carried.set(key, false)
+	l.markCarried(key, false)
 	// A success and a panic both end the key's backoff; a panic is never
 	// retried, since it would only panic again.
 	if d := sooner(s.after); d > 0 {
@@ -491,7 +491,16 @@ func (l *Loop) settle(key ports.Key, s settlement) {
 func (l *Loop) forget(key ports.Key) {
 	l.limiter.Forget(key)
 	l.timers.drop(key)
-	l.carried.set(key, false)
+	l.markCarried(key, false)
+}
+
+// markCarried keeps key in the set Lift queues again when carried, and drops
+// it otherwise. A Loop whose passes carry nothing (no Config.Carried)
+// never fills the set, so it takes no lock for it.
+func (l *Loop) markCarried(key ports.Key, carried bool) {
+	if l.c.Carried != nil {
+		l.carried.set(key, carried)
+	}
 }
 
 // recoverInto, deferred, recovers a panic of the end user's code into *p,
