@@ -26,9 +26,11 @@ import (
 // renewing within LeaseDuration, truncated to whole seconds as the
 // holder writes leaseDurationSeconds, plus 4.4 RetryPeriods of the last
 // renewal — up to 2.2 RetryPeriods for one of its jittered tries to see
-// the renewal, and up to 2.2 more after the Lease is free — and, by the
-// derivation, no sooner than the whole seconds. Requests take no time
-// here.
+// the renewal, and up to 2.2 more after the Lease is free. It takes it no
+// sooner than the whole seconds after the first renewal stamped in the
+// same second as the last: the standby compares the records it reads as
+// JSON, whose renewTime has whole seconds, so it notices a renewal only
+// when the second changes. Requests take no time here.
 func takeoverBound(leaseDuration, retryPeriod time.Duration) (lowest, highest time.Duration) {
 	lowest = leaseDuration.Truncate(time.Second)
 	return lowest, lowest + 2*time.Duration(2.2*float64(retryPeriod))
@@ -37,11 +39,9 @@ func takeoverBound(leaseDuration, retryPeriod time.Duration) (lowest, highest ti
 // TestTakeover_bound: a leader crashes, its Lease held and no longer
 // renewed, at many moments between its renewals; every time, the standby
 // takes the Lease within the bound after the leader's last renewal, on
-// synctest's clock, with client-go's own jitter. A LeaseDuration that
-// isn't whole seconds counts only its whole seconds. (The bound's lower
-// end isn't asserted: now and then a takeover comes up to ~0.12s before
-// the whole seconds, which the derivation doesn't explain; see the
-// closing note of the session that wrote this.)
+// synctest's clock, with client-go's own jitter, and no sooner than the
+// whole seconds after the first renewal of the last one's second. A
+// LeaseDuration that isn't whole seconds counts only its whole seconds.
 func TestTakeover_bound(t *testing.T) {
 	for _, tc := range []struct {
 		name                                      string
@@ -53,20 +53,23 @@ func TestTakeover_bound(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lowest, highest := takeoverBound(tc.leaseDuration, tc.retryPeriod)
-			var seen []time.Duration
+			var seen, sinceSecond []time.Duration
 			const crashes = 30
 			for i := range crashes {
 				// The crash comes at a phase of its own between two
 				// renewals, and the standby's tries' jitter is client-go's.
 				phase := time.Duration(i) * tc.retryPeriod / crashes
 				synctest.Test(t, func(t *testing.T) {
-					seen = append(seen, takeover(t, tc.leaseDuration, tc.renewDeadline, tc.retryPeriod, phase))
+					last, first := takeover(t, tc.leaseDuration, tc.renewDeadline, tc.retryPeriod, phase)
+					seen, sinceSecond = append(seen, last), append(sinceSecond, first)
 				})
 			}
 			for i, d := range seen {
 				require.LessOrEqual(t, d, highest, "crash %d: taken %v after the last renewal, past whole-second LeaseDuration + 4.4 RetryPeriods", i, d)
+				require.GreaterOrEqual(t, sinceSecond[i], lowest, "crash %d: taken %v after the first renewal of the last one's second, before the whole-second LeaseDuration", i, sinceSecond[i])
 			}
-			t.Logf("last renewal to takeover over %d crashes: %v to %v, bound [%v, %v]", crashes, minOf(seen), maxOf(seen), lowest, highest)
+			t.Logf("last renewal to takeover over %d crashes: %v to %v (from the first renewal of its second: at least %v), bound [%v, %v]",
+				crashes, minOf(seen), maxOf(seen), minOf(sinceSecond), lowest, highest)
 			if tc.leaseDuration != lowest {
 				// Half the takeovers or more come before the LeaseDuration
 				// itself: only its whole seconds count.
@@ -78,15 +81,20 @@ func TestTakeover_bound(t *testing.T) {
 
 // takeover runs a leader and a standby with the Lease's timings, crashes
 // the leader phase after it first leads and a LeaseDuration more, and
-// returns how long after its last renewal the standby took the Lease.
-func takeover(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase time.Duration) time.Duration {
+// returns how long after its last renewal the standby took the Lease, and
+// how long after the first renewal whose renewTime has the same whole
+// second as the last one's.
+func takeover(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase time.Duration) (sinceLast, sinceSecond time.Duration) {
 	t.Helper()
 	client := fake.NewClientset()
 	var (
 		mu          sync.Mutex
 		crashed     bool
 		lastRenewal time.Time
-		acquired    time.Time
+		// firstOfSecond is when the first renewal stamped in lastRenewal's
+		// whole second took, and second that second.
+		firstOfSecond, second time.Time
+		acquired              time.Time
 	)
 	errCrashed := errors.New("the leader crashed")
 	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -119,6 +127,9 @@ func takeover(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase tim
 			acquired = time.Now()
 		case holder == "pod-a":
 			lastRenewal = time.Now()
+			if stamped := l.Spec.RenewTime.Truncate(time.Second); !stamped.Equal(second) {
+				second, firstOfSecond = stamped, lastRenewal
+			}
 		}
 		return true, l, nil
 	})
@@ -148,7 +159,7 @@ func takeover(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase tim
 	mu.Lock()
 	defer mu.Unlock()
 	require.False(t, lastRenewal.IsZero(), "the leader renewed")
-	return acquired.Sub(lastRenewal)
+	return acquired.Sub(lastRenewal), acquired.Sub(firstOfSecond)
 }
 
 func minOf(ds []time.Duration) time.Duration {
