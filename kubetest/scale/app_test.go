@@ -26,6 +26,9 @@ type controllerConfig struct {
 	lease                     leaseDurations
 	tally                     *tally
 	gate                      <-chan struct{}
+	// telemetry, when set, is the App's instead of one that keeps its
+	// metrics and log records in memory for the test to read.
+	telemetry app.TelemetryBuilder
 }
 
 // controllerApp is an App that serves one Controller.
@@ -50,6 +53,10 @@ func (a *controllerApp) Report() string { return wait.Report("the App", a.App, a
 func startController(t testing.TB, conn kube.Connection, cfg controllerConfig) *controllerApp {
 	t.Helper()
 	ca := &controllerApp{network: &network{}, telemetry: apptest.NewTelemetry()}
+	tel := cfg.telemetry
+	if tel == nil {
+		tel = untraced(ca.telemetry)
+	}
 	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
 		client, err := kube.NewClient(s, conn)
 		if err != nil {
@@ -84,7 +91,7 @@ func startController(t testing.TB, conn kube.Connection, cfg controllerConfig) *
 		return []app.Service{timedService{Service: ctrl, served: &ca.served}}, nil
 	}, apptest.WithAppOptions(
 		app.WithHost(app.Host{Network: ca.network}),
-		app.WithTelemetry(untraced(ca.telemetry)),
+		app.WithTelemetry(tel),
 	))
 	ca.App = a
 	a.Setup() // Init has returned, so ctrl is set

@@ -102,12 +102,19 @@ type tally struct {
 	total  int
 	first  time.Time
 	last   time.Time
-	starts []time.Time
+	// starts is each reconcile's start, unless counting says to keep
+	// none: the soak's tally must not grow with the reconciles.
+	starts   []time.Time
+	counting bool
 	// applying is the time the reconciles spent in their ConfigMap apply.
 	applying time.Duration
 }
 
 func newTally() *tally { return &tally{byName: map[string]int{}} }
+
+// newCountingTally returns a tally that keeps no reconcile's start, so
+// before always returns 0 and its memory grows only with the objects.
+func newCountingTally() *tally { return &tally{byName: map[string]int{}, counting: true} }
 
 func (t *tally) add(name string) {
 	now := time.Now()
@@ -119,7 +126,9 @@ func (t *tally) add(name string) {
 	t.total++
 	t.last = now
 	t.byName[name]++
-	t.starts = append(t.starts, now)
+	if !t.counting {
+		t.starts = append(t.starts, now)
+	}
 }
 
 // applied adds the time of one ConfigMap apply.
