@@ -1,7 +1,8 @@
 // Package generate makes values that a CRD's structural schema accepts,
 // from a seeded source: the objects kubetest's explorer creates and the
-// changes it makes to them (issue #25). The same seed gives the same
-// values.
+// changes it makes to them (issue #25): Value makes one value, Steps a
+// sequence of creates, updates, deletes and re-creates. The same seed
+// gives the same values.
 //
 // It honours what a structural schema states about a value itself: its
 // type, enum, minimum and maximum (exclusive or not), multipleOf,
@@ -470,4 +471,101 @@ func (g *Generator) inClass(ranges []rune) rune {
 		lo = max(lo, ' ')
 	}
 	return lo + rune(g.rnd.IntN(int(hi-lo)+1))
+}
+
+// Op is what a Step does to an object.
+type Op int
+
+// The Ops.
+const (
+	Create Op = iota
+	Update
+	Delete
+)
+
+func (o Op) String() string {
+	switch o {
+	case Create:
+		return "create"
+	case Update:
+		return "update"
+	case Delete:
+		return "delete"
+	}
+	return fmt.Sprintf("Op(%d)", int(o))
+}
+
+// Step is one change to the explored objects: a create or an update with
+// a spec, or a delete.
+type Step struct {
+	Op   Op
+	Name string
+	// Spec is the object's whole spec, for a create or an update.
+	Spec map[string]any
+}
+
+func (s Step) String() string {
+	if s.Op == Delete {
+		return fmt.Sprintf("delete %s", s.Name)
+	}
+	b, err := json.Marshal(s.Spec)
+	if err != nil {
+		return fmt.Sprintf("%s %s %v", s.Op, s.Name, s.Spec)
+	}
+	return fmt.Sprintf("%s %s %s", s.Op, s.Name, b)
+}
+
+// Steps returns n changes to objects named from names, each valid where
+// it comes: a create of an object that isn't there (again, after a
+// delete: a re-create), an update or a delete of one that is. An update
+// is the likeliest, then a delete, then a create, with a create whenever
+// no object is there. Each spec is one spec accepts, from Value.
+func (g *Generator) Steps(spec *apiextensionsv1.JSONSchemaProps, names []string, n int) ([]Step, error) {
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no names to make steps for")
+	}
+	present := map[string]bool{}
+	steps := make([]Step, 0, n)
+	for range n {
+		var here, gone []string
+		for _, name := range names {
+			if present[name] {
+				here = append(here, name)
+			} else {
+				gone = append(gone, name)
+			}
+		}
+		op := Create
+		switch roll := g.rnd.IntN(10); {
+		case len(here) == 0:
+		case roll < 5:
+			op = Update
+		case roll < 8 || len(gone) == 0:
+			op = Delete
+		}
+		step := Step{Op: op}
+		switch op {
+		case Create:
+			step.Name = gone[g.rnd.IntN(len(gone))]
+			present[step.Name] = true
+		case Update:
+			step.Name = here[g.rnd.IntN(len(here))]
+		case Delete:
+			step.Name = here[g.rnd.IntN(len(here))]
+			delete(present, step.Name)
+		}
+		if op != Delete {
+			v, err := g.Value(spec)
+			if err != nil {
+				return nil, err
+			}
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("the spec's schema makes a %T, not an object", v)
+			}
+			step.Spec = m
+		}
+		steps = append(steps, step)
+	}
+	return steps, nil
 }

@@ -170,3 +170,48 @@ func FuzzValue_pattern(f *testing.F) {
 		require.True(t, n >= minLength && n <= maxLength, "%q is not %d to %d characters", str, minLength, maxLength)
 	})
 }
+
+func TestSteps_are_valid_where_they_come_and_re_create(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	steps, err := generate.New(3).Steps(everything(), names, 400)
+	require.NoError(t, err)
+	require.Len(t, steps, 400)
+	present := map[string]bool{}
+	counts := map[generate.Op]int{}
+	recreates := 0
+	deleted := map[string]bool{}
+	for i, s := range steps {
+		counts[s.Op]++
+		switch s.Op {
+		case generate.Create:
+			require.False(t, present[s.Name], "step %d: %v of an object that is there", i, s)
+			if deleted[s.Name] {
+				recreates++
+			}
+			present[s.Name] = true
+		case generate.Update, generate.Delete:
+			require.True(t, present[s.Name], "step %d: %v of an object that isn't there", i, s)
+			if s.Op == generate.Delete {
+				delete(present, s.Name)
+				deleted[s.Name] = true
+			}
+		}
+		if s.Op == generate.Delete {
+			require.Nil(t, s.Spec)
+		} else {
+			require.Empty(t, accepts(t, everything(), s.Spec), "step %d: %v", i, s)
+		}
+	}
+	require.Greater(t, counts[generate.Update], counts[generate.Delete])
+	require.Positive(t, counts[generate.Create])
+	require.Positive(t, recreates)
+
+	again, err := generate.New(3).Steps(everything(), names, 400)
+	require.NoError(t, err)
+	require.Equal(t, steps, again, "the same seed, the same steps")
+	require.Equal(t, `delete a`, generate.Step{Op: generate.Delete, Name: "a"}.String())
+	require.Equal(t, `update b {"size":2}`, generate.Step{Op: generate.Update, Name: "b", Spec: map[string]any{"size": 2}}.String())
+
+	_, err = generate.New(1).Steps(everything(), nil, 1)
+	require.EqualError(t, err, "no names to make steps for")
+}
