@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -519,12 +520,15 @@ func (s Step) String() string {
 // it comes: a create of an object that isn't there (again, after a
 // delete: a re-create), an update or a delete of one that is. An update
 // is the likeliest, then a delete, then a create, with a create whenever
-// no object is there. Each spec is one spec accepts, from Value.
+// no object is there. Each spec is one spec accepts, from Value, and an
+// update's differs from the object's spec before it when the schema
+// leaves room for another.
 func (g *Generator) Steps(spec *apiextensionsv1.JSONSchemaProps, names []string, n int) ([]Step, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("no names to make steps for")
 	}
 	present := map[string]bool{}
+	specs := map[string]map[string]any{}
 	steps := make([]Step, 0, n)
 	for range n {
 		var here, gone []string
@@ -555,15 +559,21 @@ func (g *Generator) Steps(spec *apiextensionsv1.JSONSchemaProps, names []string,
 			delete(present, step.Name)
 		}
 		if op != Delete {
-			v, err := g.Value(spec)
-			if err != nil {
-				return nil, err
+			for range tries {
+				v, err := g.Value(spec)
+				if err != nil {
+					return nil, err
+				}
+				m, ok := v.(map[string]any)
+				if !ok {
+					return nil, fmt.Errorf("the spec's schema makes a %T, not an object", v)
+				}
+				step.Spec = m
+				if op != Update || !reflect.DeepEqual(m, specs[step.Name]) {
+					break
+				}
 			}
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil, fmt.Errorf("the spec's schema makes a %T, not an object", v)
-			}
-			step.Spec = m
+			specs[step.Name] = step.Spec
 		}
 		steps = append(steps, step)
 	}

@@ -177,6 +177,7 @@ func TestSteps_are_valid_where_they_come_and_re_create(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, steps, 400)
 	present := map[string]bool{}
+	specs := map[string]map[string]any{}
 	counts := map[generate.Op]int{}
 	recreates := 0
 	deleted := map[string]bool{}
@@ -200,6 +201,10 @@ func TestSteps_are_valid_where_they_come_and_re_create(t *testing.T) {
 			require.Nil(t, s.Spec)
 		} else {
 			require.Empty(t, accepts(t, everything(), s.Spec), "step %d: %v", i, s)
+			if s.Op == generate.Update {
+				require.NotEqual(t, specs[s.Name], s.Spec, "step %d: an update that changes nothing", i)
+			}
+			specs[s.Name] = s.Spec
 		}
 	}
 	require.Greater(t, counts[generate.Update], counts[generate.Delete])

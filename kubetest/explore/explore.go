@@ -1,0 +1,547 @@
+// Package explore explores an operator inside go test, the way Sieve and
+// Acto do outside it (issue #25): it generates sequences of changes to a
+// custom resource from its reflected schema, replays each against a
+// kubetest cluster with the operator running, checks after each step,
+// without being told, that the operator settled every object, kept the
+// end user's invariants and went quiet, and checks at the end that
+// deleting the objects leaves nothing behind. A failing sequence is
+// shrunk to a minimal one and reported with its seed.
+//
+// This first part explores changes alone; the perturbations (a crash
+// after the operator's k-th write, an API server restart, a stale view,
+// transient errors at a point) come next.
+package explore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/internal/generate"
+	"github.com/loam-dev/loam/kubetest/internal/oracle"
+	"github.com/loam-dev/loam/kubetest/internal/shrink"
+	"github.com/loam-dev/loam/kubetest/wait"
+)
+
+// Build makes the operator's Controller from an App's Setup, a Client of
+// the cluster, and the namespace the exploration uses, which the
+// Controller should watch alone: each replay has a namespace of its own.
+type Build func(s *app.Setup, client *kube.Client, namespace string) (*kube.Controller, error)
+
+// Invariant is something the operator promises about the cluster, which
+// the explorer checks after each step, once the operator has settled.
+type Invariant struct {
+	// Name names it in a failure's report.
+	Name string
+	// Check returns an error saying what is false, reading the cluster
+	// with client, in namespace.
+	Check func(ctx context.Context, client dynamic.Interface, namespace string) error
+}
+
+// Config is what to explore. Resource and Build are required; the rest
+// has defaults.
+type Config[S, T any] struct {
+	// Resource is the custom resource the explorer changes. Its CRD must
+	// be installed in the cluster.
+	Resource kube.Resource[S, T]
+	// Build makes the operator's Controller.
+	Build Build
+	// Invariants are checked after each step.
+	Invariants []Invariant
+	// Seed picks the sequences: the same seed, the same sequences.
+	Seed uint64
+	// Sequences is how many sequences to replay (default 1), each of
+	// Steps steps (default 8), over Objects objects (default 2), so that
+	// deletes and re-creates of the same name come up.
+	Sequences, Steps, Objects int
+	// Quiet is how long the operator must write nothing before the
+	// explorer checks (default 1 s), and Settle how long a step may take
+	// to settle (default 30 s).
+	Quiet, Settle time.Duration
+}
+
+// Failure is a failing sequence the explorer found, shrunk to a minimal
+// one.
+type Failure struct {
+	// Seed and Sequence say which sequence failed: the Sequence-th of
+	// Seed's, counting from 0.
+	Seed     uint64
+	Sequence int
+	// Steps is the minimal failing sequence; Of how many steps the
+	// sequence had before it was shrunk.
+	Steps []generate.Step
+	Of    int
+	// Err is what the minimal sequence's replay found.
+	Err error
+}
+
+func (f *Failure) Error() string {
+	return fmt.Sprintf("sequence %d of seed %d fails: %v\nminimal sequence (%d of %d steps):\n  %s",
+		f.Sequence, f.Seed, f.Err, len(f.Steps), f.Of, strings.Join(stepLines(f.Steps), "\n  "))
+}
+
+// Run explores cfg's operator on c, and fails t with the Failure Find
+// returns, or with what is wrong with cfg.
+func Run[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) {
+	t.Helper()
+	f, err := Find(t, c, cfg)
+	if err != nil {
+		t.Fatalf("explore: %v", err)
+	}
+	if f != nil {
+		t.Fatalf("explore: %v", f)
+	}
+}
+
+// Find replays cfg's Sequences sequences from Seed on c, and returns the
+// first that fails, shrunk by replaying shorter ones, or nil when none
+// does. It returns an error, naming every mistake, when cfg is wrong: a
+// Resource with no CRD, no spec or no status that records an observed
+// generation, no Build, a negative count or duration. c should run the
+// garbage collector (kubetest.WithControllerManager), or children owned
+// by deleted objects are reported as left behind.
+func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failure, error) {
+	t.Helper()
+	e, err := newExplorer(c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	g := generate.New(cfg.Seed)
+	for i := range e.sequences {
+		steps, err := g.Steps(e.specSchema, e.names, e.steps)
+		if err != nil {
+			return nil, fmt.Errorf("sequence %d of seed %d: %w", i, cfg.Seed, err)
+		}
+		failure := e.replay(t, steps)
+		if failure == nil {
+			continue
+		}
+		minimal := shrink.Minimize(steps, func(s []generate.Step) bool { return e.replay(t, s) != nil })
+		last := e.replay(t, minimal)
+		if last == nil {
+			// Not deterministic: report the whole sequence's failure.
+			last, minimal = failure, steps
+		}
+		return &Failure{Seed: cfg.Seed, Sequence: i, Steps: minimal, Of: len(steps), Err: last}, nil
+	}
+	return nil, nil
+}
+
+func stepLines(steps []generate.Step) []string {
+	lines := make([]string, len(steps))
+	for i, s := range steps {
+		lines[i] = fmt.Sprintf("%d. %s", i+1, s)
+	}
+	return lines
+}
+
+// explorer is a Config made ready to replay.
+type explorer struct {
+	cluster    *kubetest.Cluster
+	build      Build
+	gvr        schema.GroupVersionResource
+	kind       string
+	apiVersion string
+	specSchema *apiextensionsv1.JSONSchemaProps
+	settled    func(*unstructured.Unstructured) string
+	invariants []Invariant
+	names      []string
+	sequences  int
+	steps      int
+	quiet      time.Duration
+	settle     time.Duration
+	admin      dynamic.Interface
+}
+
+func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, error) {
+	var errs []error
+	if cfg.Build == nil {
+		errs = append(errs, errors.New("Config.Build is nil"))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"Sequences", cfg.Sequences}, {"Steps", cfg.Steps}, {"Objects", cfg.Objects}} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("Config.%s %d: want 0 (the default) or more", f.name, f.v))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"Quiet", cfg.Quiet}, {"Settle", cfg.Settle}} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("Config.%s %v: want 0 (the default) or more", f.name, f.v))
+		}
+	}
+	crd, err := cfg.Resource.CRD()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("Config.Resource: %w", err))
+		return nil, errors.Join(errs...)
+	}
+	gvr := cfg.Resource.GVR()
+	var root *apiextensionsv1.JSONSchemaProps
+	for _, v := range crd.Spec.Versions {
+		if v.Name == gvr.Version && v.Schema != nil {
+			root = v.Schema.OpenAPIV3Schema
+		}
+	}
+	if root == nil {
+		errs = append(errs, fmt.Errorf("Config.Resource: the CRD has no schema for version %s", gvr.Version))
+		return nil, errors.Join(errs...)
+	}
+	spec, ok := root.Properties["spec"]
+	if !ok {
+		errs = append(errs, fmt.Errorf("Config.Resource: %s has no spec to change", crd.Spec.Names.Kind))
+	}
+	settled, err := oracle.Settled(root)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("Config.Resource: %s: %w", crd.Spec.Names.Kind, err))
+	}
+	admin, err := dynamic.NewForConfig(c.RESTConfig())
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	objects := cmpOr(cfg.Objects, 2)
+	names := make([]string, objects)
+	for i := range names {
+		names[i] = fmt.Sprintf("explore-%d", i)
+	}
+	return &explorer{
+		cluster: c, build: cfg.Build, gvr: gvr, kind: crd.Spec.Names.Kind, apiVersion: gvr.GroupVersion().String(),
+		specSchema: &spec, settled: settled, invariants: cfg.Invariants, names: names,
+		sequences: cmpOr(cfg.Sequences, 1), steps: cmpOr(cfg.Steps, 8),
+		quiet: cmpOr(cfg.Quiet, time.Second), settle: cmpOr(cfg.Settle, 30*time.Second),
+		admin: admin,
+	}, nil
+}
+
+func cmpOr[V int | time.Duration](v, fallback V) V {
+	if v == 0 {
+		return fallback
+	}
+	return v
+}
+
+// writes records the operator's writes, as its proxy sees them: when the
+// last one was, and each object it wrote, by name.
+type writes struct {
+	mu      sync.Mutex
+	last    time.Time
+	objects map[string]object
+}
+
+// object names one object the API serves.
+type object struct {
+	gvr             schema.GroupVersionResource
+	namespace, name string
+}
+
+func (o object) String() string {
+	if o.namespace == "" {
+		return o.gvr.Resource + " " + o.name
+	}
+	return o.gvr.Resource + " " + o.namespace + "/" + o.name
+}
+
+// objectAt parses the API path of one object, or of its status:
+// /api/v1/namespaces/ns/configmaps/name, /apis/group/version/resource/name
+// and the like. It reports false for any other path, such as a
+// collection's, which a create is sent to.
+func objectAt(path string) (object, bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	var o object
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		o.gvr.Version, parts = parts[1], parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		o.gvr.Group, o.gvr.Version, parts = parts[1], parts[2], parts[3:]
+	default:
+		return object{}, false
+	}
+	if len(parts) > 0 && parts[len(parts)-1] == "status" {
+		parts = parts[:len(parts)-1]
+	}
+	switch {
+	case len(parts) == 4 && parts[0] == "namespaces":
+		o.namespace, o.gvr.Resource, o.name = parts[1], parts[2], parts[3]
+	case len(parts) == 2 && parts[0] != "namespaces":
+		o.gvr.Resource, o.name = parts[0], parts[1]
+	default:
+		return object{}, false
+	}
+	return o, true
+}
+
+func (w *writes) saw(r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return
+	}
+	o, named := objectAt(r.URL.Path)
+	if named && (o.gvr.Resource == "leases" || o.gvr.Resource == "events") {
+		// The Lease's renewals and Events are the operator's own
+		// bookkeeping, not changes to what it manages.
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last = time.Now()
+	if named {
+		w.objects[o.String()] = o
+	}
+}
+
+func (w *writes) since() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return time.Since(w.last)
+}
+
+func (w *writes) written() []object {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	objects := make([]object, 0, len(w.objects))
+	for _, o := range w.objects {
+		objects = append(objects, o)
+	}
+	return objects
+}
+
+// replay runs steps against a fresh namespace with a fresh operator, and
+// returns what failed first, or nil.
+func (e *explorer) replay(t *testing.T, steps []generate.Step) error {
+	t.Helper()
+	ctx := t.Context()
+	ns := e.cluster.Namespace(t)
+	w := &writes{objects: map[string]object{}, last: time.Now()}
+	proxy := e.cluster.Proxy(t, func(rw http.ResponseWriter, r *http.Request, next http.Handler) {
+		w.saw(r)
+		next.ServeHTTP(rw, r)
+	})
+	conn := proxy.Connection()
+	conn.Token = e.cluster.Connection().Token
+	var ctrl *kube.Controller
+	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
+		client, err := kube.NewClient(s, conn)
+		if err != nil {
+			return nil, err
+		}
+		ctrl, err = e.build(s, client, ns)
+		if err != nil {
+			return nil, err
+		}
+		return []app.Service{ctrl}, nil
+	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: &apptest.Switch{}})))
+	a.Setup()
+	if ctrl == nil {
+		return fmt.Errorf("Build failed: %s", a.Stderr())
+	}
+	defer a.Stop()
+	objects := e.admin.Resource(e.gvr).Namespace(ns)
+
+	for i, step := range steps {
+		if err := e.do(ctx, objects, ns, step); err != nil {
+			return fmt.Errorf("step %d, %s: %w", i+1, step, err)
+		}
+		if err := e.check(ctx, a, w, ns); err != nil {
+			return fmt.Errorf("after step %d, %s: %w", i+1, step, err)
+		}
+	}
+	if err := e.deleteAll(ctx, objects, w, ns, a); err != nil {
+		return fmt.Errorf("after deleting every %s: %w", e.kind, err)
+	}
+	return nil
+}
+
+// do makes one step's change. A step the cluster's state makes pointless,
+// as a shrunk sequence may hold (an update of an object that isn't
+// there), and a spec the API server refuses (a CEL rule the generator
+// doesn't solve), are skipped: wasted, not failed.
+func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns string, step generate.Step) error {
+	var err error
+	switch step.Op {
+	case generate.Create:
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": e.apiVersion, "kind": e.kind,
+			"metadata": map[string]any{"name": step.Name, "namespace": ns},
+			"spec":     step.Spec,
+		}}
+		_, err = objects.Create(ctx, u, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+	case generate.Update:
+		err = updateSpec(ctx, objects, step.Name, step.Spec)
+	case generate.Delete:
+		err = objects.Delete(ctx, step.Name, metav1.DeleteOptions{})
+	}
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+		return nil
+	}
+	return err
+}
+
+// updateSpec replaces name's whole spec, retrying on a conflict with the
+// operator's own writes.
+func updateSpec(ctx context.Context, objects dynamic.ResourceInterface, name string, spec map[string]any) error {
+	for {
+		u, err := objects.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if u.GetDeletionTimestamp() != nil {
+			return nil
+		}
+		u.Object["spec"] = spec
+		_, err = objects.Update(ctx, u, metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
+
+// check waits until the operator has written nothing for Quiet and every
+// object is settled, then checks the invariants, that the operator stays
+// quiet for another Quiet, and that nothing panicked.
+func (e *explorer) check(ctx context.Context, a *apptest.App, w *writes, ns string) error {
+	objects := e.admin.Resource(e.gvr).Namespace(ns)
+	deadline := time.Now().Add(e.settle)
+	var why string
+	for {
+		list, err := objects.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		why = ""
+		for i := range list.Items {
+			if list.Items[i].GetDeletionTimestamp() != nil {
+				why = list.Items[i].GetName() + ": still being deleted"
+				break
+			}
+			if why = e.settled(&list.Items[i]); why != "" {
+				break
+			}
+		}
+		if why == "" && w.since() >= e.quiet {
+			break
+		}
+		if time.Now().After(deadline) {
+			if why == "" {
+				why = fmt.Sprintf("the operator still writes, the last time %v ago", w.since().Round(time.Millisecond))
+			}
+			return fmt.Errorf("not settled within %v: %s", e.settle, why)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-a.Done():
+			return fmt.Errorf("the operator exited with %d: %s", a.Wait(), wait.Report("the operator", a, a.Telemetry()))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	var errs []error
+	for _, inv := range e.invariants {
+		if err := inv.Check(ctx, e.admin, ns); err != nil {
+			errs = append(errs, fmt.Errorf("invariant %q: %w", inv.Name, err))
+		}
+	}
+	before, err := e.versions(ctx, w)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(e.quiet):
+	}
+	after, err := e.versions(ctx, w)
+	if err != nil {
+		return err
+	}
+	if changed := oracle.Changed(before, after); len(changed) > 0 {
+		slices.Sort(changed)
+		errs = append(errs, fmt.Errorf("the operator isn't quiet: with nothing to do, it changed %s", strings.Join(changed, ", ")))
+	}
+	if msgs := a.Telemetry().ExceptionMessages("reconcile panicked"); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("a reconcile panicked: %s", msgs[0]))
+	}
+	return errors.Join(errs...)
+}
+
+// versions returns the resourceVersion of each object the operator has
+// written, by its name, leaving out those gone.
+func (e *explorer) versions(ctx context.Context, w *writes) (map[string]string, error) {
+	out := map[string]string{}
+	for _, o := range w.written() {
+		u, err := e.admin.Resource(o.gvr).Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("reading %s: %w", o, err)
+		}
+		out[o.String()] = u.GetResourceVersion()
+	}
+	return out, nil
+}
+
+// deleteAll deletes every object and waits until each is gone, with what
+// the operator wrote for it: finalizers removed, children collected.
+func (e *explorer) deleteAll(ctx context.Context, objects dynamic.ResourceInterface, w *writes, ns string, a *apptest.App) error {
+	if err := objects.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(e.settle)
+	for {
+		left, err := e.versions(ctx, w)
+		if err != nil {
+			return err
+		}
+		list, err := objects.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, u := range list.Items {
+			left[fmt.Sprintf("%s %s (finalizers %v)", e.kind, u.GetName(), u.GetFinalizers())] = ""
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			keys := make([]string, 0, len(left))
+			for k := range left {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			return fmt.Errorf("left behind after %v: %s", e.settle, strings.Join(keys, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-a.Done():
+			return fmt.Errorf("the operator exited with %d: %s", a.Wait(), wait.Report("the operator", a, a.Telemetry()))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
