@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,18 +28,20 @@ const (
 )
 
 // TestChaos_leader_killed kills the leader of three replicas again and
-// again without releasing its Lease, while a loader changes Widgets: in
-// turn as a crash (its network cut, then stopped) and as a partition (its
-// network cut, left to notice by itself). After each kill a new replica
-// joins, so two standbys always wait. Every time, a standby takes the
-// Lease over within takeoverBound and the time its Lease requests took; no two
-// replicas ever reconcile at the same time; the partitioned leader exits
-// with ErrLostLeadership; the new leader, its caches warm, lists nothing
-// again between the kill and its first reconcile (counted at a Proxy in
-// front of each replica); and in the end every Widget reflects its latest
-// spec.
+// again, while a loader changes Widgets, in three ways in turn: a crash
+// while a reconcile is in flight (its network cut, then stopped, the
+// Lease kept), a partition (its network cut, left to notice by itself,
+// the Lease kept) and a SIGTERM (a graceful stop that releases the
+// Lease). After each kill a new replica joins, so two standbys always
+// wait. Every time, a standby takes the Lease over within takeoverBound
+// (releasedBound after a SIGTERM's exit) and the time its Lease requests
+// took; no two replicas ever reconcile at the same time; the partitioned
+// leader exits with ErrLostLeadership and the SIGTERMed one with 0; the
+// new leader, its caches warm, lists nothing again between the kill and
+// its first reconcile (counted at a Proxy in front of each replica); and
+// in the end every Widget reflects its latest spec.
 func TestChaos_leader_killed(t *testing.T) {
-	kills := sized(2, 4, 100)
+	kills := sized(3, 6, 100)
 	const objects = 10
 	c := startCluster(t)
 	ns := c.Namespace(t)
@@ -48,6 +51,9 @@ func TestChaos_leader_killed(t *testing.T) {
 	// Each replica reaches the API server through a Proxy of its own,
 	// which counts its lists and times its Lease requests.
 	wires := map[string]*wire{}
+	// inFlight counts each replica's reconciles in flight, so a crash can
+	// come in the middle of one.
+	inFlight := map[string]*atomic.Int32{}
 	start := func(i int) *replica {
 		s := settingsFor(ns, fmt.Sprintf("pod-%d", i))
 		s.Workers = 2
@@ -56,8 +62,12 @@ func TestChaos_leader_killed(t *testing.T) {
 		s.LeaderElection.RetryPeriod = killRetryPeriod
 		conn, seen := proxied(t, c)
 		wires[s.LeaderElection.Identity] = seen
+		busy := &atomic.Int32{}
+		inFlight[s.LeaderElection.Identity] = busy
 		r := startReplica(t, conn, s, func(k kubernetes.Interface) kube.Reconciler[widgetSpec, widgetStatus] {
 			return kube.ReconcilerFunc[widgetSpec, widgetStatus](func(ctx context.Context, w widget) (kube.Result[widgetStatus], error) {
+				busy.Add(1)
+				defer busy.Add(-1)
 				// Long enough for reconciles of two replicas to overlap, if
 				// the Lease let them.
 				pause(ctx, 20*time.Millisecond)
@@ -89,10 +99,11 @@ func TestChaos_leader_killed(t *testing.T) {
 		return !slices.ContainsFunc(replicas, func(r *replica) bool { return !r.synced(t) })
 	}, "a replica never synced", wait.All(replicas)...)
 
-	var takeovers, firstReconciles, margins []time.Duration
+	var takeovers, released, firstReconciles, margins []time.Duration
 	var takeoverLists int64
 	var latencies []time.Duration
-	bound := takeoverBound(killLeaseDuration, killRetryPeriod)
+	kept, releasing := takeoverBound(killLeaseDuration, killRetryPeriod), releasedBound(killRetryPeriod)
+	var crashes, partitions, sigterms int
 	for round := range kills {
 		leader := byIdentity(holder(t, admin.kube, ns))
 		require.NotNil(t, leader, "round %d: no replica holds the Lease", round+1)
@@ -101,20 +112,39 @@ func TestChaos_leader_killed(t *testing.T) {
 		// Let the leader work a little, so it is killed mid-stream.
 		time.Sleep(300 * time.Millisecond)
 
-		partition := round%2 == 1
+		kind := killKinds[round%len(killKinds)]
 		// Every standby has synced: what each has listed so far.
 		listedBefore := map[string]int64{}
 		for _, r := range standbys {
 			listedBefore[r.identity] = wires[r.identity].lists.Load()
 			require.Positive(t, listedBefore[r.identity], "round %d: the proxy counted none of %s's first lists", round+1, r.identity)
 		}
-		killed := time.Now()
-		leader.network.Cut()
-		if !partition {
+		bound := kept
+		var killed time.Time
+		switch kind {
+		case killCrash:
+			crashes++
+			// In the middle of a reconcile: the loader keeps the leader
+			// busy, and each reconcile pauses 20 ms.
+			wait.For(t, time.Minute, func() bool { return inFlight[leader.identity].Load() > 0 },
+				fmt.Sprintf("round %d: the leader %s never reconciles", round+1, leader.identity), leader)
+			killed = time.Now()
+			leader.network.Cut()
 			leader.Stop()
+		case killPartition:
+			partitions++
+			killed = time.Now()
+			leader.network.Cut()
+		case killSIGTERM:
+			sigterms++
+			// The leader releases the Lease as it exits, so the bound
+			// runs from its exit.
+			require.Equal(t, 0, leader.Stop(), "round %d: SIGTERM: the leader %s exits 0", round+1, leader.identity)
+			killed = time.Now()
+			bound = releasing
 		}
 
-		// A standby takes the Lease over, by itself: nobody released it.
+		// A standby takes the Lease over.
 		var acquired time.Time
 		var next *replica
 		wait.For(t, bound+time.Minute, func() bool {
@@ -135,19 +165,25 @@ func TestChaos_leader_killed(t *testing.T) {
 		// to the acquiring try.
 		latency := wires[next.identity].leaseTime(killed.Add(-bound), acquired)
 		require.LessOrEqual(t, takeover, bound+latency,
-			"round %d: the standby took over %v after the kill, past the bound of %v for Lease timings %v/%v/%v and %v of its Lease requests",
-			round+1, takeover, bound, killLeaseDuration, killRenewDeadline, killRetryPeriod, latency)
+			"round %d, %s: the standby took over %v after the kill, past the bound of %v for Lease timings %v/%v/%v and %v of its Lease requests",
+			round+1, kind, takeover, bound, killLeaseDuration, killRenewDeadline, killRetryPeriod, latency)
+		if kind == killSIGTERM {
+			released = append(released, takeover)
+		}
 		latencies = append(latencies, latency)
-		if takeover < 0 {
+		if takeover < 0 && kind != killSIGTERM {
 			// The acquiring try's acquireTime is stamped as it starts: a
 			// Lease taken before the kill was taken by a try that began
 			// before it, and whose requests may have been slow.
 			t.Logf("round %d: %s's acquireTime is %v before the kill; its Lease requests from then took %v",
 				round+1, next.identity, -takeover, wires[next.identity].leaseTime(acquired, time.Now()))
 		}
-		takeovers = append(takeovers, takeover)
+		if kind != killSIGTERM {
+			takeovers = append(takeovers, takeover)
+		}
 
-		if partition {
+		switch kind {
+		case killPartition:
 			// The cut-off leader notices by itself: its renewals fail for
 			// RenewDeadline, so Serve ends with ErrLostLeadership.
 			require.Equal(t, 1, leader.Wait(), "round %d: a leader that lost its Lease exits 1", round+1)
@@ -158,7 +194,7 @@ func TestChaos_leader_killed(t *testing.T) {
 				last := slices.MaxFunc(ivs, func(a, b interval) int { return a.end.Compare(b.end) })
 				margins = append(margins, acquired.Sub(last.end))
 			}
-		} else {
+		case killCrash:
 			leader.Wait()
 		}
 
@@ -208,11 +244,13 @@ func TestChaos_leader_killed(t *testing.T) {
 	}
 
 	lowest, median, highest := percentiles(takeovers)
-	figure(t, "leaders killed (crash, partition)", "%d (%d, %d)", kills, (kills+1)/2, kills/2)
+	figure(t, "leaders killed (crash mid-reconcile, partition, SIGTERM)", "%d (%d, %d, %d)", kills, crashes, partitions, sigterms)
 	figure(t, "Lease: LeaseDuration, RenewDeadline, RetryPeriod", "%v, %v, %v", killLeaseDuration, killRenewDeadline, killRetryPeriod)
-	figure(t, "kill to Lease acquired by a standby (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
+	figure(t, "crash or partition: kill to Lease acquired by a standby (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
+	lowest, median, highest = percentiles(released)
+	figure(t, "SIGTERM: the leader's exit to its released Lease acquired by a standby (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
 	lowest, median, highest = percentiles(latencies)
-	figure(t, "bound: whole-second LeaseDuration + 4.4 RetryPeriods, + the standby's Lease requests (min/median/max)", "%v + %v / %v / %v", bound, lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
+	figure(t, "bounds: whole-second LeaseDuration + 4.4 RetryPeriods (kept), 2.2 RetryPeriods (released), + the standby's Lease requests (min/median/max)", "%v, %v + %v / %v / %v", kept, releasing, lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
 	lowest, median, highest = percentiles(firstReconciles)
 	figure(t, "kill to the new leader's first reconcile (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
 	lowest, median, highest = percentiles(margins)
@@ -220,3 +258,15 @@ func TestChaos_leader_killed(t *testing.T) {
 	figure(t, "reconciles, replicas, overlapping reconciles of two replicas", "%d, %d, %d", len(all), len(replicas), len(overlaps(all)))
 	figure(t, "lists (LIST, or watch with initial events) by a new leader, kill to first reconcile", "%d", takeoverLists)
 }
+
+// killKind is how TestChaos_leader_killed kills a leader.
+type killKind string
+
+const (
+	killCrash     killKind = "crash mid-reconcile"
+	killPartition killKind = "partition"
+	killSIGTERM   killKind = "SIGTERM"
+)
+
+// killKinds are the kills in the order the rounds take them.
+var killKinds = []killKind{killCrash, killPartition, killSIGTERM}

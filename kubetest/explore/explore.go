@@ -452,12 +452,8 @@ func (e *explorer) check(ctx context.Context, a *apptest.App, w *writes, ns stri
 			}
 			return fmt.Errorf("not settled within %v: %s", e.settle, why)
 		}
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-a.Done():
-			return fmt.Errorf("the operator exited with %d: %s", a.Wait(), wait.Report("the operator", a, a.Telemetry()))
-		case <-time.After(100 * time.Millisecond):
+		if err := pause(ctx, a); err != nil {
+			return err
 		}
 	}
 	var errs []error
@@ -536,12 +532,21 @@ func (e *explorer) deleteAll(ctx context.Context, objects dynamic.ResourceInterf
 			slices.Sort(keys)
 			return fmt.Errorf("left behind after %v: %s", e.settle, strings.Join(keys, ", "))
 		}
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-a.Done():
-			return fmt.Errorf("the operator exited with %d: %s", a.Wait(), wait.Report("the operator", a, a.Telemetry()))
-		case <-time.After(100 * time.Millisecond):
+		if err := pause(ctx, a); err != nil {
+			return err
 		}
+	}
+}
+
+// pause waits a poll's interval, and fails when ctx ends or the operator
+// exits first.
+func pause(ctx context.Context, a *apptest.App) error {
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-a.Done():
+		return fmt.Errorf("the operator exited with %d: %s", a.Wait(), wait.Report("the operator", a, a.Telemetry()))
+	case <-time.After(100 * time.Millisecond):
+		return nil
 	}
 }

@@ -426,10 +426,8 @@ func TestSoakChild(t *testing.T) {
 	if *flagSoakChild == "" {
 		t.Skip("runs only as the child process of TestSoak")
 	}
-	data, err := os.ReadFile(*flagSoakChild)
-	require.NoError(t, err)
 	var job soakChildJob
-	require.NoError(t, json.Unmarshal(data, &job))
+	readJSON(t, *flagSoakChild, &job)
 	conn, err := connectionOf(job.Kubeconfig)
 	require.NoError(t, err)
 

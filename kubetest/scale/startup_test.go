@@ -78,10 +78,8 @@ func TestScaleChild(t *testing.T) {
 	if *flagChild == "" {
 		t.Skip("runs only as the child process of TestScale")
 	}
-	data, err := os.ReadFile(*flagChild)
-	require.NoError(t, err)
 	var job childJob
-	require.NoError(t, json.Unmarshal(data, &job))
+	readJSON(t, *flagChild, &job)
 	conn, err := connectionOf(job.Kubeconfig)
 	require.NoError(t, err)
 
@@ -146,6 +144,15 @@ func procStatus(field string) (int64, error) {
 		return kib << 10, nil
 	}
 	return 0, fmt.Errorf("/proc/self/status has no %s", field)
+}
+
+// readJSON reads the JSON file at path into v, as a child process reads
+// its job.
+func readJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, v), "%s", path)
 }
 
 // connectionOf reads a kubeconfig file of a server, a CA and a token, as

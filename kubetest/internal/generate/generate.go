@@ -131,12 +131,9 @@ func (g *Generator) object(s *apiextensionsv1.JSONSchemaProps, path string) (any
 		if !slices.Contains(s.Required, name) && g.rnd.IntN(2) == 0 {
 			continue
 		}
-		prop := s.Properties[name]
-		v, err := g.value(&prop, path+"."+name)
-		if err != nil {
+		if err := g.property(s, name, path, out); err != nil {
 			return nil, err
 		}
-		out[name] = v
 	}
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
 		lo, hi, err := bounds(path, "Properties", s.MinProperties, s.MaxProperties)
@@ -163,18 +160,26 @@ func (g *Generator) object(s *apiextensionsv1.JSONSchemaProps, path string) (any
 			if _, ok := out[name]; ok || int64(len(out)) >= *s.MinProperties {
 				continue
 			}
-			prop := s.Properties[name]
-			v, err := g.value(&prop, path+"."+name)
-			if err != nil {
+			if err := g.property(s, name, path, out); err != nil {
 				return nil, err
 			}
-			out[name] = v
 		}
 		if int64(len(out)) < *s.MinProperties {
 			return nil, fmt.Errorf("%s: minProperties %d: only %d properties can be made", where(path), *s.MinProperties, len(out))
 		}
 	}
 	return out, nil
+}
+
+// property sets out[name] to a value of s's property name.
+func (g *Generator) property(s *apiextensionsv1.JSONSchemaProps, name, path string, out map[string]any) error {
+	prop := s.Properties[name]
+	v, err := g.value(&prop, path+"."+name)
+	if err != nil {
+		return err
+	}
+	out[name] = v
+	return nil
 }
 
 // bounds returns the counts a list, a map or a string may have, lo to
