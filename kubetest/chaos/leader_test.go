@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest/wait"
@@ -103,7 +105,8 @@ func TestChaos_leader_killed(t *testing.T) {
 	var takeoverLists int64
 	var latencies []time.Duration
 	kept, releasing := takeoverBound(killLeaseDuration, killRetryPeriod), releasedBound(killRetryPeriod)
-	var crashes, partitions, sigterms int
+	var crashes, partitions, sigterms, lostBefore int
+	var sinceRenewal []time.Duration
 	for round := range kills {
 		leader := byIdentity(holder(t, admin.kube, ns))
 		require.NotNil(t, leader, "round %d: no replica holds the Lease", round+1)
@@ -121,6 +124,14 @@ func TestChaos_leader_killed(t *testing.T) {
 		}
 		bound := kept
 		var killed time.Time
+		// What the Lease says just before the kill: whether the leader
+		// still holds it, and when it last renewed it. A leader starved
+		// of CPU for RenewDeadline loses the Lease by itself, before any
+		// kill; such a round is counted, not taken for a fast takeover.
+		var (
+			before    *coordinationv1.Lease
+			stillHeld bool
+		)
 		switch kind {
 		case killCrash:
 			crashes++
@@ -128,11 +139,13 @@ func TestChaos_leader_killed(t *testing.T) {
 			// busy, and each reconcile pauses 20 ms.
 			wait.For(t, time.Minute, func() bool { return inFlight[leader.identity].Load() > 0 },
 				fmt.Sprintf("round %d: the leader %s never reconciles", round+1, leader.identity), leader)
+			before, stillHeld = leaseBeforeKill(t, admin.kube, ns, leader.identity)
 			killed = time.Now()
 			leader.network.Cut()
 			leader.Stop()
 		case killPartition:
 			partitions++
+			before, stillHeld = leaseBeforeKill(t, admin.kube, ns, leader.identity)
 			killed = time.Now()
 			leader.network.Cut()
 		case killSIGTERM:
@@ -171,12 +184,18 @@ func TestChaos_leader_killed(t *testing.T) {
 			released = append(released, takeover)
 		}
 		latencies = append(latencies, latency)
+		if kind != killSIGTERM {
+			if !stillHeld {
+				lostBefore++
+			} else {
+				sinceRenewal = append(sinceRenewal, killed.Sub(before.Spec.RenewTime.Time))
+			}
+		}
 		if takeover < 0 && kind != killSIGTERM {
-			// The acquiring try's acquireTime is stamped as it starts: a
-			// Lease taken before the kill was taken by a try that began
-			// before it, and whose requests may have been slow.
-			t.Logf("round %d: %s's acquireTime is %v before the kill; its Lease requests from then took %v",
-				round+1, next.identity, -takeover, wires[next.identity].leaseTime(acquired, time.Now()))
+			// The acquiring try's acquireTime is stamped as it starts.
+			t.Logf("round %d: %s's acquireTime is %v before the kill; its Lease requests from then took %v; just before the kill the Lease was held by %q, renewed %v before",
+				round+1, next.identity, -takeover, wires[next.identity].leaseTime(acquired, time.Now()),
+				ptr.Deref(before.Spec.HolderIdentity, ""), killed.Sub(before.Spec.RenewTime.Time))
 		}
 		if kind != killSIGTERM {
 			takeovers = append(takeovers, takeover)
@@ -249,6 +268,8 @@ func TestChaos_leader_killed(t *testing.T) {
 	figure(t, "crash or partition: kill to Lease acquired by a standby (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
 	lowest, median, highest = percentiles(released)
 	figure(t, "SIGTERM: the leader's exit to its released Lease acquired by a standby (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
+	lowest, median, highest = percentiles(sinceRenewal)
+	figure(t, "crash or partition: the leader's last renewal before the kill (min/median/max); rounds whose leader had lost the Lease before the kill", "%v / %v / %v; %d", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond), lostBefore)
 	lowest, median, highest = percentiles(latencies)
 	figure(t, "bounds: whole-second LeaseDuration + 4.4 RetryPeriods (kept), 2.2 RetryPeriods (released), + the standby's Lease requests (min/median/max)", "%v, %v + %v / %v / %v", kept, releasing, lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
 	lowest, median, highest = percentiles(firstReconciles)
@@ -270,3 +291,12 @@ const (
 
 // killKinds are the kills in the order the rounds take them.
 var killKinds = []killKind{killCrash, killPartition, killSIGTERM}
+
+// leaseBeforeKill reads the Lease just before a kill, and reports whether
+// leader still holds it.
+func leaseBeforeKill(t *testing.T, k kubernetes.Interface, ns, leader string) (*coordinationv1.Lease, bool) {
+	t.Helper()
+	l := lease(t, k, ns)
+	require.NotNil(t, l, "no Lease before the kill")
+	return l, ptr.Deref(l.Spec.HolderIdentity, "") == leader
+}
