@@ -92,6 +92,8 @@ type Failure struct {
 	Err error
 }
 
+// Error prints the failure with its seed, what failed and the minimal
+// sequence, a numbered step a line.
 func (f *Failure) Error() string {
 	return fmt.Sprintf("sequence %d of seed %d fails: %v\nminimal sequence (%d of %d steps):\n  %s",
 		f.Sequence, f.Seed, f.Err, len(f.Steps), f.Of, strings.Join(stepLines(f.Steps), "\n  "))
@@ -103,7 +105,7 @@ func Run[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) {
 	t.Helper()
 	f, err := Find(t, c, cfg)
 	if err != nil {
-		t.Fatalf("explore: %v", err)
+		t.Fatalf("%v", err)
 	}
 	if f != nil {
 		t.Fatalf("explore: %v", f)
@@ -173,14 +175,14 @@ type explorer struct {
 func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, error) {
 	var errs []error
 	if cfg.Build == nil {
-		errs = append(errs, errors.New("Config.Build is nil"))
+		errs = append(errs, errors.New("explore.Config.Build is nil"))
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"Sequences", cfg.Sequences}, {"Steps", cfg.Steps}, {"Objects", cfg.Objects}} {
 		if f.v < 0 {
-			errs = append(errs, fmt.Errorf("Config.%s %d: want 0 (the default) or more", f.name, f.v))
+			errs = append(errs, fmt.Errorf("explore.Config.%s %d: want 0 (the default) or more", f.name, f.v))
 		}
 	}
 	for _, f := range []struct {
@@ -188,12 +190,12 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		v    time.Duration
 	}{{"Quiet", cfg.Quiet}, {"Settle", cfg.Settle}} {
 		if f.v < 0 {
-			errs = append(errs, fmt.Errorf("Config.%s %v: want 0 (the default) or more", f.name, f.v))
+			errs = append(errs, fmt.Errorf("explore.Config.%s %v: want 0 (the default) or more", f.name, f.v))
 		}
 	}
 	crd, err := cfg.Resource.CRD()
 	if err != nil {
-		errs = append(errs, fmt.Errorf("Config.Resource: %w", err))
+		errs = append(errs, fmt.Errorf("explore.Config.Resource: %w", err))
 		return nil, errors.Join(errs...)
 	}
 	gvr := cfg.Resource.GVR()
@@ -204,16 +206,16 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		}
 	}
 	if root == nil {
-		errs = append(errs, fmt.Errorf("Config.Resource: the CRD has no schema for version %s", gvr.Version))
+		errs = append(errs, fmt.Errorf("explore.Config.Resource: the CRD has no schema for version %s", gvr.Version))
 		return nil, errors.Join(errs...)
 	}
 	spec, ok := root.Properties["spec"]
 	if !ok {
-		errs = append(errs, fmt.Errorf("Config.Resource: %s has no spec to change", crd.Spec.Names.Kind))
+		errs = append(errs, fmt.Errorf("explore.Config.Resource: %s has no spec to change", crd.Spec.Names.Kind))
 	}
 	settled, err := oracle.Settled(root)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("Config.Resource: %s: %w", crd.Spec.Names.Kind, err))
+		errs = append(errs, fmt.Errorf("explore.Config.Resource: %s: %w", crd.Spec.Names.Kind, err))
 	}
 	admin, err := dynamic.NewForConfig(c.RESTConfig())
 	if err != nil {
@@ -355,7 +357,7 @@ func (e *explorer) replay(t *testing.T, steps []generate.Step) error {
 	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: &apptest.Switch{}})))
 	a.Setup()
 	if ctrl == nil {
-		return fmt.Errorf("Build failed: %s", a.Stderr())
+		return fmt.Errorf("the Build failed: %s", wait.Report("the operator", a, a.Telemetry()))
 	}
 	defer a.Stop()
 	objects := e.admin.Resource(e.gvr).Namespace(ns)

@@ -138,6 +138,6 @@ func TestExplore(t *testing.T) {
 		cfg := config(false, 1)
 		cfg.Build, cfg.Steps, cfg.Quiet = nil, -1, -time.Second
 		_, err := explore.Find(t, c, cfg)
-		require.EqualError(t, err, "Config.Build is nil\nConfig.Steps -1: want 0 (the default) or more\nConfig.Quiet -1s: want 0 (the default) or more")
+		require.EqualError(t, err, "explore.Config.Build is nil\nexplore.Config.Steps -1: want 0 (the default) or more\nexplore.Config.Quiet -1s: want 0 (the default) or more")
 	})
 }

@@ -489,6 +489,7 @@ const (
 	Delete
 )
 
+// String names the Op as a failure's report prints it.
 func (o Op) String() string {
 	switch o {
 	case Create:
@@ -510,6 +511,8 @@ type Step struct {
 	Spec map[string]any
 }
 
+// String prints the Step as a failure's report does: the Op, the name,
+// and the spec as JSON.
 func (s Step) String() string {
 	if s.Op == Delete {
 		return fmt.Sprintf("delete %s", s.Name)
