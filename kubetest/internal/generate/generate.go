@@ -364,14 +364,15 @@ func (g *Generator) str(s *apiextensionsv1.JSONSchemaProps, path string) (any, e
 	case "duration":
 		return (time.Duration(g.rnd.IntN(3600)) * time.Second).String(), nil
 	}
-	lo, hi, err := bounds(path, "Length", s.MinLength, s.MaxLength)
+	// bounds checks the lengths; a string may be longer than a list, up
+	// to maxString past its minimum.
+	lo, _, err := bounds(path, "Length", s.MinLength, s.MaxLength)
 	if err != nil {
 		return nil, err
 	}
-	if s.MaxLength == nil {
-		hi = max(lo, maxString)
-	} else {
-		hi = int(min(*s.MaxLength, int64(lo+maxString)))
+	hi := lo + maxString
+	if s.MaxLength != nil {
+		hi = int(min(*s.MaxLength, int64(hi)))
 	}
 	if s.Pattern == "" {
 		return g.word(lo, hi), nil

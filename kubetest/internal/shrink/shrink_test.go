@@ -32,10 +32,7 @@ func TestMinimize_finds_exactly_the_steps_that_cause_the_failure(t *testing.T) {
 		for i := range steps {
 			steps[i] = i
 		}
-		var culprits []int
-		for _, i := range rnd.Perm(n)[:1+rnd.IntN(min(n, 4))] {
-			culprits = append(culprits, i)
-		}
+		culprits := slices.Clone(rnd.Perm(n)[:1+rnd.IntN(min(n, 4))])
 		slices.Sort(culprits)
 		calls := 0
 		got := shrink.Minimize(steps, holds(culprits, &calls))
