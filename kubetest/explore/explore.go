@@ -13,6 +13,7 @@
 package explore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -224,7 +225,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	objects := cmpOr(cfg.Objects, 2)
+	objects := cmp.Or(cfg.Objects, 2)
 	names := make([]string, objects)
 	for i := range names {
 		names[i] = fmt.Sprintf("explore-%d", i)
@@ -232,17 +233,10 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 	return &explorer{
 		cluster: c, build: cfg.Build, gvr: gvr, kind: crd.Spec.Names.Kind, apiVersion: gvr.GroupVersion().String(),
 		specSchema: &spec, settled: settled, invariants: cfg.Invariants, names: names,
-		sequences: cmpOr(cfg.Sequences, 1), steps: cmpOr(cfg.Steps, 8),
-		quiet: cmpOr(cfg.Quiet, time.Second), settle: cmpOr(cfg.Settle, 30*time.Second),
+		sequences: cmp.Or(cfg.Sequences, 1), steps: cmp.Or(cfg.Steps, 8),
+		quiet: cmp.Or(cfg.Quiet, time.Second), settle: cmp.Or(cfg.Settle, 30*time.Second),
 		admin: admin,
 	}, nil
-}
-
-func cmpOr[V int | time.Duration](v, fallback V) V {
-	if v == 0 {
-		return fallback
-	}
-	return v
 }
 
 // writes records the operator's writes, as its proxy sees them: when the
