@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/loam-dev/loam/app"
@@ -439,6 +441,13 @@ func (e *explorer) check(ctx context.Context, a *apptest.App, w *writes, ns stri
 				break
 			}
 		}
+		if why == "" {
+			written, err := e.read(ctx, w)
+			if err != nil {
+				return err
+			}
+			why = collecting(written, list.Items)
+		}
 		if why == "" && w.since() >= e.quiet {
 			break
 		}
@@ -481,10 +490,10 @@ func (e *explorer) check(ctx context.Context, a *apptest.App, w *writes, ns stri
 	return errors.Join(errs...)
 }
 
-// versions returns the resourceVersion of each object the operator has
-// written, by its name, leaving out those gone.
-func (e *explorer) versions(ctx context.Context, w *writes) (map[string]string, error) {
-	out := map[string]string{}
+// read returns each object the operator has written that is still
+// there, by its name.
+func (e *explorer) read(ctx context.Context, w *writes) (map[string]*unstructured.Unstructured, error) {
+	out := map[string]*unstructured.Unstructured{}
 	for _, o := range w.written() {
 		u, err := e.admin.Resource(o.gvr).Namespace(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
 		switch {
@@ -493,9 +502,57 @@ func (e *explorer) versions(ctx context.Context, w *writes) (map[string]string, 
 		case err != nil:
 			return nil, fmt.Errorf("reading %s: %w", o, err)
 		}
-		out[o.String()] = u.GetResourceVersion()
+		out[o.String()] = u
 	}
 	return out, nil
+}
+
+// versions returns the resourceVersion of each object the operator has
+// written, by its name, leaving out those gone.
+func (e *explorer) versions(ctx context.Context, w *writes) (map[string]string, error) {
+	written, err := e.read(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(written))
+	for k, u := range written {
+		out[k] = u.GetResourceVersion()
+	}
+	return out, nil
+}
+
+// collecting says which written object the cluster, not the operator,
+// is still to change, or "" when none is: one being deleted, or one whose
+// owner is gone, which the garbage collector deletes in its own time.
+// Without waiting for those, the collector's delete after a step would
+// look like the operator's write. An owner is known gone when it is of
+// the explored kind, or of a kind the operator wrote, and no object of
+// owners or written has its UID.
+func collecting(written map[string]*unstructured.Unstructured, owners []unstructured.Unstructured) string {
+	alive := map[types.UID]bool{}
+	known := map[schema.GroupVersionKind]bool{}
+	for i := range owners {
+		alive[owners[i].GetUID()] = true
+		known[owners[i].GroupVersionKind()] = true
+	}
+	for _, u := range written {
+		alive[u.GetUID()] = true
+		known[u.GroupVersionKind()] = true
+	}
+	keys := slices.Sorted(maps.Keys(written))
+	for _, k := range keys {
+		u := written[k]
+		if u.GetDeletionTimestamp() != nil {
+			return k + ": still being deleted"
+		}
+		for _, ref := range u.GetOwnerReferences() {
+			gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
+			if known[gvk] && !alive[ref.UID] {
+				return fmt.Sprintf("%s: its owner %s %s is gone, and the garbage collector is still to delete it", k, ref.Kind, ref.Name)
+			}
+		}
+	}
+	return ""
 }
 
 // deleteAll deletes every object and waits until each is gone, with what
