@@ -7,9 +7,11 @@
 // deleting the objects leaves nothing behind. A failing sequence is
 // shrunk to a minimal one and reported with its seed.
 //
-// This first part explores changes alone; the perturbations (a crash
-// after the operator's k-th write, an API server restart, a stale view,
-// transient errors at a point) come next.
+// Each step may also crash the operator, Sieve-style: right after the
+// operator's k-th write of the step, its network is cut, so nothing more
+// it sends lands, the Lease included, and a fresh replica takes over. The
+// other perturbations (an API server restart, a stale view, transient
+// errors at a point) come next.
 package explore
 
 import (
@@ -18,7 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -46,6 +50,10 @@ import (
 // Build makes the operator's Controller from an App's Setup, a Client of
 // the cluster, and the namespace the exploration uses, which the
 // Controller should watch alone: each replay has a namespace of its own.
+// It is called again for each fresh replica after a crash. A Controller
+// with a fixed LeaderElection.Identity takes the crashed replica's Lease
+// at once, as a restarted Pod of a StatefulSet would; with a new identity
+// each crash waits out the Lease's LeaseDuration.
 type Build func(s *app.Setup, client *kube.Client, namespace string) (*kube.Controller, error)
 
 // Invariant is something the operator promises about the cluster, which
@@ -87,19 +95,40 @@ type Failure struct {
 	// Seed's, counting from 0.
 	Seed     uint64
 	Sequence int
-	// Steps is the minimal failing sequence; Of how many steps the
-	// sequence had before it was shrunk.
-	Steps []generate.Step
+	// Steps is the minimal failing sequence, each step with its fault; Of
+	// how many steps the sequence had before it was shrunk.
+	Steps []Step
 	Of    int
 	// Err is what the minimal sequence's replay found.
 	Err error
+	// Test is the test that found it, to replay it with go test -run.
+	Test string
 }
 
-// Error prints the failure with its seed, what failed and the minimal
-// sequence, a numbered step a line.
+// Error prints the failure with its seed, what failed, the minimal
+// sequence, a numbered step a line with its fault, and how to replay it.
 func (f *Failure) Error() string {
-	return fmt.Sprintf("sequence %d of seed %d fails: %v\nminimal sequence (%d of %d steps):\n  %s",
-		f.Sequence, f.Seed, f.Err, len(f.Steps), f.Of, strings.Join(stepLines(f.Steps), "\n  "))
+	return fmt.Sprintf("sequence %d of seed %d fails: %v\nminimal sequence (%d of %d steps):\n  %s\nreplay: go test -run '^%s$' (Seed %d)",
+		f.Sequence, f.Seed, f.Err, len(f.Steps), f.Of, strings.Join(stepLines(f.Steps), "\n  "),
+		regexp.QuoteMeta(f.Test), f.Seed)
+}
+
+// Step is one step of a sequence: a change to one object, and the fault
+// the explorer injects while the operator handles it.
+type Step struct {
+	generate.Step
+	// CrashAfter crashes the operator right after its CrashAfter-th write
+	// of the step, counting from 1, and starts a fresh replica; 0 crashes
+	// nothing. A step in which the operator writes less never crashes.
+	CrashAfter int
+}
+
+// String says what the step changes, and its fault.
+func (s Step) String() string {
+	if s.CrashAfter == 0 {
+		return s.Step.String()
+	}
+	return fmt.Sprintf("%s, crashing the operator right after its write %d", s.Step, s.CrashAfter)
 }
 
 // Run explores cfg's operator on c, and fails t with the Failure Find
@@ -130,26 +159,70 @@ func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failu
 	}
 	g := generate.New(cfg.Seed)
 	for i := range e.sequences {
-		steps, err := g.Steps(e.specSchema, e.names, e.steps)
+		changes, err := g.Steps(e.specSchema, e.names, e.steps)
 		if err != nil {
 			return nil, fmt.Errorf("sequence %d of seed %d: %w", i, cfg.Seed, err)
 		}
+		steps := schedule(cfg.Seed, i, changes)
 		failure := e.replay(t, steps)
 		if failure == nil {
 			continue
 		}
-		minimal := shrink.Minimize(steps, func(s []generate.Step) bool { return e.replay(t, s) != nil })
+		fails := func(s []Step) bool { return e.replay(t, s) != nil }
+		minimal := withoutFaults(shrink.Minimize(steps, fails), fails)
 		last := e.replay(t, minimal)
 		if last == nil {
 			// Not deterministic: report the whole sequence's failure.
 			last, minimal = failure, steps
 		}
-		return &Failure{Seed: cfg.Seed, Sequence: i, Steps: minimal, Of: len(steps), Err: last}, nil
+		return &Failure{Seed: cfg.Seed, Sequence: i, Steps: minimal, Of: len(steps), Err: last, Test: t.Name()}, nil
 	}
+	t.Logf("explore: seed %d: %d sequences of %d steps clean, through %d crashes", cfg.Seed, e.sequences, e.steps, e.crashes)
 	return nil, nil
 }
 
-func stepLines(steps []generate.Step) []string {
+// The fault schedule: each step crashes the operator with probability
+// 1/crashOdds, right after one of its first maxCrashAfter writes of the
+// step, picked uniformly. Four writes cover what one reconcile of a
+// typical operator does: a finalizer, a child or two, the status.
+const (
+	crashOdds     = 2
+	maxCrashAfter = 4
+)
+
+// schedule gives each change of the sequence-th sequence of seed its
+// fault, the same for the same seed and sequence.
+func schedule(seed uint64, sequence int, changes []generate.Step) []Step {
+	rng := rand.New(rand.NewPCG(seed, uint64(sequence)))
+	steps := make([]Step, len(changes))
+	for i, c := range changes {
+		steps[i].Step = c
+		if rng.IntN(crashOdds) == 0 {
+			steps[i].CrashAfter = 1 + rng.IntN(maxCrashAfter)
+		}
+	}
+	return steps
+}
+
+// withoutFaults drops each fault of steps that the failure doesn't need,
+// one at a time, so the minimal sequence names only the crashes that
+// matter.
+func withoutFaults(steps []Step, fails func([]Step) bool) []Step {
+	steps = slices.Clone(steps)
+	for i := range steps {
+		if steps[i].CrashAfter == 0 {
+			continue
+		}
+		try := slices.Clone(steps)
+		try[i].CrashAfter = 0
+		if fails(try) {
+			steps = try
+		}
+	}
+	return steps
+}
+
+func stepLines(steps []Step) []string {
 	lines := make([]string, len(steps))
 	for i, s := range steps {
 		lines[i] = fmt.Sprintf("%d. %s", i+1, s)
@@ -173,6 +246,8 @@ type explorer struct {
 	quiet      time.Duration
 	settle     time.Duration
 	admin      dynamic.Interface
+	// crashes counts the replicas crashed, over every replay.
+	crashes int
 }
 
 func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, error) {
@@ -242,11 +317,40 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 }
 
 // writes records the operator's writes, as its proxy sees them: when the
-// last one was, and each object it wrote, by name.
+// last one was, and each object it wrote, by name. It crashes the
+// operator when a step's fault says so.
 type writes struct {
 	mu      sync.Mutex
 	last    time.Time
 	objects map[string]object
+	// step counts the writes of the current step; crashAfter is its fault.
+	step, crashAfter int
+	// crash is the running replica's network, which a crash cuts; crashed
+	// is set once it has, and refuses whatever the replica still sends.
+	crash   func()
+	crashed bool
+}
+
+// arm sets the fault of the step about to be made, counting its writes
+// from none.
+func (w *writes) arm(crashAfter int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.step, w.crashAfter = 0, crashAfter
+}
+
+// replica sets the network of a new replica, which a crash cuts.
+func (w *writes) replica(cut func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.crash, w.crashed, w.crashAfter = cut, false, 0
+}
+
+// hasCrashed reports whether the running replica has crashed.
+func (w *writes) hasCrashed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.crashed
 }
 
 // object names one object the API serves.
@@ -262,10 +366,10 @@ func (o object) String() string {
 	return o.gvr.Resource + " " + o.namespace + "/" + o.name
 }
 
-// objectAt parses the API path of one object, or of its status:
-// /api/v1/namespaces/ns/configmaps/name, /apis/group/version/resource/name
-// and the like. It reports false for any other path, such as a
-// collection's, which a create is sent to.
+// objectAt parses the API path of one object, of its status, or of a
+// collection, which a create is sent to: /api/v1/namespaces/ns/configmaps,
+// /apis/group/version/resource/name and the like. A collection's object
+// has no name. It reports false for any other path.
 func objectAt(path string) (object, bool) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	var o object
@@ -277,13 +381,16 @@ func objectAt(path string) (object, bool) {
 	default:
 		return object{}, false
 	}
-	if len(parts) > 0 && parts[len(parts)-1] == "status" {
+	if len(parts) > 2 && parts[len(parts)-1] == "status" {
 		parts = parts[:len(parts)-1]
 	}
-	switch {
-	case len(parts) == 4 && parts[0] == "namespaces":
-		o.namespace, o.gvr.Resource, o.name = parts[1], parts[2], parts[3]
-	case len(parts) == 2 && parts[0] != "namespaces":
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		o.namespace, parts = parts[1], parts[2:]
+	}
+	switch len(parts) {
+	case 1:
+		o.gvr.Resource = parts[0]
+	case 2:
 		o.gvr.Resource, o.name = parts[0], parts[1]
 	default:
 		return object{}, false
@@ -291,23 +398,51 @@ func objectAt(path string) (object, bool) {
 	return o, true
 }
 
-func (w *writes) saw(r *http.Request) {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return
+// serve passes r on to next, unless the replica has crashed or r is a
+// write past the one the replica crashes after: those never land. Once
+// the write it crashes after has landed, it crashes the replica.
+func (w *writes) serve(rw http.ResponseWriter, r *http.Request, next http.Handler) {
+	pass, crash := w.saw(r)
+	if !pass {
+		panic(http.ErrAbortHandler)
 	}
-	o, named := objectAt(r.URL.Path)
-	if named && (o.gvr.Resource == "leases" || o.gvr.Resource == "events") {
-		// The Lease's renewals and Events are the operator's own
-		// bookkeeping, not changes to what it manages.
-		return
+	next.ServeHTTP(rw, r)
+	if crash {
+		w.mu.Lock()
+		w.crashed = true
+		cut := w.crash
+		w.mu.Unlock()
+		cut()
 	}
+}
+
+// saw records r, and reports whether it may pass, and whether it is the
+// write the replica crashes after.
+func (w *writes) saw(r *http.Request) (pass, crash bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.crashed {
+		return false, false
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true, false
+	}
+	o, parsed := objectAt(r.URL.Path)
+	if parsed && (o.gvr.Resource == "leases" || o.gvr.Resource == "events") {
+		// The Lease and Events are the operator's own bookkeeping, not
+		// changes to what it manages.
+		return true, false
+	}
+	w.step++
+	if w.crashAfter > 0 && w.step > w.crashAfter {
+		return false, false
+	}
 	w.last = time.Now()
-	if named {
+	if parsed && o.name != "" {
 		w.objects[o.String()] = o
 	}
+	return true, w.step == w.crashAfter
 }
 
 func (w *writes) since() time.Duration {
@@ -328,48 +463,112 @@ func (w *writes) written() []object {
 
 // replay runs steps against a fresh namespace with a fresh operator, and
 // returns what failed first, or nil.
-func (e *explorer) replay(t *testing.T, steps []generate.Step) error {
+func (e *explorer) replay(t *testing.T, steps []Step) error {
 	t.Helper()
 	ctx := t.Context()
-	ns := e.cluster.Namespace(t)
-	w := &writes{objects: map[string]object{}, last: time.Now()}
-	proxy := e.cluster.Proxy(t, func(rw http.ResponseWriter, r *http.Request, next http.Handler) {
-		w.saw(r)
-		next.ServeHTTP(rw, r)
-	})
-	conn := proxy.Connection()
-	conn.Token = e.cluster.Connection().Token
+	r := &replicas{t: t, e: e, ns: e.cluster.Namespace(t), w: &writes{objects: map[string]object{}, last: time.Now()}}
+	proxy := e.cluster.Proxy(t, r.w.serve)
+	r.conn = proxy.Connection()
+	r.conn.Token = e.cluster.Connection().Token
+	if err := r.start(); err != nil {
+		return err
+	}
+	defer r.stop()
+	objects := e.admin.Resource(e.gvr).Namespace(r.ns)
+
+	for i, step := range steps {
+		r.w.arm(step.CrashAfter)
+		if err := e.do(ctx, objects, r.ns, step.Step); err != nil {
+			return fmt.Errorf("step %d, %s: %w", i+1, step, err)
+		}
+		if err := e.check(ctx, r); err != nil {
+			return fmt.Errorf("after step %d, %s: %w", i+1, step, err)
+		}
+	}
+	// The last step's crash, if it didn't come, doesn't carry over.
+	r.w.arm(0)
+	if err := e.deleteAll(ctx, objects, r); err != nil {
+		return fmt.Errorf("after deleting every %s: %w", e.kind, err)
+	}
+	return nil
+}
+
+// replicas runs the operator of one replay, a replica at a time: a fresh
+// one replaces one that crashed.
+type replicas struct {
+	t    *testing.T
+	e    *explorer
+	ns   string
+	w    *writes
+	conn kube.Connection
+	// app is the running replica.
+	app *apptest.App
+	// panics are the panics of the replicas stopped.
+	panics []string
+}
+
+// start starts a fresh replica behind a network of its own, which a
+// crash cuts.
+func (r *replicas) start() error {
+	network := &apptest.Switch{}
+	r.w.replica(network.Cut)
 	var ctrl *kube.Controller
-	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
-		client, err := kube.NewClient(s, conn)
+	a := apptest.Start(r.t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
+		client, err := kube.NewClient(s, r.conn)
 		if err != nil {
 			return nil, err
 		}
-		ctrl, err = e.build(s, client, ns)
+		ctrl, err = r.e.build(s, client, r.ns)
 		if err != nil {
 			return nil, err
 		}
 		return []app.Service{ctrl}, nil
-	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: &apptest.Switch{}})))
+	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: network})))
 	a.Setup()
+	r.app = a
 	if ctrl == nil {
 		return fmt.Errorf("the Build failed: %s", wait.Report("the operator", a, a.Telemetry()))
 	}
-	defer a.Stop()
-	objects := e.admin.Resource(e.gvr).Namespace(ns)
-
-	for i, step := range steps {
-		if err := e.do(ctx, objects, ns, step); err != nil {
-			return fmt.Errorf("step %d, %s: %w", i+1, step, err)
-		}
-		if err := e.check(ctx, a, w, ns); err != nil {
-			return fmt.Errorf("after step %d, %s: %w", i+1, step, err)
-		}
-	}
-	if err := e.deleteAll(ctx, objects, w, ns, a); err != nil {
-		return fmt.Errorf("after deleting every %s: %w", e.kind, err)
-	}
 	return nil
+}
+
+// stop stops the running replica, keeping what panicked in it.
+func (r *replicas) stop() {
+	r.app.Stop()
+	r.panics = append(r.panics, r.app.Telemetry().ExceptionMessages("reconcile panicked")...)
+}
+
+// recover replaces the running replica with a fresh one once it has
+// crashed. A crashed replica is cut off: its stop, which would release
+// the Lease, reaches nothing.
+func (r *replicas) recover() error {
+	if !r.w.hasCrashed() {
+		return nil
+	}
+	r.e.crashes++
+	r.stop()
+	return r.start()
+}
+
+// panicked returns what panicked in any replica so far.
+func (r *replicas) panicked() []string {
+	return append(slices.Clone(r.panics), r.app.Telemetry().ExceptionMessages("reconcile panicked")...)
+}
+
+// pause waits a poll's interval, and fails when ctx ends or the running
+// replica exits on its own first.
+func (r *replicas) pause(ctx context.Context) error {
+	if err := r.recover(); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-r.app.Done():
+		return fmt.Errorf("the operator exited with %d: %s", r.app.Wait(), wait.Report("the operator", r.app, r.app.Telemetry()))
+	case <-time.After(100 * time.Millisecond):
+		return nil
+	}
 }
 
 // do makes one step's change. A step the cluster's state makes pointless,
@@ -422,7 +621,8 @@ func updateSpec(ctx context.Context, objects dynamic.ResourceInterface, name str
 // check waits until the operator has written nothing for Quiet and every
 // object is settled, then checks the invariants, that the operator stays
 // quiet for another Quiet, and that nothing panicked.
-func (e *explorer) check(ctx context.Context, a *apptest.App, w *writes, ns string) error {
+func (e *explorer) check(ctx context.Context, r *replicas) error {
+	w, ns := r.w, r.ns
 	objects := e.admin.Resource(e.gvr).Namespace(ns)
 	deadline := time.Now().Add(e.settle)
 	var why string
@@ -448,7 +648,7 @@ func (e *explorer) check(ctx context.Context, a *apptest.App, w *writes, ns stri
 			}
 			why = collecting(written, list.Items)
 		}
-		if why == "" && w.since() >= e.quiet {
+		if why == "" && w.since() >= e.quiet && !w.hasCrashed() {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -457,7 +657,7 @@ func (e *explorer) check(ctx context.Context, a *apptest.App, w *writes, ns stri
 			}
 			return fmt.Errorf("not settled within %v: %s", e.settle, why)
 		}
-		if err := pause(ctx, a); err != nil {
+		if err := r.pause(ctx); err != nil {
 			return err
 		}
 	}
@@ -484,7 +684,7 @@ func (e *explorer) check(ctx context.Context, a *apptest.App, w *writes, ns stri
 		slices.Sort(changed)
 		errs = append(errs, fmt.Errorf("the operator isn't quiet: with nothing to do, it changed %s", strings.Join(changed, ", ")))
 	}
-	if msgs := a.Telemetry().ExceptionMessages("reconcile panicked"); len(msgs) > 0 {
+	if msgs := r.panicked(); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("a reconcile panicked: %s", msgs[0]))
 	}
 	return errors.Join(errs...)
@@ -557,7 +757,8 @@ func collecting(written map[string]*unstructured.Unstructured, owners []unstruct
 
 // deleteAll deletes every object and waits until each is gone, with what
 // the operator wrote for it: finalizers removed, children collected.
-func (e *explorer) deleteAll(ctx context.Context, objects dynamic.ResourceInterface, w *writes, ns string, a *apptest.App) error {
+func (e *explorer) deleteAll(ctx context.Context, objects dynamic.ResourceInterface, r *replicas) error {
+	w := r.w
 	if err := objects.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return err
 	}
@@ -585,21 +786,8 @@ func (e *explorer) deleteAll(ctx context.Context, objects dynamic.ResourceInterf
 			slices.Sort(keys)
 			return fmt.Errorf("left behind after %v: %s", e.settle, strings.Join(keys, ", "))
 		}
-		if err := pause(ctx, a); err != nil {
+		if err := r.pause(ctx); err != nil {
 			return err
 		}
-	}
-}
-
-// pause waits a poll's interval, and fails when ctx ends or the operator
-// exits first.
-func pause(ctx context.Context, a *apptest.App) error {
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-a.Done():
-		return fmt.Errorf("the operator exited with %d: %s", a.Wait(), wait.Report("the operator", a, a.Telemetry()))
-	case <-time.After(100 * time.Millisecond):
-		return nil
 	}
 }

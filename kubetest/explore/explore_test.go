@@ -206,6 +206,22 @@ func TestExplore(t *testing.T) {
 			require.Len(t, f.Steps, 1, "a create is enough")
 			require.Equal(t, generate.Create, f.Steps[0].Op)
 		},
+	}, {
+		bug: losesWork, name: "an operator that loses work when it crashes between two writes",
+		found: func(t *testing.T, f *explore.Failure) {
+			require.ErrorContains(t, f.Err, "invariant")
+			last := f.Steps[len(f.Steps)-1]
+			require.Contains(t, []generate.Op{generate.Create, generate.Update}, last.Op)
+			require.NotZero(t, last.CrashAfter, "the loss needs a crash")
+		},
+	}, {
+		bug: finalizerNeedsChild, name: "a finalizer that never finishes when its child is gone",
+		found: func(t *testing.T, f *explore.Failure) {
+			require.ErrorContains(t, f.Err, "still being deleted")
+			require.Len(t, f.Steps, 2, "a create, and a delete that crashes, are enough")
+			require.Equal(t, generate.Delete, f.Steps[1].Op)
+			require.Equal(t, 1, f.Steps[1].CrashAfter, "the crash comes right after the Deployment's delete")
+		},
 	}} {
 		t.Run(tc.name+" is found, with a minimal sequence", func(t *testing.T) {
 			for seed := range uint64(*seeds) {
