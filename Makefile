@@ -21,7 +21,7 @@ MODULES := . kubetest examples benchmarks examples/cloudtoken
 TESTFLAGS ?= -race -count=1
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m
 
-.PHONY: scale shards chaos soak compare fuzz demo image webhook-certs test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test examples-test cloudtoken-test benchmarks-test tools bench
+.PHONY: scale shards chaos soak explore compare fuzz demo image webhook-certs test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test examples-test cloudtoken-test benchmarks-test tools bench
 
 # The demo: a Kubernetes API server in-process, the Memcached operator
 # against it, and a failure-injection experiment; about 20s once built, and
@@ -165,6 +165,17 @@ shards:
 # with bounded sizes.
 chaos:
 	cd kubetest && go test -count=1 -timeout 60m -v -run Chaos ./chaos ./e2e -args -chaos.full
+
+# The explorer of docs/testing.md at length: each bug planted in
+# kubetest/explore's test operator searched for from 5 seeds, and the
+# correct operators, that test's and the Memcached example's, explored for
+# ten minutes each. `make test` searches from one seed and explores two
+# sequences. EXPLORE_SEEDS and EXPLORE_DURATION override the two.
+EXPLORE_SEEDS ?= 5
+EXPLORE_DURATION ?= 10m
+explore:
+	cd kubetest && go test -count=1 -timeout 90m -v -run TestExplore ./explore -args -explore.seeds=$(EXPLORE_SEEDS) -explore.duration=$(EXPLORE_DURATION)
+	cd examples && go test -count=1 -timeout 30m -v -run TestExplore ./memcached -args -explore.duration=$(EXPLORE_DURATION)
 
 tools: $(GOLANGCI_LINT)
 

@@ -20,9 +20,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, kubetest.GoleakOptions()...) }
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 

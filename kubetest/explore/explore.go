@@ -41,20 +41,23 @@ import (
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/internal/corpus"
 	"github.com/loam-dev/loam/kubetest/internal/generate"
 	"github.com/loam-dev/loam/kubetest/internal/oracle"
 	"github.com/loam-dev/loam/kubetest/internal/shrink"
 	"github.com/loam-dev/loam/kubetest/wait"
 )
 
-// Build makes the operator's Controller from an App's Setup, a Client of
-// the cluster, and the namespace the exploration uses, which the
-// Controller should watch alone: each replay has a namespace of its own.
-// It is called again for each fresh replica after a crash. A Controller
-// with a fixed LeaderElection.Identity takes the crashed replica's Lease
-// at once, as a restarted Pod of a StatefulSet would; with a new identity
-// each crash waits out the Lease's LeaseDuration.
-type Build func(s *app.Setup, client *kube.Client, namespace string) (*kube.Controller, error)
+// Build makes the operator, as its App's Init does, from the App's Setup,
+// a Client of the cluster, and the namespace the exploration uses, which
+// its Controllers should watch alone: each replay has a namespace of its
+// own. It returns the App's Services: the operator's Controllers, and
+// whatever else its Init returns that a test can run. It is called again
+// for each fresh replica after a crash. A Controller with a fixed
+// LeaderElection.Identity takes the crashed replica's Lease at once, as a
+// restarted Pod of a StatefulSet would; with a new identity each crash
+// waits out the Lease's LeaseDuration.
+type Build func(s *app.Setup, client *kube.Client, namespace string) ([]app.Service, error)
 
 // Invariant is something the operator promises about the cluster, which
 // the explorer checks after each step, once the operator has settled.
@@ -82,10 +85,18 @@ type Config[S, T any] struct {
 	// Steps steps (default 8), over Objects objects (default 2), so that
 	// deletes and re-creates of the same name come up.
 	Sequences, Steps, Objects int
+	// Duration, when set, replays sequences of Seed until it has
+	// passed, however many that is, in place of Sequences.
+	Duration time.Duration
 	// Quiet is how long the operator must write nothing before the
 	// explorer checks (default 1 s), and Settle how long a step may take
 	// to settle (default 30 s).
 	Quiet, Settle time.Duration
+	// Corpus is the directory of kept sequences, which are replayed
+	// before any other, and where Run keeps a failing one: by default
+	// testdata/explore/ and the test's name, as go test -fuzz keeps its
+	// inputs.
+	Corpus string
 }
 
 // Failure is a failing sequence the explorer found, shrunk to a minimal
@@ -133,52 +144,101 @@ func (s Step) String() string {
 
 // Run explores cfg's operator on c, and fails t with the Failure Find
 // returns, or with what is wrong with cfg.
+//
+// Run keeps a failing sequence in cfg's Corpus, so that every later run
+// replays it first, as go test -fuzz keeps a failing input: commit the
+// file with the fix.
 func Run[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) {
 	t.Helper()
 	f, err := Find(t, c, cfg)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	if f != nil {
-		t.Fatalf("explore: %v", f)
+	if f == nil {
+		return
 	}
+	path, err := corpus.Write(cmp.Or(cfg.Corpus, corpus.Dir(t)), corpus.Kept{Seed: f.Seed, Sequence: f.Sequence}, f.Error())
+	if err != nil {
+		t.Fatalf("explore: %v\nkeeping it failed: %v", f, err)
+	}
+	t.Fatalf("explore: %v\nkept in %s", f, path)
 }
 
-// Find replays cfg's Sequences sequences from Seed on c, and returns the
-// first that fails, shrunk by replaying shorter ones, or nil when none
-// does. It returns an error, naming every mistake, when cfg is wrong: a
-// Resource with no CRD, no spec or no status that records an observed
-// generation, no Build, a negative count or duration. c should run the
-// garbage collector (kubetest.WithControllerManager), or children owned
-// by deleted objects are reported as left behind.
+// Find replays the sequences kept in cfg's Corpus, then cfg's Sequences
+// sequences from Seed (or as many as Duration allows) on c, and returns
+// the first that fails, shrunk by replaying shorter ones, or nil when
+// none does. It returns an error, naming every mistake, when cfg is
+// wrong: a Resource with no CRD, no spec or no status that records an
+// observed generation, no Build, a negative count or duration, a kept
+// sequence that doesn't read. c should run the garbage collector
+// (kubetest.WithControllerManager), or children owned by deleted objects
+// are reported as left behind.
 func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failure, error) {
 	t.Helper()
 	e, err := newExplorer(c, cfg)
 	if err != nil {
 		return nil, err
 	}
+	kept, err := corpus.Read(cmp.Or(cfg.Corpus, corpus.Dir(t)))
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kept {
+		steps, err := e.sequence(k.Seed, k.Sequence)
+		if err != nil {
+			return nil, err
+		}
+		if f := e.try(t, k, steps); f != nil {
+			return f, nil
+		}
+	}
 	g := generate.New(cfg.Seed)
-	for i := range e.sequences {
+	start := time.Now()
+	n := 0
+	for ; cfg.Duration > 0 && time.Since(start) < cfg.Duration || cfg.Duration == 0 && n < e.sequences; n++ {
 		changes, err := g.Steps(e.specSchema, e.names, e.steps)
 		if err != nil {
-			return nil, fmt.Errorf("sequence %d of seed %d: %w", i, cfg.Seed, err)
+			return nil, fmt.Errorf("sequence %d of seed %d: %w", n, cfg.Seed, err)
 		}
-		steps := schedule(cfg.Seed, i, changes)
-		failure := e.replay(t, steps)
-		if failure == nil {
-			continue
+		if f := e.try(t, corpus.Kept{Seed: cfg.Seed, Sequence: n}, schedule(cfg.Seed, n, changes)); f != nil {
+			return f, nil
 		}
-		fails := func(s []Step) bool { return e.replay(t, s) != nil }
-		minimal := withoutFaults(shrink.Minimize(steps, fails), fails)
-		last := e.replay(t, minimal)
-		if last == nil {
-			// Not deterministic: report the whole sequence's failure.
-			last, minimal = failure, steps
-		}
-		return &Failure{Seed: cfg.Seed, Sequence: i, Steps: minimal, Of: len(steps), Err: last, Test: t.Name()}, nil
 	}
-	t.Logf("explore: seed %d: %d sequences of %d steps clean, through %d crashes", cfg.Seed, e.sequences, e.steps, e.crashes)
+	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean, through %d crashes in %v",
+		len(kept), n, cfg.Seed, e.steps, e.crashes, time.Since(start).Round(time.Second))
 	return nil, nil
+}
+
+// sequence returns the n-th sequence of seed, with its faults.
+func (e *explorer) sequence(seed uint64, n int) ([]Step, error) {
+	g := generate.New(seed)
+	for i := 0; ; i++ {
+		changes, err := g.Steps(e.specSchema, e.names, e.steps)
+		if err != nil {
+			return nil, fmt.Errorf("sequence %d of seed %d: %w", i, seed, err)
+		}
+		if i == n {
+			return schedule(seed, n, changes), nil
+		}
+	}
+}
+
+// try replays steps, the sequence k names, and returns its Failure,
+// shrunk, or nil when it passes.
+func (e *explorer) try(t *testing.T, k corpus.Kept, steps []Step) *Failure {
+	t.Helper()
+	failure := e.replay(t, steps)
+	if failure == nil {
+		return nil
+	}
+	fails := func(s []Step) bool { return e.replay(t, s) != nil }
+	minimal := withoutFaults(shrink.Minimize(steps, fails), fails)
+	last := e.replay(t, minimal)
+	if last == nil {
+		// Not deterministic: report the whole sequence's failure.
+		last, minimal = failure, steps
+	}
+	return &Failure{Seed: k.Seed, Sequence: k.Sequence, Steps: minimal, Of: len(steps), Err: last, Test: t.Name()}
 }
 
 // The fault schedule: each step crashes the operator with probability
@@ -266,7 +326,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 	for _, f := range []struct {
 		name string
 		v    time.Duration
-	}{{"Quiet", cfg.Quiet}, {"Settle", cfg.Settle}} {
+	}{{"Duration", cfg.Duration}, {"Quiet", cfg.Quiet}, {"Settle", cfg.Settle}} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("explore.Config.%s %v: want 0 (the default) or more", f.name, f.v))
 		}
@@ -512,21 +572,19 @@ type replicas struct {
 func (r *replicas) start() error {
 	network := &apptest.Switch{}
 	r.w.replica(network.Cut)
-	var ctrl *kube.Controller
+	var built bool
 	a := apptest.Start(r.t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
 		client, err := kube.NewClient(s, r.conn)
 		if err != nil {
 			return nil, err
 		}
-		ctrl, err = r.e.build(s, client, r.ns)
-		if err != nil {
-			return nil, err
-		}
-		return []app.Service{ctrl}, nil
+		services, err := r.e.build(s, client, r.ns)
+		built = err == nil
+		return services, err
 	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: network})))
 	a.Setup()
 	r.app = a
-	if ctrl == nil {
+	if !built {
 		return fmt.Errorf("the Build failed: %s", wait.Report("the operator", a, a.Telemetry()))
 	}
 	return nil

@@ -1,0 +1,142 @@
+package memcached
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/explore"
+)
+
+// exploreDuration is how long TestExplore explores: make explore sets it
+// to ten minutes; make test replays the kept sequences and two more.
+var exploreDuration = flag.Duration("explore.duration", 0, "explore the operator for this long, rather than two sequences")
+
+// TestExplore explores the operator's two controllers, as Init makes
+// them, with kubetest's explorer: generated changes to Memcacheds, crashes
+// after the operator's writes, and the checks below after each step.
+func TestExplore(t *testing.T) {
+	crd, err := Memcached.CRD()
+	require.NoError(t, err)
+	c := kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithCRDs(crd))
+	explore.Run(t, c, explore.Config[MemcachedSpec, MemcachedStatus]{
+		Resource:   Memcached,
+		Build:      exploreBuild,
+		Invariants: []explore.Invariant{followsSpec, budgeted},
+		Seed:       1, Sequences: 2, Steps: 6, Duration: *exploreDuration,
+		Quiet: 300 * time.Millisecond, Settle: 20 * time.Second,
+	})
+}
+
+// exploreBuild makes the operator's two controllers, as Init does, in
+// namespace ns alone, each with a Lease of its own there.
+func exploreBuild(s *app.Setup, client *kube.Client, ns string) ([]app.Service, error) {
+	kc, err := kubernetes.NewForConfig(client.Config())
+	if err != nil {
+		return nil, err
+	}
+	settings := kube.DefaultSettings()
+	settings.Name = "memcached"
+	settings.Namespace = ns
+	settings.LeaderElection.Namespace = ns
+	settings.LeaderElection.Identity = "explore"
+	budget := settings
+	budget.Name = "memcached-budget"
+	budget.LabelSelector = managedBy
+	memcacheds, budgets, err := operator(s, client, settings, budget, kc)
+	if err != nil {
+		return nil, err
+	}
+	return []app.Service{memcacheds, budgets}, nil
+}
+
+var (
+	deploymentsGVR = appsv1.SchemeGroupVersion.WithResource("deployments")
+	budgetsGVR     = policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
+)
+
+// followsSpec is what the Reconciler promises of each Memcached: a
+// Deployment of its size and image when it names no ConfigMap; when it
+// names one, which the explorer never creates, an Available condition
+// that says the ConfigMap is missing.
+var followsSpec = explore.Invariant{
+	Name: "each Memcached's Deployment follows its spec",
+	Check: func(ctx context.Context, client dynamic.Interface, ns string) error {
+		list, err := client.Resource(Memcached.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, m := range list.Items {
+			if cm, _, _ := unstructured.NestedString(m.Object, "spec", "configMap"); cm != "" {
+				if reason := availableReason(&m); reason != ReasonConfigMapMissing {
+					errs = append(errs, fmt.Errorf("%s names the ConfigMap %q, which doesn't exist: Available's reason is %q", m.GetName(), cm, reason))
+				}
+				continue
+			}
+			size, _, _ := unstructured.NestedInt64(m.Object, "spec", "size")
+			image, _, _ := unstructured.NestedString(m.Object, "spec", "image")
+			d, err := client.Resource(deploymentsGVR).Namespace(ns).Get(ctx, m.GetName(), metav1.GetOptions{})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", m.GetName(), err))
+				continue
+			}
+			replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+			containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+			var got string
+			if len(containers) == 1 {
+				got, _, _ = unstructured.NestedString(containers[0].(map[string]any), "image")
+			}
+			if replicas != size || got != image {
+				errs = append(errs, fmt.Errorf("%s: size %d and image %q, its Deployment runs %d of %q", m.GetName(), size, image, replicas, got))
+			}
+		}
+		return errors.Join(errs...)
+	},
+}
+
+// availableReason returns the reason of m's Available condition, or "".
+func availableReason(m *unstructured.Unstructured) string {
+	conditions, _, _ := unstructured.NestedSlice(m.Object, "status", "conditions")
+	for _, c := range conditions {
+		c, _ := c.(map[string]any)
+		if c["type"] == "Available" {
+			reason, _ := c["reason"].(string)
+			return reason
+		}
+	}
+	return ""
+}
+
+// budgeted is what Budget promises: each Deployment a Memcached controls
+// has a PodDisruptionBudget of its name.
+var budgeted = explore.Invariant{
+	Name: "each Memcached's Deployment has its PodDisruptionBudget",
+	Check: func(ctx context.Context, client dynamic.Interface, ns string) error {
+		list, err := client.Resource(deploymentsGVR).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: managedBy})
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, d := range list.Items {
+			if _, err := client.Resource(budgetsGVR).Namespace(ns).Get(ctx, d.GetName(), metav1.GetOptions{}); err != nil {
+				errs = append(errs, fmt.Errorf("the Deployment %s: %w", d.GetName(), err))
+			}
+		}
+		return errors.Join(errs...)
+	},
+}
