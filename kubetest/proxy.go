@@ -1,7 +1,9 @@
 package kubetest
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -40,6 +42,14 @@ func (c *Cluster) Proxy(t testing.TB, inspect func(rw http.ResponseWriter, r *ht
 		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
 		Transport:     transport,
 		FlushInterval: -1, // a watch streams
+		ErrorHandler: func(rw http.ResponseWriter, r *http.Request, err error) {
+			// A client that went away, as an App that stopped or was cut
+			// off does, is no news; the rest is.
+			if !errors.Is(r.Context().Err(), context.Canceled) {
+				t.Logf("kubetest: proxy: %s %s: %v", r.Method, r.URL.Path, err)
+			}
+			rw.WriteHeader(http.StatusBadGateway)
+		},
 	}
 	ca := apptest.NewCA(t)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {

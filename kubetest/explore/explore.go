@@ -179,6 +179,7 @@ func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failu
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	kept, err := corpus.Read(cmp.Or(cfg.Corpus, corpus.Dir(t)))
 	if err != nil {
 		return nil, err
@@ -193,9 +194,9 @@ func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failu
 		}
 	}
 	g := generate.New(cfg.Seed)
-	start := time.Now()
+	began := time.Now()
 	n := 0
-	for ; cfg.Duration > 0 && time.Since(start) < cfg.Duration || cfg.Duration == 0 && n < e.sequences; n++ {
+	for ; cfg.Duration > 0 && time.Since(began) < cfg.Duration || cfg.Duration == 0 && n < e.sequences; n++ {
 		changes, err := g.Steps(e.specSchema, e.names, e.steps)
 		if err != nil {
 			return nil, fmt.Errorf("sequence %d of seed %d: %w", n, cfg.Seed, err)
