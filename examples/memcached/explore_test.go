@@ -49,11 +49,7 @@ func exploreBuild(s *app.Setup, client *kube.Client, ns string) ([]app.Service, 
 	if err != nil {
 		return nil, err
 	}
-	settings := kube.DefaultSettings()
-	settings.Name = "memcached"
-	settings.Namespace = ns
-	settings.LeaderElection.Namespace = ns
-	settings.LeaderElection.Identity = "explore"
+	settings := explore.Settings("memcached", ns)
 	budget := settings
 	budget.Name = "memcached-budget"
 	budget.LabelSelector = managedBy

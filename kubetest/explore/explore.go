@@ -59,6 +59,19 @@ import (
 // waits out the Lease's LeaseDuration.
 type Build func(s *app.Setup, client *kube.Client, namespace string) ([]app.Service, error)
 
+// Settings returns kube.DefaultSettings for a Controller named name in a
+// replay of namespace: watching namespace alone, with its Lease there and
+// a fixed identity, so a fresh replica after a crash takes the Lease at
+// once. Change what else the operator's Init would.
+func Settings(name, namespace string) kube.Settings {
+	s := kube.DefaultSettings()
+	s.Name = name
+	s.Namespace = namespace
+	s.LeaderElection.Namespace = namespace
+	s.LeaderElection.Identity = "explore"
+	return s
+}
+
 // Invariant is something the operator promises about the cluster, which
 // the explorer checks after each step, once the operator has settled.
 type Invariant struct {

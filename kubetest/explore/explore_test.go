@@ -133,13 +133,8 @@ func build(b bug) explore.Build {
 		if err != nil {
 			return nil, err
 		}
-		settings := kube.DefaultSettings()
-		settings.Name = "explore-memcached"
-		settings.Namespace = ns
-		settings.LeaderElection.Namespace = ns
-		settings.LeaderElection.Identity = "explore"
 		o := operator{kube: k, dynamic: d, bug: b}
-		ctrl, err := kube.NewController(s, client, settings, resource, o,
+		ctrl, err := kube.NewController(s, client, explore.Settings("explore-memcached", ns), resource, o,
 			kube.Owns(deployments), kube.Finalize("explore.loam.dev/deployment", o.finalize))
 		if err != nil {
 			return nil, err
