@@ -473,9 +473,12 @@ func (g *Generator) inClass(ranges []rune) rune {
 	i := 2 * g.rnd.IntN(len(ranges)/2)
 	lo, hi := ranges[i], ranges[i+1]
 	if hi > unicode.MaxASCII && lo <= unicode.MaxASCII {
-		// A negated class spans most of Unicode: stay printable.
-		hi = unicode.MaxASCII - 1
-		lo = max(lo, ' ')
+		// A negated class spans most of Unicode: stay printable, where
+		// the range holds any printable ASCII. One that starts at DEL,
+		// as \pC's does, holds none, and stays as it is.
+		if plo, phi := max(lo, ' '), rune(unicode.MaxASCII-1); plo <= phi {
+			lo, hi = plo, phi
+		}
 	}
 	return lo + rune(g.rnd.IntN(int(hi-lo)+1))
 }
