@@ -87,6 +87,14 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	require.Len(t, counts, 3)
+	// A change that comes while a reconcile runs, such as the
+	// experiment's own writes on a busy machine, starts the next reconcile
+	// at once, as the work queue does for an object changed while it was
+	// processed: those waits, under the backoff's first delay (5 ms), are
+	// not the backoff's, and only come first.
+	for len(waits) > 0 && waits[0] < 5*time.Millisecond {
+		waits = waits[1:]
+	}
 	require.GreaterOrEqual(t, len(waits), 5, "waits %v", waits)
 	for i := 2; i < len(waits); i++ {
 		require.Greater(t, waits[i], 2*waits[i-2], "wait %d of %v is not the backoff's, doubled twice since wait %d", i, waits, i-2)
