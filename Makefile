@@ -175,7 +175,7 @@ EXPLORE_SEEDS ?= 5
 EXPLORE_DURATION ?= 10m
 explore:
 	cd kubetest && go test -count=1 -timeout 90m -v -run TestExplore ./explore -args -explore.seeds=$(EXPLORE_SEEDS) -explore.duration=$(EXPLORE_DURATION)
-	cd examples && go test -count=1 -timeout 30m -v -run TestExplore ./memcached -args -explore.duration=$(EXPLORE_DURATION)
+	cd examples && go test -count=1 -timeout 30m -v -run TestExplore ./memcached/explore -args -explore.duration=$(EXPLORE_DURATION)
 
 tools: $(GOLANGCI_LINT)
 

@@ -300,6 +300,14 @@ func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.S
 	return memcacheds, budgets, nil
 }
 
+// Controllers returns the operator's two controllers, the Memcached
+// controller and Budget's, as Init makes them, from their Settings and a
+// clientset: for a test that runs them without Init, as the explorer's
+// does (examples/memcached/explore). It returns the first's error.
+func Controllers(s *app.Setup, client *kube.Client, settings, budgetSettings kube.Settings, kc kubernetes.Interface) (*kube.Controller, *kube.Controller, error) {
+	return operator(s, client, settings, budgetSettings, kc)
+}
+
 // settings is everything Init sources besides the Connection.
 type settings struct {
 	controller kube.Settings

@@ -20,10 +20,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loam-dev/loam/kube"
-	"github.com/loam-dev/loam/kubetest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, kubetest.GoleakOptions()...) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 

@@ -1,4 +1,4 @@
-package memcached
+package explore_test
 
 import (
 	"context"
@@ -16,11 +16,19 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"go.uber.org/goleak"
+
 	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/explore"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, kubetest.GoleakOptions()...) }
+
+// managedBy selects the Deployments the Reconciler applied.
+const managedBy = memcached.ManagedByLabel + "=" + memcached.UserAgent
 
 // exploreDuration is how long TestExplore explores: make explore sets it
 // to ten minutes; make test replays the kept sequences and two more.
@@ -30,11 +38,11 @@ var exploreDuration = flag.Duration("explore.duration", 0, "explore the operator
 // them, with kubetest's explorer: generated changes to Memcacheds, crashes
 // after the operator's writes, and the checks below after each step.
 func TestExplore(t *testing.T) {
-	crd, err := Memcached.CRD()
+	crd, err := memcached.Memcached.CRD()
 	require.NoError(t, err)
 	c := kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithCRDs(crd))
-	explore.Run(t, c, explore.Config[MemcachedSpec, MemcachedStatus]{
-		Resource:   Memcached,
+	explore.Run(t, c, explore.Config[memcached.MemcachedSpec, memcached.MemcachedStatus]{
+		Resource:   memcached.Memcached,
 		Build:      exploreBuild,
 		Invariants: []explore.Invariant{followsSpec, budgeted},
 		Seed:       1, Sequences: 2, Steps: 6, Duration: *exploreDuration,
@@ -53,7 +61,7 @@ func exploreBuild(s *app.Setup, client *kube.Client, ns string) ([]app.Service, 
 	budget := settings
 	budget.Name = "memcached-budget"
 	budget.LabelSelector = managedBy
-	memcacheds, budgets, err := operator(s, client, settings, budget, kc)
+	memcacheds, budgets, err := memcached.Controllers(s, client, settings, budget, kc)
 	if err != nil {
 		return nil, err
 	}
@@ -72,14 +80,14 @@ var (
 var followsSpec = explore.Invariant{
 	Name: "each Memcached's Deployment follows its spec",
 	Check: func(ctx context.Context, client dynamic.Interface, ns string) error {
-		list, err := client.Resource(Memcached.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{})
+		list, err := client.Resource(memcached.Memcached.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
 		var errs []error
 		for _, m := range list.Items {
 			if cm, _, _ := unstructured.NestedString(m.Object, "spec", "configMap"); cm != "" {
-				if reason := availableReason(&m); reason != ReasonConfigMapMissing {
+				if reason := availableReason(&m); reason != memcached.ReasonConfigMapMissing {
 					errs = append(errs, fmt.Errorf("%s names the ConfigMap %q, which doesn't exist: Available's reason is %q", m.GetName(), cm, reason))
 				}
 				continue
