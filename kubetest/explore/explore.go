@@ -718,7 +718,7 @@ func (e *explorer) check(ctx context.Context, r *replicas) error {
 			if err != nil {
 				return err
 			}
-			why = collecting(written, list.Items)
+			why = collecting(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written, list.Items)
 		}
 		if why == "" && w.since() >= e.quiet && !w.hasCrashed() {
 			break
@@ -799,17 +799,20 @@ func (e *explorer) versions(ctx context.Context, w *writes) (map[string]string, 
 // Without waiting for those, the collector's delete after a step would
 // look like the operator's write. An owner is known gone when it is of
 // the explored kind, or of a kind the operator wrote, and no object of
-// owners or written has its UID.
-func collecting(written map[string]*unstructured.Unstructured, owners []unstructured.Unstructured) string {
+// owners (every object of the explored kind) or written has its UID. The
+// explored kind is passed, not read off owners: after the last object of
+// it is deleted, owners is empty, and that is when children are orphaned.
+// Kinds are compared without their version: an owner reference may name
+// any version the kind is served at.
+func collecting(explored schema.GroupKind, written map[string]*unstructured.Unstructured, owners []unstructured.Unstructured) string {
 	alive := map[types.UID]bool{}
-	known := map[schema.GroupVersionKind]bool{}
+	known := map[schema.GroupKind]bool{explored: true}
 	for i := range owners {
 		alive[owners[i].GetUID()] = true
-		known[owners[i].GroupVersionKind()] = true
 	}
 	for _, u := range written {
 		alive[u.GetUID()] = true
-		known[u.GroupVersionKind()] = true
+		known[u.GroupVersionKind().GroupKind()] = true
 	}
 	keys := slices.Sorted(maps.Keys(written))
 	for _, k := range keys {
@@ -818,8 +821,8 @@ func collecting(written map[string]*unstructured.Unstructured, owners []unstruct
 			return k + ": still being deleted"
 		}
 		for _, ref := range u.GetOwnerReferences() {
-			gvk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)
-			if known[gvk] && !alive[ref.UID] {
+			gk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind()
+			if known[gk] && !alive[ref.UID] {
 				return fmt.Sprintf("%s: its owner %s %s is gone, and the garbage collector is still to delete it", k, ref.Kind, ref.Name)
 			}
 		}
