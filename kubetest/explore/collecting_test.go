@@ -2,6 +2,7 @@ package explore
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +27,7 @@ func TestCollecting(t *testing.T) {
 	}
 	memcached := obj("cache.example.com/v1", "Memcached", "m", "m-uid")
 	deleting := obj("apps/v1", "Deployment", "d", "d-uid")
-	deleting.SetDeletionTimestamp(&metav1.Time{})
+	deleting.SetDeletionTimestamp(&metav1.Time{Time: time.Unix(1, 0)})
 	for _, tc := range []struct {
 		name    string
 		written []unstructured.Unstructured
