@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -66,6 +67,12 @@ const (
 	// deletes is already gone, as it is after a crash between the delete
 	// and the finalizer's removal.
 	finalizerNeedsChild
+	// staleView names a new Deployment whenever its cache of Deployments
+	// holds none the Memcached controls, as a controller that names its
+	// children by revision does, without remembering what it has already
+	// created: a pass whose view lags behind its own create makes a
+	// second Deployment.
+	staleView
 )
 
 // applied is the annotation losesWork marks a Memcached done with.
@@ -77,6 +84,8 @@ type operator struct {
 	kube    kubernetes.Interface
 	dynamic dynamic.Interface
 	bug     bug
+	// cached is staleView's cache of Deployments.
+	cached *kube.Cache[appsv1.Deployment]
 }
 
 func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Result[memcached.Status], error) {
@@ -98,6 +107,13 @@ func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Resul
 	}
 	if apply {
 		d := memcached.Deployment(m)
+		if o.bug == staleView {
+			name, err := o.cachedName(m)
+			if err != nil {
+				return kube.Result[memcached.Status]{}, err
+			}
+			d.WithName(name)
+		}
 		if o.bug == notIdempotent {
 			d.WithAnnotations(map[string]string{"explore.loam.dev/reconciled-at": time.Now().Format(time.RFC3339Nano)})
 		}
@@ -111,6 +127,21 @@ func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Resul
 		Type: "Ready", Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: m.Generation,
 	})
 	return kube.Result[memcached.Status]{Status: &st}, nil
+}
+
+// cachedName returns the name of the Deployment m controls in the
+// cache, or a new name when the cache holds none.
+func (o operator) cachedName(m memcached.Object) (string, error) {
+	list, err := o.cached.List(m.Namespace, labels.Everything())
+	if err != nil {
+		return "", err
+	}
+	for _, d := range list {
+		if ref := metav1.GetControllerOf(&d); ref != nil && ref.UID == m.UID {
+			return d.Name, nil
+		}
+	}
+	return fmt.Sprintf("%s-%d", m.Name, time.Now().UnixNano()), nil
 }
 
 // finalize deletes m's Deployment; one already gone is done, but for
@@ -134,8 +165,19 @@ func build(b bug) explore.Build {
 			return nil, err
 		}
 		o := operator{kube: k, dynamic: d, bug: b}
+		children := kube.Owns(deployments)
+		if b == staleView {
+			o.cached = kube.NewCache(kube.Kind[appsv1.Deployment]{GVR: deployments, Kind: "Deployment", Scope: kube.Namespaced},
+				kube.CacheOptions[appsv1.Deployment]{})
+			children = kube.Watches(o.cached, kube.MapFunc(func(d metav1.Object) []kube.Key {
+				if ref := metav1.GetControllerOf(d); ref != nil {
+					return []kube.Key{{Namespace: d.GetNamespace(), Name: ref.Name}}
+				}
+				return nil
+			}))
+		}
 		ctrl, err := kube.NewController(s, client, explore.Settings("explore-memcached", ns), resource, o,
-			kube.Owns(deployments), kube.Finalize("explore.loam.dev/deployment", o.finalize))
+			children, kube.Finalize("explore.loam.dev/deployment", o.finalize))
 		if err != nil {
 			return nil, err
 		}
@@ -143,22 +185,32 @@ func build(b bug) explore.Build {
 	}
 }
 
-// sized is the invariant the spec's operator promises: each Memcached's
-// Deployment runs its size.
+// sized is the invariant the spec's operator promises: each Memcached
+// controls one Deployment, which runs its size.
 var sized = explore.Invariant{
-	Name: "each Memcached's Deployment has its size",
+	Name: "each Memcached has one Deployment, of its size",
 	Check: func(ctx context.Context, client dynamic.Interface, ns string) error {
 		list, err := client.Resource(resource.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
+		children, err := client.Resource(deployments).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		controlled := map[types.UID][]unstructured.Unstructured{}
+		for _, d := range children.Items {
+			if ref := metav1.GetControllerOfNoCopy(&d); ref != nil {
+				controlled[ref.UID] = append(controlled[ref.UID], d)
+			}
+		}
 		for _, m := range list.Items {
 			size, _, _ := unstructured.NestedInt64(m.Object, "spec", "size")
-			d, err := client.Resource(deployments).Namespace(ns).Get(ctx, m.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return err
+			ds := controlled[m.GetUID()]
+			if len(ds) != 1 {
+				return fmt.Errorf("%s: %d Deployments, want 1", m.GetName(), len(ds))
 			}
-			replicas, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas")
+			replicas, _, _ := unstructured.NestedInt64(ds[0].Object, "spec", "replicas")
 			if replicas != size {
 				return fmt.Errorf("%s: size %d, its Deployment runs %d", m.GetName(), size, replicas)
 			}
@@ -230,6 +282,12 @@ func TestExplore(t *testing.T) {
 			require.Len(t, f.Steps, 2, "a create, and a delete that crashes, are enough")
 			require.Equal(t, generate.Delete, f.Steps[1].Op)
 			require.Equal(t, 1, f.Steps[1].CrashAfter, "the crash comes right after the Deployment's delete")
+		},
+	}, {
+		bug: staleView, name: "an operator that acts on a stale view",
+		found: func(t *testing.T, f *explore.Failure) {
+			require.ErrorContains(t, f.Err, "Deployments, want 1")
+			require.Equal(t, generate.Create, f.Steps[0].Op)
 		},
 	}} {
 		t.Run(tc.name+" is found, with a minimal sequence", func(t *testing.T) {
