@@ -7,11 +7,13 @@
 // deleting the objects leaves nothing behind. A failing sequence is
 // shrunk to a minimal one and reported with its seed.
 //
-// Each step may also crash the operator, Sieve-style: right after the
-// operator's k-th write of the step, its network is cut, so nothing more
-// it sends lands, the Lease included, and a fresh replica takes over. The
-// other perturbations (an API server restart, a stale view, transient
-// errors at a point) come next.
+// Each step may also perturb the operator, Sieve-style, at one of its
+// writes: a crash right after the operator's k-th write of the step cuts
+// its network, so nothing more it sends lands, the Lease included, and a
+// fresh replica takes over; a stale view holds back, from its k-th write
+// on, what its watches of every resource but the explored one would tell
+// it, until it has been quiet. The other perturbations (an API server
+// restart, transient errors at a point) come next.
 package explore
 
 import (
@@ -145,14 +147,26 @@ type Step struct {
 	// of the step, counting from 1, and starts a fresh replica; 0 crashes
 	// nothing. A step in which the operator writes less never crashes.
 	CrashAfter int
+	// StaleFrom makes the operator's view stale from its StaleFrom-th
+	// write of the step on, counting from 1: what the API server sends on
+	// its watches of every resource but the explored one, that write's
+	// own change included, is held back until the operator has been
+	// quiet for Quiet. 0 holds nothing back. A fresh replica after a
+	// crash starts with a view that isn't stale, and the step's later
+	// writes count on.
+	StaleFrom int
 }
 
 // String says what the step changes, and its fault.
 func (s Step) String() string {
-	if s.CrashAfter == 0 {
-		return s.Step.String()
+	out := s.Step.String()
+	if s.StaleFrom > 0 {
+		out += fmt.Sprintf(", the operator's view stale from its write %d", s.StaleFrom)
 	}
-	return fmt.Sprintf("%s, crashing the operator right after its write %d", s.Step, s.CrashAfter)
+	if s.CrashAfter > 0 {
+		out += fmt.Sprintf(", crashing the operator right after its write %d", s.CrashAfter)
+	}
+	return out
 }
 
 // Run explores cfg's operator on c, and fails t with the Failure Find
@@ -256,41 +270,54 @@ func (e *explorer) try(t *testing.T, k corpus.Kept, steps []Step) *Failure {
 }
 
 // The fault schedule: each step crashes the operator with probability
-// 1/crashOdds, right after one of its first maxCrashAfter writes of the
-// step, picked uniformly. Four writes cover what one reconcile of a
-// typical operator does: a finalizer, a child or two, the status.
+// 1/faultOdds, and makes its view stale with probability 1/faultOdds, each
+// at one of its first maxWrite writes of the step, picked uniformly. Four
+// writes cover what one reconcile of a typical operator does: a
+// finalizer, a child or two, the status.
 const (
-	crashOdds     = 2
-	maxCrashAfter = 4
+	faultOdds = 2
+	maxWrite  = 4
+	// staleStream picks the stale views from a stream of their own, so
+	// that adding them left every seed's crashes as they were.
+	staleStream = 0x5374616c65
 )
 
 // schedule gives each change of the sequence-th sequence of seed its
-// fault, the same for the same seed and sequence.
+// faults, the same for the same seed and sequence.
 func schedule(seed uint64, sequence int, changes []generate.Step) []Step {
-	rng := rand.New(rand.NewPCG(seed, uint64(sequence)))
+	crashes := rand.New(rand.NewPCG(seed, uint64(sequence)))
+	stale := rand.New(rand.NewPCG(seed, uint64(sequence)^staleStream))
 	steps := make([]Step, len(changes))
 	for i, c := range changes {
 		steps[i].Step = c
-		if rng.IntN(crashOdds) == 0 {
-			steps[i].CrashAfter = 1 + rng.IntN(maxCrashAfter)
+		if crashes.IntN(faultOdds) == 0 {
+			steps[i].CrashAfter = 1 + crashes.IntN(maxWrite)
+		}
+		if stale.IntN(faultOdds) == 0 {
+			steps[i].StaleFrom = 1 + stale.IntN(maxWrite)
 		}
 	}
 	return steps
 }
 
 // withoutFaults drops each fault of steps that the failure doesn't need,
-// one at a time, so the minimal sequence names only the crashes that
+// one at a time, so the minimal sequence names only the faults that
 // matter.
 func withoutFaults(steps []Step, fails func([]Step) bool) []Step {
 	steps = slices.Clone(steps)
 	for i := range steps {
-		if steps[i].CrashAfter == 0 {
-			continue
-		}
-		try := slices.Clone(steps)
-		try[i].CrashAfter = 0
-		if fails(try) {
-			steps = try
+		for _, fault := range []func(*Step) *int{
+			func(s *Step) *int { return &s.CrashAfter },
+			func(s *Step) *int { return &s.StaleFrom },
+		} {
+			if *fault(&steps[i]) == 0 {
+				continue
+			}
+			try := slices.Clone(steps)
+			*fault(&try[i]) = 0
+			if fails(try) {
+				steps = try
+			}
 		}
 	}
 	return steps
@@ -392,32 +419,42 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 
 // writes records the operator's writes, as its proxy sees them: when the
 // last one was, and each object it wrote, by name. It crashes the
-// operator when a step's fault says so.
+// operator, and holds back its watches, when a step's faults say so.
 type writes struct {
 	mu      sync.Mutex
 	last    time.Time
 	objects map[string]object
-	// step counts the writes of the current step; crashAfter is its fault.
-	step, crashAfter int
+	// explored is the explored resource, whose watch is never held back.
+	explored schema.GroupResource
+	// step counts the writes of the current step; crashAfter and
+	// staleFrom are its faults.
+	step, crashAfter, staleFrom int
+	// streams are the running replica's watches a stale view holds back,
+	// and holding is set while it does.
+	streams map[*stream]struct{}
+	holding bool
 	// crash is the running replica's network, which a crash cuts; crashed
 	// is set once it has, and refuses whatever the replica still sends.
 	crash   func()
 	crashed bool
 }
 
-// arm sets the fault of the step about to be made, counting its writes
+// arm sets the faults of the step about to be made, counting its writes
 // from none.
-func (w *writes) arm(crashAfter int) {
+func (w *writes) arm(s Step) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.step, w.crashAfter = 0, crashAfter
+	w.step, w.crashAfter, w.staleFrom = 0, s.CrashAfter, s.StaleFrom
 }
 
-// replica sets the network of a new replica, which a crash cuts.
+// replica sets the network of a new replica, which a crash cuts. The
+// new replica's view isn't stale; the crashed one's watches are gone
+// with it.
 func (w *writes) replica(cut func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.crash, w.crashed, w.crashAfter = cut, false, 0
+	w.holding, w.streams = false, map[*stream]struct{}{}
 }
 
 // hasCrashed reports whether the running replica has crashed.
@@ -474,11 +511,16 @@ func objectAt(path string) (object, bool) {
 
 // serve passes r on to next, unless the replica has crashed or r is a
 // write past the one the replica crashes after: those never land. Once
-// the write it crashes after has landed, it crashes the replica.
+// the write it crashes after has landed, it crashes the replica. A
+// watch's response goes through a stream a stale view can hold back.
 func (w *writes) serve(rw http.ResponseWriter, r *http.Request, next http.Handler) {
 	pass, crash := w.saw(r)
 	if !pass {
 		panic(http.ErrAbortHandler)
+	}
+	if s := w.watching(rw, r); s != nil {
+		defer w.unwatch(s)
+		rw = s
 	}
 	next.ServeHTTP(rw, r)
 	if crash {
@@ -491,7 +533,9 @@ func (w *writes) serve(rw http.ResponseWriter, r *http.Request, next http.Handle
 }
 
 // saw records r, and reports whether it may pass, and whether it is the
-// write the replica crashes after.
+// write the replica crashes after. At the write the view goes stale
+// from, it holds the watches back before the write goes on, so that
+// they don't tell of its change.
 func (w *writes) saw(r *http.Request) (pass, crash bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -515,6 +559,9 @@ func (w *writes) saw(r *http.Request) (pass, crash bool) {
 	w.last = time.Now()
 	if parsed && o.name != "" {
 		w.objects[o.String()] = o
+	}
+	if w.step == w.staleFrom {
+		w.holdLocked()
 	}
 	return true, w.step == w.crashAfter
 }
@@ -540,7 +587,8 @@ func (w *writes) written() []object {
 func (e *explorer) replay(t *testing.T, steps []Step) error {
 	t.Helper()
 	ctx := t.Context()
-	r := &replicas{t: t, e: e, ns: e.cluster.Namespace(t), w: &writes{objects: map[string]object{}, last: time.Now()}}
+	w := &writes{objects: map[string]object{}, last: time.Now(), explored: e.gvr.GroupResource()}
+	r := &replicas{t: t, e: e, ns: e.cluster.Namespace(t), w: w}
 	proxy := e.cluster.Proxy(t, r.w.serve)
 	r.conn = proxy.Connection()
 	r.conn.Token = e.cluster.Connection().Token
@@ -551,7 +599,7 @@ func (e *explorer) replay(t *testing.T, steps []Step) error {
 	objects := e.admin.Resource(e.gvr).Namespace(r.ns)
 
 	for i, step := range steps {
-		r.w.arm(step.CrashAfter)
+		r.w.arm(step)
 		if err := e.do(ctx, objects, r.ns, step.Step); err != nil {
 			return fmt.Errorf("step %d, %s: %w", i+1, step, err)
 		}
@@ -559,8 +607,9 @@ func (e *explorer) replay(t *testing.T, steps []Step) error {
 			return fmt.Errorf("after step %d, %s: %w", i+1, step, err)
 		}
 	}
-	// The last step's crash, if it didn't come, doesn't carry over.
-	r.w.arm(0)
+	// The last step's faults, if they didn't come, don't carry over.
+	r.w.arm(Step{})
+	r.w.release()
 	if err := e.deleteAll(ctx, objects, r); err != nil {
 		return fmt.Errorf("after deleting every %s: %w", e.kind, err)
 	}
@@ -719,6 +768,12 @@ func (e *explorer) check(ctx context.Context, r *replicas) error {
 				return err
 			}
 			why = collecting(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written, list.Items)
+		}
+		if w.since() >= e.quiet && w.release() {
+			// The operator has done what it does with its stale view:
+			// let it see what it missed, and wait for it to be quiet
+			// again.
+			continue
 		}
 		if why == "" && w.since() >= e.quiet && !w.hasCrashed() {
 			break

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -288,6 +289,8 @@ func TestExplore(t *testing.T) {
 		found: func(t *testing.T, f *explore.Failure) {
 			require.ErrorContains(t, f.Err, "Deployments, want 1")
 			require.Equal(t, generate.Create, f.Steps[0].Op)
+			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.StaleFrom > 0 }),
+				"the second Deployment needs a stale view")
 		},
 	}} {
 		t.Run(tc.name+" is found, with a minimal sequence", func(t *testing.T) {
