@@ -232,8 +232,8 @@ func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failu
 			return f, nil
 		}
 	}
-	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean, through %d crashes in %v",
-		len(kept), n, cfg.Seed, e.steps, e.crashes, time.Since(start).Round(time.Second))
+	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean, through %d crashes and %d stale views in %v",
+		len(kept), n, cfg.Seed, e.steps, e.crashes, e.stale, time.Since(start).Round(time.Second))
 	return nil, nil
 }
 
@@ -347,8 +347,9 @@ type explorer struct {
 	quiet      time.Duration
 	settle     time.Duration
 	admin      dynamic.Interface
-	// crashes counts the replicas crashed, over every replay.
-	crashes int
+	// crashes counts the replicas crashed, and stale the stale views let
+	// go, over every replay.
+	crashes, stale int
 }
 
 func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, error) {
@@ -770,6 +771,7 @@ func (e *explorer) check(ctx context.Context, r *replicas) error {
 			why = collecting(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written, list.Items)
 		}
 		if w.since() >= e.quiet && w.release() {
+			e.stale++
 			// The operator has done what it does with its stale view:
 			// let it see what it missed, and wait for it to be quiet
 			// again.
