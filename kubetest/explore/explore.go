@@ -678,7 +678,7 @@ func (r *replicas) panicked() []string {
 }
 
 // pause waits a poll's interval, and fails when ctx ends or the running
-// replica exits on its own first.
+// replica exits on its own first, unless it had crashed.
 func (r *replicas) pause(ctx context.Context) error {
 	if err := r.recover(); err != nil {
 		return err
@@ -687,6 +687,11 @@ func (r *replicas) pause(ctx context.Context) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	case <-r.app.Done():
+		if r.w.hasCrashed() {
+			// Cut off by its crash since the recover above, it lost its
+			// Lease and exited, as a crashed replica may.
+			return r.recover()
+		}
 		return fmt.Errorf("the operator exited with %d: %s", r.app.Wait(), wait.Report("the operator", r.app, r.app.Telemetry()))
 	case <-time.After(100 * time.Millisecond):
 		return nil
