@@ -12,8 +12,10 @@
 // its network, so nothing more it sends lands, the Lease included, and a
 // fresh replica takes over; a stale view holds back, from its k-th write
 // on, what its watches of every resource but the explored one would tell
-// it, until it has been quiet. The other perturbations (an API server
-// restart, transient errors at a point) come next.
+// it, until it has been quiet; an API server restart right after its
+// k-th write takes every connection and watch away, and brings the
+// server back with every object where it was. Transient errors at a
+// point come next.
 package explore
 
 import (
@@ -155,6 +157,11 @@ type Step struct {
 	// crash starts with a view that isn't stale, and the step's later
 	// writes count on.
 	StaleFrom int
+	// RestartAfter restarts the API server right after the operator's
+	// RestartAfter-th write of the step has landed, counting from 1: every
+	// connection and watch goes, and the server comes back on the same
+	// address with every object where it was. 0 restarts nothing.
+	RestartAfter int
 }
 
 // String says what the step changes, and its fault.
@@ -165,6 +172,9 @@ func (s Step) String() string {
 	}
 	if s.CrashAfter > 0 {
 		out += fmt.Sprintf(", crashing the operator right after its write %d", s.CrashAfter)
+	}
+	if s.RestartAfter > 0 {
+		out += fmt.Sprintf(", restarting the API server right after the operator's write %d", s.RestartAfter)
 	}
 	return out
 }
@@ -232,8 +242,8 @@ func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failu
 			return f, nil
 		}
 	}
-	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean, through %d crashes and %d stale views in %v",
-		len(kept), n, cfg.Seed, e.steps, e.crashes, e.stale, time.Since(start).Round(time.Second))
+	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean, through %d crashes, %d stale views and %d API server restarts in %v",
+		len(kept), n, cfg.Seed, e.steps, e.crashes, e.stale, e.restarts, time.Since(start).Round(time.Second))
 	return nil, nil
 }
 
@@ -270,16 +280,21 @@ func (e *explorer) try(t *testing.T, k corpus.Kept, steps []Step) *Failure {
 }
 
 // The fault schedule: each step crashes the operator with probability
-// 1/faultOdds, and makes its view stale with probability 1/faultOdds, each
-// at one of its first maxWrite writes of the step, picked uniformly. Four
-// writes cover what one reconcile of a typical operator does: a
-// finalizer, a child or two, the status.
+// 1/faultOdds, makes its view stale with probability 1/faultOdds, and
+// restarts the API server with probability 1/restartOdds, each at one of
+// the operator's first maxWrite writes of the step, picked uniformly.
+// Four writes cover what one reconcile of a typical operator does: a
+// finalizer, a child or two, the status. A restart costs seconds, and
+// its bugs need it once, not at every step.
 const (
-	faultOdds = 2
-	maxWrite  = 4
-	// staleStream picks the stale views from a stream of their own, so
-	// that adding them left every seed's crashes as they were.
-	staleStream = 0x5374616c65
+	faultOdds   = 2
+	restartOdds = 8
+	maxWrite    = 4
+	// staleStream and restartStream pick the stale views and restarts
+	// from streams of their own, so that adding each left every seed's
+	// earlier faults as they were.
+	staleStream   = 0x5374616c65
+	restartStream = 0x52657374617274
 )
 
 // schedule gives each change of the sequence-th sequence of seed its
@@ -287,6 +302,7 @@ const (
 func schedule(seed uint64, sequence int, changes []generate.Step) []Step {
 	crashes := rand.New(rand.NewPCG(seed, uint64(sequence)))
 	stale := rand.New(rand.NewPCG(seed, uint64(sequence)^staleStream))
+	restarts := rand.New(rand.NewPCG(seed, uint64(sequence)^restartStream))
 	steps := make([]Step, len(changes))
 	for i, c := range changes {
 		steps[i].Step = c
@@ -295,6 +311,9 @@ func schedule(seed uint64, sequence int, changes []generate.Step) []Step {
 		}
 		if stale.IntN(faultOdds) == 0 {
 			steps[i].StaleFrom = 1 + stale.IntN(maxWrite)
+		}
+		if restarts.IntN(restartOdds) == 0 {
+			steps[i].RestartAfter = 1 + restarts.IntN(maxWrite)
 		}
 	}
 	return steps
@@ -309,6 +328,7 @@ func withoutFaults(steps []Step, fails func([]Step) bool) []Step {
 		for _, fault := range []func(*Step) *int{
 			func(s *Step) *int { return &s.CrashAfter },
 			func(s *Step) *int { return &s.StaleFrom },
+			func(s *Step) *int { return &s.RestartAfter },
 		} {
 			if *fault(&steps[i]) == 0 {
 				continue
@@ -347,9 +367,9 @@ type explorer struct {
 	quiet      time.Duration
 	settle     time.Duration
 	admin      dynamic.Interface
-	// crashes counts the replicas crashed, and stale the stale views let
-	// go, over every replay.
-	crashes, stale int
+	// crashes counts the replicas crashed, stale the stale views let go,
+	// and restarts the API server's restarts, over every replay.
+	crashes, stale, restarts int
 }
 
 func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, error) {
@@ -427,9 +447,11 @@ type writes struct {
 	objects map[string]object
 	// explored is the explored resource, whose watch is never held back.
 	explored schema.GroupResource
-	// step counts the writes of the current step; crashAfter and
-	// staleFrom are its faults.
-	step, crashAfter, staleFrom int
+	// step counts the writes of the current step; crashAfter, staleFrom
+	// and restartAfter are its faults.
+	step, crashAfter, staleFrom, restartAfter int
+	// restart begins a restart of the API server.
+	restart func()
 	// streams are the running replica's watches a stale view holds back,
 	// and holding is set while it does.
 	streams map[*stream]struct{}
@@ -445,7 +467,7 @@ type writes struct {
 func (w *writes) arm(s Step) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.step, w.crashAfter, w.staleFrom = 0, s.CrashAfter, s.StaleFrom
+	w.step, w.crashAfter, w.staleFrom, w.restartAfter = 0, s.CrashAfter, s.StaleFrom, s.RestartAfter
 }
 
 // replica sets the network of a new replica, which a crash cuts. The
@@ -512,10 +534,12 @@ func objectAt(path string) (object, bool) {
 
 // serve passes r on to next, unless the replica has crashed or r is a
 // write past the one the replica crashes after: those never land. Once
-// the write it crashes after has landed, it crashes the replica. A
-// watch's response goes through a stream a stale view can hold back.
+// the write it crashes after has landed, it crashes the replica, and
+// once the write the API server restarts after has, it begins the
+// restart. A watch's response goes through a stream a stale view can
+// hold back.
 func (w *writes) serve(rw http.ResponseWriter, r *http.Request, next http.Handler) {
-	pass, crash := w.saw(r)
+	pass, crash, restart := w.saw(r)
 	if !pass {
 		panic(http.ErrAbortHandler)
 	}
@@ -524,6 +548,9 @@ func (w *writes) serve(rw http.ResponseWriter, r *http.Request, next http.Handle
 		rw = s
 	}
 	next.ServeHTTP(rw, r)
+	if restart {
+		w.restart()
+	}
 	if crash {
 		w.mu.Lock()
 		w.crashed = true
@@ -534,28 +561,29 @@ func (w *writes) serve(rw http.ResponseWriter, r *http.Request, next http.Handle
 }
 
 // saw records r, and reports whether it may pass, and whether it is the
-// write the replica crashes after. At the write the view goes stale
+// write the replica crashes after, and the one the API server restarts
+// after. At the write the view goes stale
 // from, it holds the watches back before the write goes on, so that
 // they don't tell of its change.
-func (w *writes) saw(r *http.Request) (pass, crash bool) {
+func (w *writes) saw(r *http.Request) (pass, crash, restart bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.crashed {
-		return false, false
+		return false, false, false
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return true, false
+		return true, false, false
 	}
 	o, parsed := objectAt(r.URL.Path)
 	if parsed && (o.gvr.Resource == "leases" || o.gvr.Resource == "events") {
 		// The Lease and Events are the operator's own bookkeeping, not
 		// changes to what it manages.
-		return true, false
+		return true, false, false
 	}
 	w.step++
 	if w.crashAfter > 0 && w.step > w.crashAfter {
-		return false, false
+		return false, false, false
 	}
 	w.last = time.Now()
 	if parsed && o.name != "" {
@@ -564,7 +592,7 @@ func (w *writes) saw(r *http.Request) (pass, crash bool) {
 	if w.step == w.staleFrom {
 		w.holdLocked()
 	}
-	return true, w.step == w.crashAfter
+	return true, w.step == w.crashAfter, w.step == w.restartAfter
 }
 
 func (w *writes) since() time.Duration {
@@ -589,7 +617,14 @@ func (e *explorer) replay(t *testing.T, steps []Step) error {
 	t.Helper()
 	ctx := t.Context()
 	w := &writes{objects: map[string]object{}, last: time.Now(), explored: e.gvr.GroupResource()}
-	r := &replicas{t: t, e: e, ns: e.cluster.Namespace(t), w: w}
+	r := &replicas{t: t, e: e, ns: e.cluster.Namespace(t), w: w, server: &restarter{cluster: e.cluster}}
+	w.restart = func() { r.server.begin(ctx) }
+	defer func() {
+		if err := r.server.wait(context.WithoutCancel(ctx)); err != nil {
+			t.Errorf("explore: %v", err)
+		}
+		e.restarts += r.server.count()
+	}()
 	proxy := e.cluster.Proxy(t, r.w.serve)
 	r.conn = proxy.Connection()
 	r.conn.Token = e.cluster.Connection().Token
@@ -600,6 +635,9 @@ func (e *explorer) replay(t *testing.T, steps []Step) error {
 	objects := e.admin.Resource(e.gvr).Namespace(r.ns)
 
 	for i, step := range steps {
+		if err := r.server.wait(ctx); err != nil {
+			return err
+		}
 		r.w.arm(step)
 		if err := e.do(ctx, objects, r.ns, step.Step); err != nil {
 			return fmt.Errorf("step %d, %s: %w", i+1, step, err)
@@ -611,6 +649,9 @@ func (e *explorer) replay(t *testing.T, steps []Step) error {
 	// The last step's faults, if they didn't come, don't carry over.
 	r.w.arm(Step{})
 	r.w.release()
+	if err := r.server.wait(ctx); err != nil {
+		return err
+	}
 	if err := e.deleteAll(ctx, objects, r); err != nil {
 		return fmt.Errorf("after deleting every %s: %w", e.kind, err)
 	}
@@ -625,6 +666,8 @@ type replicas struct {
 	ns   string
 	w    *writes
 	conn kube.Connection
+	// server restarts the API server.
+	server *restarter
 	// app is the running replica.
 	app *apptest.App
 	// panics are the panics of the replicas stopped.
@@ -745,10 +788,26 @@ func updateSpec(ctx context.Context, objects dynamic.ResourceInterface, name str
 	}
 }
 
-// check waits until the operator has written nothing for Quiet and every
-// object is settled, then checks the invariants, that the operator stays
-// quiet for another Quiet, and that nothing panicked.
+// check checks the step just made, as checkOnce does, again when it
+// failed while the API server restarted: what was read then, or failed
+// to be, says nothing of the operator.
 func (e *explorer) check(ctx context.Context, r *replicas) error {
+	for {
+		began := r.server.count()
+		err := e.checkOnce(ctx, r)
+		if err == nil || r.server.count() == began {
+			return err
+		}
+		if err := r.server.wait(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// checkOnce waits until the operator has written nothing for Quiet and
+// every object is settled, then checks the invariants, that the operator
+// stays quiet for another Quiet, and that nothing panicked.
+func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 	w, ns := r.w, r.ns
 	objects := e.admin.Resource(e.gvr).Namespace(ns)
 	deadline := time.Now().Add(e.settle)

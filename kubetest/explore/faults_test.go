@@ -1,0 +1,56 @@
+package explore
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/loam-dev/loam/kubetest/internal/generate"
+)
+
+func TestSchedule(t *testing.T) {
+	changes := make([]generate.Step, 8)
+	for i := range changes {
+		changes[i] = generate.Step{Op: generate.Update, Name: "x"}
+	}
+	require.Equal(t, schedule(7, 3, changes), schedule(7, 3, changes), "the same seed and sequence, the same faults")
+
+	// Over many sequences, each fault comes about as often as its odds
+	// say, at a write from 1 to maxWrite. The seeds are fixed, so the
+	// counts are too; the bounds only say what the odds mean.
+	var crashes, stale, restarts, steps int
+	for seq := range 200 {
+		for _, s := range schedule(1, seq, changes) {
+			steps++
+			for _, f := range []struct {
+				at    int
+				count *int
+			}{{s.CrashAfter, &crashes}, {s.StaleFrom, &stale}, {s.RestartAfter, &restarts}} {
+				require.True(t, f.at >= 0 && f.at <= maxWrite, "a fault at write %d", f.at)
+				if f.at > 0 {
+					*f.count++
+				}
+			}
+		}
+	}
+	require.InDelta(t, float64(steps)/faultOdds, crashes, float64(steps)/20)
+	require.InDelta(t, float64(steps)/faultOdds, stale, float64(steps)/20)
+	require.InDelta(t, float64(steps)/restartOdds, restarts, float64(steps)/20)
+}
+
+func TestWithoutFaults(t *testing.T) {
+	steps := []Step{
+		{CrashAfter: 2, StaleFrom: 1, RestartAfter: 3},
+		{CrashAfter: 1, StaleFrom: 4},
+	}
+	// The failure needs the first step's stale view and the second's
+	// crash, and nothing else.
+	fails := func(s []Step) bool { return s[0].StaleFrom == 1 && s[1].CrashAfter == 1 }
+	require.Equal(t, []Step{{StaleFrom: 1}, {CrashAfter: 1}}, withoutFaults(steps, fails))
+	require.Equal(t, Step{CrashAfter: 2, StaleFrom: 1, RestartAfter: 3}, steps[0], "the steps given are left as they were")
+}
+
+func TestStep_String(t *testing.T) {
+	s := Step{Step: generate.Step{Op: generate.Delete, Name: "explore-0"}, CrashAfter: 2, StaleFrom: 1, RestartAfter: 3}
+	require.Equal(t, "delete explore-0, the operator's view stale from its write 1, crashing the operator right after its write 2, restarting the API server right after the operator's write 3", s.String())
+}

@@ -1,0 +1,69 @@
+package explore
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestStream(t *testing.T) {
+	rec := httptest.NewRecorder()
+	s := &stream{rw: rec}
+	write := func(p string) {
+		t.Helper()
+		n, err := s.Write([]byte(p))
+		require.NoError(t, err)
+		require.Equal(t, len(p), n)
+		s.Flush()
+	}
+	write("a")
+	s.hold()
+	write("b")
+	write("c")
+	require.Equal(t, "a", rec.Body.String(), "held back")
+	s.release()
+	require.Equal(t, "abc", rec.Body.String(), "let go, in order")
+	require.True(t, rec.Flushed)
+
+	s.hold()
+	write("d")
+	s.end()
+	s.release()
+	require.Equal(t, "abc", rec.Body.String(), "what an ended stream kept is dropped")
+}
+
+func TestWatching(t *testing.T) {
+	w := &writes{explored: schema.GroupResource{Group: "cache.example.com", Resource: "memcacheds"}, streams: map[*stream]struct{}{}}
+	for _, tc := range []struct {
+		method, url string
+		held        bool
+	}{
+		{http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments?watch=true", true},
+		{http.MethodGet, "/api/v1/namespaces/ns/configmaps?watch=1&resourceVersion=5", true},
+		{http.MethodGet, "/apis/cache.example.com/v1/namespaces/ns/memcacheds?watch=true", false},
+		{http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments", false},
+		{http.MethodPost, "/apis/apps/v1/namespaces/ns/deployments?watch=true", false},
+	} {
+		s := w.watching(httptest.NewRecorder(), httptest.NewRequest(tc.method, tc.url, nil))
+		require.Equal(t, tc.held, s != nil, "%s %s", tc.method, tc.url)
+	}
+	require.Len(t, w.streams, 2)
+
+	// A hold covers the streams open and those opened later, until the
+	// release.
+	w.mu.Lock()
+	w.holdLocked()
+	w.mu.Unlock()
+	later := w.watching(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/secrets?watch=true", nil))
+	for s := range w.streams {
+		require.True(t, s.held)
+	}
+	require.True(t, w.release())
+	require.False(t, later.held)
+	require.False(t, w.release(), "nothing left to let go")
+	w.unwatch(later)
+	require.Len(t, w.streams, 2)
+}
