@@ -242,8 +242,8 @@ func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failu
 			return f, nil
 		}
 	}
-	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean, through %d crashes, %d stale views and %d API server restarts in %v",
-		len(kept), n, cfg.Seed, e.steps, e.crashes, e.stale, e.restarts, time.Since(start).Round(time.Second))
+	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean, through %d crashes, %d stale views and %d API server restarts (%v of restarting) in %v",
+		len(kept), n, cfg.Seed, e.steps, e.crashes, e.stale, e.restarts, e.restarting.Round(100*time.Millisecond), time.Since(start).Round(time.Second))
 	return nil, nil
 }
 
@@ -368,8 +368,10 @@ type explorer struct {
 	settle     time.Duration
 	admin      dynamic.Interface
 	// crashes counts the replicas crashed, stale the stale views let go,
-	// and restarts the API server's restarts, over every replay.
+	// and restarts the API server's restarts, over every replay;
+	// restarting is how long the restarts took.
 	crashes, stale, restarts int
+	restarting               time.Duration
 }
 
 func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, error) {
@@ -624,6 +626,7 @@ func (e *explorer) replay(t *testing.T, steps []Step) error {
 			t.Errorf("explore: %v", err)
 		}
 		e.restarts += r.server.count()
+		e.restarting += r.server.spent()
 	}()
 	proxy := e.cluster.Proxy(t, r.w.serve)
 	r.conn = proxy.Connection()

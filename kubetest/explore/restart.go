@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/loam-dev/loam/kubetest"
 )
@@ -17,9 +18,11 @@ import (
 type restarter struct {
 	cluster *kubetest.Cluster
 	mu      sync.Mutex
-	// begun counts the restarts begun; done is closed when the last one
-	// has finished, nil before the first; err is what failed.
+	// begun counts the restarts begun, and took is how long those
+	// finished took; done is closed when the last one has finished, nil
+	// before the first; err is what failed.
 	begun int
+	took  time.Duration
 	done  chan struct{}
 	err   error
 }
@@ -40,11 +43,13 @@ func (s *restarter) begin(ctx context.Context) {
 	s.done = done
 	go func() {
 		defer close(done)
+		start := time.Now()
 		// Not cancelled with the test: a restart cut short would leave
 		// the cluster without an API server for every later replay.
 		err := s.cluster.Restart(context.WithoutCancel(ctx))
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.took += time.Since(start)
 		s.err = errors.Join(s.err, err)
 	}()
 }
@@ -54,6 +59,13 @@ func (s *restarter) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.begun
+}
+
+// spent returns how long the restarts that have finished took.
+func (s *restarter) spent() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.took
 }
 
 // wait waits until no restart is under way, and returns what failed in
