@@ -114,6 +114,20 @@ type Config[S, T any] struct {
 	// testdata/explore/ and the test's name, as go test -fuzz keeps its
 	// inputs.
 	Corpus string
+	// Faults turns kinds of fault off; by default every kind is
+	// injected.
+	Faults Faults
+}
+
+// Faults turns off kinds of fault the explorer injects. The zero Faults
+// turns none off. A kind turned off leaves the others where they were:
+// the same seed gives the same crashes with stale views or without.
+type Faults struct {
+	// NoCrashes, NoStaleViews and NoRestarts turn off the operator's
+	// crashes, its stale views and the API server's restarts: such as
+	// restarts, which cost seconds each, in a search for a bug that
+	// doesn't need them.
+	NoCrashes, NoStaleViews, NoRestarts bool
 }
 
 // Failure is a failing sequence the explorer found, shrunk to a minimal
@@ -238,7 +252,7 @@ func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failu
 		if err != nil {
 			return nil, fmt.Errorf("sequence %d of seed %d: %w", n, cfg.Seed, err)
 		}
-		if f := e.try(t, corpus.Kept{Seed: cfg.Seed, Sequence: n}, schedule(cfg.Seed, n, changes)); f != nil {
+		if f := e.try(t, corpus.Kept{Seed: cfg.Seed, Sequence: n}, schedule(cfg.Seed, n, changes, e.faults)); f != nil {
 			return f, nil
 		}
 	}
@@ -256,7 +270,7 @@ func (e *explorer) sequence(seed uint64, n int) ([]Step, error) {
 			return nil, fmt.Errorf("sequence %d of seed %d: %w", i, seed, err)
 		}
 		if i == n {
-			return schedule(seed, n, changes), nil
+			return schedule(seed, n, changes, e.faults), nil
 		}
 	}
 }
@@ -298,8 +312,9 @@ const (
 )
 
 // schedule gives each change of the sequence-th sequence of seed its
-// faults, the same for the same seed and sequence.
-func schedule(seed uint64, sequence int, changes []generate.Step) []Step {
+// faults, the same for the same seed and sequence, but for the kinds off
+// turns off.
+func schedule(seed uint64, sequence int, changes []generate.Step, off Faults) []Step {
 	crashes := rand.New(rand.NewPCG(seed, uint64(sequence)))
 	stale := rand.New(rand.NewPCG(seed, uint64(sequence)^staleStream))
 	restarts := rand.New(rand.NewPCG(seed, uint64(sequence)^restartStream))
@@ -314,6 +329,17 @@ func schedule(seed uint64, sequence int, changes []generate.Step) []Step {
 		}
 		if restarts.IntN(restartOdds) == 0 {
 			steps[i].RestartAfter = 1 + restarts.IntN(maxWrite)
+		}
+		// Drawn and then dropped, so that the draws of the next steps
+		// stay the same.
+		if off.NoCrashes {
+			steps[i].CrashAfter = 0
+		}
+		if off.NoStaleViews {
+			steps[i].StaleFrom = 0
+		}
+		if off.NoRestarts {
+			steps[i].RestartAfter = 0
 		}
 	}
 	return steps
@@ -372,6 +398,7 @@ type explorer struct {
 	// restarting is how long the restarts took.
 	crashes, stale, restarts int
 	restarting               time.Duration
+	faults                   Faults
 }
 
 func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, error) {
@@ -436,7 +463,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		specSchema: &spec, settled: settled, invariants: cfg.Invariants, names: names,
 		sequences: cmp.Or(cfg.Sequences, 1), steps: cmp.Or(cfg.Steps, 8),
 		quiet: cmp.Or(cfg.Quiet, time.Second), settle: cmp.Or(cfg.Settle, 30*time.Second),
-		admin: admin,
+		admin: admin, faults: cfg.Faults,
 	}, nil
 }
 

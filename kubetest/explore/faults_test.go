@@ -13,14 +13,26 @@ func TestSchedule(t *testing.T) {
 	for i := range changes {
 		changes[i] = generate.Step{Op: generate.Update, Name: "x"}
 	}
-	require.Equal(t, schedule(7, 3, changes), schedule(7, 3, changes), "the same seed and sequence, the same faults")
+	require.Equal(t, schedule(7, 3, changes, Faults{}), schedule(7, 3, changes, Faults{}), "the same seed and sequence, the same faults")
+
+	// A kind turned off leaves the others as they were.
+	all := schedule(7, 3, changes, Faults{})
+	some := schedule(7, 3, changes, Faults{NoStaleViews: true, NoRestarts: true})
+	for i := range all {
+		require.Equal(t, all[i].CrashAfter, some[i].CrashAfter)
+		require.Zero(t, some[i].StaleFrom)
+		require.Zero(t, some[i].RestartAfter)
+	}
+	for _, s := range schedule(7, 3, changes, Faults{NoCrashes: true}) {
+		require.Zero(t, s.CrashAfter)
+	}
 
 	// Over many sequences, each fault comes about as often as its odds
 	// say, at a write from 1 to maxWrite. The seeds are fixed, so the
 	// counts are too; the bounds only say what the odds mean.
 	var crashes, stale, restarts, steps int
 	for seq := range 200 {
-		for _, s := range schedule(1, seq, changes) {
+		for _, s := range schedule(1, seq, changes, Faults{}) {
 			steps++
 			for _, f := range []struct {
 				at    int
