@@ -167,15 +167,15 @@ chaos:
 	cd kubetest && go test -count=1 -timeout 60m -v -run Chaos ./chaos ./e2e -args -chaos.full
 
 # The explorer of docs/testing.md at length: each bug planted in
-# kubetest/explore's test operator searched for from 5 seeds with every
-# kind of fault, and the correct operators, that test's and the Memcached
-# example's, explored for ten minutes each. `make test` searches from one
-# seed, without the API server's restarts, and explores two sequences.
-# EXPLORE_SEEDS and EXPLORE_DURATION override the two.
+# kubetest/explore's test operator searched for from 5 seeds, and the
+# correct operators, that test's and the Memcached example's, explored for
+# ten minutes each, with the API server's restarts too. `make test`
+# searches from one seed and explores two sequences. EXPLORE_SEEDS and
+# EXPLORE_DURATION override the two.
 EXPLORE_SEEDS ?= 5
 EXPLORE_DURATION ?= 10m
 explore:
-	cd kubetest && go test -count=1 -timeout 90m -v -run TestExplore ./explore -args -explore.seeds=$(EXPLORE_SEEDS) -explore.duration=$(EXPLORE_DURATION) -explore.restarts
+	cd kubetest && go test -count=1 -timeout 90m -v -run TestExplore ./explore -args -explore.seeds=$(EXPLORE_SEEDS) -explore.duration=$(EXPLORE_DURATION)
 	cd examples && go test -count=1 -timeout 30m -v -run TestExplore ./memcached/explore -args -explore.duration=$(EXPLORE_DURATION)
 
 tools: $(GOLANGCI_LINT)

@@ -114,20 +114,27 @@ type Config[S, T any] struct {
 	// testdata/explore/ and the test's name, as go test -fuzz keeps its
 	// inputs.
 	Corpus string
-	// Faults turns kinds of fault off; by default every kind is
-	// injected.
+	// Faults picks the kinds of fault the explorer injects: by default
+	// crashes and stale views.
 	Faults Faults
 }
 
-// Faults turns off kinds of fault the explorer injects. The zero Faults
-// turns none off. A kind turned off leaves the others where they were:
-// the same seed gives the same crashes with stale views or without.
+// Faults picks the kinds of fault the explorer injects. The zero Faults
+// injects crashes and stale views, not restarts. A kind turned off
+// leaves the others where they were: the same seed gives the same
+// crashes with stale views or without.
 type Faults struct {
-	// NoCrashes, NoStaleViews and NoRestarts turn off the operator's
-	// crashes, its stale views and the API server's restarts: such as
-	// restarts, which cost seconds each, in a search for a bug that
-	// doesn't need them.
-	NoCrashes, NoStaleViews, NoRestarts bool
+	// NoCrashes and NoStaleViews turn off the operator's crashes and its
+	// stale views.
+	NoCrashes, NoStaleViews bool
+	// Restarts turns on the API server's restarts. They are off by
+	// default because each costs seconds, and more after it: every
+	// client's watches back off while the server is away, client-go's up
+	// to 30 s when restarts come often, the cluster's garbage collector's
+	// included, so a step after a restart is given that much longer to
+	// settle, and a search for a bug that never settles waits that much
+	// longer for each failing replay.
+	Restarts bool
 }
 
 // Failure is a failing sequence the explorer found, shrunk to a minimal
@@ -257,7 +264,7 @@ func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failu
 		}
 	}
 	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean, through %d crashes, %d stale views and %d API server restarts (%v of restarting) in %v",
-		len(kept), n, cfg.Seed, e.steps, e.crashes, e.stale, e.restarts, e.restarting.Round(100*time.Millisecond), time.Since(start).Round(time.Second))
+		len(kept), n, cfg.Seed, e.steps, e.crashes, e.stale, e.server.count(), e.server.spent().Round(100*time.Millisecond), time.Since(start).Round(time.Second))
 	return nil, nil
 }
 
@@ -312,9 +319,9 @@ const (
 )
 
 // schedule gives each change of the sequence-th sequence of seed its
-// faults, the same for the same seed and sequence, but for the kinds off
-// turns off.
-func schedule(seed uint64, sequence int, changes []generate.Step, off Faults) []Step {
+// faults, the same for the same seed and sequence, of the kinds on
+// picks.
+func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []Step {
 	crashes := rand.New(rand.NewPCG(seed, uint64(sequence)))
 	stale := rand.New(rand.NewPCG(seed, uint64(sequence)^staleStream))
 	restarts := rand.New(rand.NewPCG(seed, uint64(sequence)^restartStream))
@@ -332,13 +339,13 @@ func schedule(seed uint64, sequence int, changes []generate.Step, off Faults) []
 		}
 		// Drawn and then dropped, so that the draws of the next steps
 		// stay the same.
-		if off.NoCrashes {
+		if on.NoCrashes {
 			steps[i].CrashAfter = 0
 		}
-		if off.NoStaleViews {
+		if on.NoStaleViews {
 			steps[i].StaleFrom = 0
 		}
-		if off.NoRestarts {
+		if !on.Restarts {
 			steps[i].RestartAfter = 0
 		}
 	}
@@ -393,12 +400,12 @@ type explorer struct {
 	quiet      time.Duration
 	settle     time.Duration
 	admin      dynamic.Interface
-	// crashes counts the replicas crashed, stale the stale views let go,
-	// and restarts the API server's restarts, over every replay;
-	// restarting is how long the restarts took.
-	crashes, stale, restarts int
-	restarting               time.Duration
-	faults                   Faults
+	// crashes counts the replicas crashed, and stale the stale views let
+	// go, over every replay.
+	crashes, stale int
+	faults         Faults
+	// server restarts the API server, for every replay.
+	server *restarter
 }
 
 func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, error) {
@@ -463,7 +470,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		specSchema: &spec, settled: settled, invariants: cfg.Invariants, names: names,
 		sequences: cmp.Or(cfg.Sequences, 1), steps: cmp.Or(cfg.Steps, 8),
 		quiet: cmp.Or(cfg.Quiet, time.Second), settle: cmp.Or(cfg.Settle, 30*time.Second),
-		admin: admin, faults: cfg.Faults,
+		admin: admin, faults: cfg.Faults, server: &restarter{cluster: c},
 	}, nil
 }
 
@@ -646,14 +653,12 @@ func (e *explorer) replay(t *testing.T, steps []Step) error {
 	t.Helper()
 	ctx := t.Context()
 	w := &writes{objects: map[string]object{}, last: time.Now(), explored: e.gvr.GroupResource()}
-	r := &replicas{t: t, e: e, ns: e.cluster.Namespace(t), w: w, server: &restarter{cluster: e.cluster}}
+	r := &replicas{t: t, e: e, ns: e.cluster.Namespace(t), w: w, server: e.server}
 	w.restart = func() { r.server.begin(ctx) }
 	defer func() {
 		if err := r.server.wait(context.WithoutCancel(ctx)); err != nil {
 			t.Errorf("explore: %v", err)
 		}
-		e.restarts += r.server.count()
-		e.restarting += r.server.spent()
 	}()
 	proxy := e.cluster.Proxy(t, r.w.serve)
 	r.conn = proxy.Connection()
@@ -840,7 +845,7 @@ func (e *explorer) check(ctx context.Context, r *replicas) error {
 func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 	w, ns := r.w, r.ns
 	objects := e.admin.Resource(e.gvr).Namespace(ns)
-	deadline := time.Now().Add(e.settle)
+	start := time.Now()
 	var why string
 	for {
 		list, err := objects.List(ctx, metav1.ListOptions{})
@@ -874,7 +879,7 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 		if why == "" && w.since() >= e.quiet && !w.hasCrashed() {
 			break
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(r.server.deadline(start, e.settle)) {
 			if why == "" {
 				why = fmt.Sprintf("the operator still writes, the last time %v ago", w.since().Round(time.Millisecond))
 			}
@@ -988,7 +993,7 @@ func (e *explorer) deleteAll(ctx context.Context, objects dynamic.ResourceInterf
 	if err := objects.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(e.settle)
+	start := time.Now()
 	for {
 		left, err := e.versions(ctx, w)
 		if err != nil {
@@ -1004,7 +1009,7 @@ func (e *explorer) deleteAll(ctx context.Context, objects dynamic.ResourceInterf
 		if len(left) == 0 {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(r.server.deadline(start, e.settle)) {
 			keys := make([]string, 0, len(left))
 			for k := range left {
 				keys = append(keys, k)

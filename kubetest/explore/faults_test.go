@@ -2,6 +2,7 @@ package explore
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,17 +14,19 @@ func TestSchedule(t *testing.T) {
 	for i := range changes {
 		changes[i] = generate.Step{Op: generate.Update, Name: "x"}
 	}
-	require.Equal(t, schedule(7, 3, changes, Faults{}), schedule(7, 3, changes, Faults{}), "the same seed and sequence, the same faults")
+	all := Faults{Restarts: true}
+	require.Equal(t, schedule(7, 3, changes, all), schedule(7, 3, changes, all), "the same seed and sequence, the same faults")
 
-	// A kind turned off leaves the others as they were.
-	all := schedule(7, 3, changes, Faults{})
-	some := schedule(7, 3, changes, Faults{NoStaleViews: true, NoRestarts: true})
-	for i := range all {
-		require.Equal(t, all[i].CrashAfter, some[i].CrashAfter)
+	// A kind turned off leaves the others as they were; restarts are off
+	// by default.
+	every := schedule(7, 3, changes, all)
+	some := schedule(7, 3, changes, Faults{NoStaleViews: true})
+	for i := range every {
+		require.Equal(t, every[i].CrashAfter, some[i].CrashAfter)
 		require.Zero(t, some[i].StaleFrom)
 		require.Zero(t, some[i].RestartAfter)
 	}
-	for _, s := range schedule(7, 3, changes, Faults{NoCrashes: true}) {
+	for _, s := range schedule(7, 3, changes, Faults{NoCrashes: true, Restarts: true}) {
 		require.Zero(t, s.CrashAfter)
 	}
 
@@ -32,7 +35,7 @@ func TestSchedule(t *testing.T) {
 	// counts are too; the bounds only say what the odds mean.
 	var crashes, stale, restarts, steps int
 	for seq := range 200 {
-		for _, s := range schedule(1, seq, changes, Faults{}) {
+		for _, s := range schedule(1, seq, changes, all) {
 			steps++
 			for _, f := range []struct {
 				at    int
@@ -65,4 +68,24 @@ func TestWithoutFaults(t *testing.T) {
 func TestStep_String(t *testing.T) {
 	s := Step{Step: generate.Step{Op: generate.Delete, Name: "explore-0"}, CrashAfter: 2, StaleFrom: 1, RestartAfter: 3}
 	require.Equal(t, "delete explore-0, the operator's view stale from its write 1, crashing the operator right after its write 2, restarting the API server right after the operator's write 3", s.String())
+}
+
+func TestRestarter_deadline(t *testing.T) {
+	start := time.Unix(1000, 0)
+	settle := 10 * time.Second
+	for _, tc := range []struct {
+		name  string
+		ended time.Time
+		want  time.Time
+	}{
+		{"no restart", time.Time{}, start.Add(settle)},
+		{"long before", start.Add(-watchBackoff - time.Minute), start.Add(settle)},
+		{"just before: the watches may be backing off still", start.Add(-time.Second), start.Add(-time.Second + watchBackoff + settle)},
+		{"during the wait", start.Add(5 * time.Second), start.Add(5*time.Second + watchBackoff + settle)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &restarter{ended: tc.ended}
+			require.Equal(t, tc.want, s.deadline(start, settle))
+		})
+	}
 }

@@ -13,8 +13,9 @@ import (
 // restarter restarts the cluster's API server when a step's fault says
 // so: in a goroutine of its own, since the fault comes in the proxy's
 // handler of the operator's write, which must return for the write to
-// land. The replay that made it owns the goroutine, and waits for it
-// before it ends.
+// land. The replay whose step began it owns the goroutine, and waits for
+// it before it ends. One restarter serves every replay of an explorer,
+// so that each knows when the last restart was.
 type restarter struct {
 	cluster *kubetest.Cluster
 	mu      sync.Mutex
@@ -25,7 +26,15 @@ type restarter struct {
 	took  time.Duration
 	done  chan struct{}
 	err   error
+	// ended is when the last restart finished.
+	ended time.Time
 }
+
+// watchBackoff is how long a client-go informer may wait, at the most,
+// before it watches again after its watch failed: its reflector's
+// backoff, which grows to this when failures come often, as they do
+// when the API server restarts again and again.
+const watchBackoff = 30 * time.Second
 
 // begin begins a restart, unless one is under way.
 func (s *restarter) begin(ctx context.Context) {
@@ -49,7 +58,8 @@ func (s *restarter) begin(ctx context.Context) {
 		err := s.cluster.Restart(context.WithoutCancel(ctx))
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.took += time.Since(start)
+		s.ended = time.Now()
+		s.took += s.ended.Sub(start)
 		s.err = errors.Join(s.err, err)
 	}()
 }
@@ -59,6 +69,23 @@ func (s *restarter) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.begun
+}
+
+// deadline returns when a wait that began at start, and may take
+// settle, is over: settle after start, or, when the last restart, of
+// this replay or an earlier one, may have left a client's watches
+// backing off until later, settle after they are back, which may be
+// watchBackoff after the restart. Without it, a controller's informers,
+// or the garbage collector's, backing off after a restart would be
+// taken for an operator that doesn't settle.
+func (s *restarter) deadline(start time.Time, settle time.Duration) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	deadline := start.Add(settle)
+	if back := s.ended.Add(watchBackoff + settle); back.After(deadline) {
+		return back
+	}
+	return deadline
 }
 
 // spent returns how long the restarts that have finished took.

@@ -47,6 +47,7 @@ func TestExplore(t *testing.T) {
 		Invariants: []explore.Invariant{followsSpec, budgeted},
 		Seed:       1, Sequences: 2, Steps: 6, Duration: *exploreDuration,
 		Quiet: 300 * time.Millisecond, Settle: 20 * time.Second,
+		Faults: explore.Faults{Restarts: true},
 	})
 }
 
