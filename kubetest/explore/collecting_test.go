@@ -13,6 +13,7 @@ import (
 
 func TestCollecting(t *testing.T) {
 	explored := schema.GroupKind{Group: "cache.example.com", Kind: "Memcached"}
+	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
 	obj := func(apiVersion, kind, name string, uid types.UID, owners ...metav1.OwnerReference) unstructured.Unstructured {
 		var u unstructured.Unstructured
 		u.SetAPIVersion(apiVersion)
@@ -33,27 +34,35 @@ func TestCollecting(t *testing.T) {
 		written []unstructured.Unstructured
 		owners  []unstructured.Unstructured
 		want    string
+		// earlier are kinds the operator wrote earlier in the replay.
+		earlier []schema.GroupKind
 	}{
-		{"nothing written", nil, []unstructured.Unstructured{memcached}, ""},
+		{"nothing written", nil, []unstructured.Unstructured{memcached}, "", nil},
 		{"owner alive", []unstructured.Unstructured{
 			obj("apps/v1", "Deployment", "d", "d-uid", owner("cache.example.com/v1", "Memcached", "m", "m-uid")),
-		}, []unstructured.Unstructured{memcached}, ""},
+		}, []unstructured.Unstructured{memcached}, "", nil},
 		// The case CI met: the last Memcached deleted, so no object of the
 		// explored kind is left to say what that kind is.
 		{"owner of the explored kind gone, none left", []unstructured.Unstructured{
 			obj("policy/v1", "PodDisruptionBudget", "p", "p-uid", owner("cache.example.com/v1", "Memcached", "m", "m-uid")),
-		}, nil, "policy/v1 p: its owner Memcached m is gone, and the garbage collector is still to delete it"},
+		}, nil, "policy/v1 p: its owner Memcached m is gone, and the garbage collector is still to delete it", nil},
 		{"owner named at another version", []unstructured.Unstructured{
 			obj("apps/v1", "Deployment", "d", "d-uid", owner("cache.example.com/v1beta1", "Memcached", "m", "gone-uid")),
-		}, []unstructured.Unstructured{memcached}, "apps/v1 d: its owner Memcached m is gone, and the garbage collector is still to delete it"},
+		}, []unstructured.Unstructured{memcached}, "apps/v1 d: its owner Memcached m is gone, and the garbage collector is still to delete it", nil},
 		{"owner of a written kind gone", []unstructured.Unstructured{
 			obj("apps/v1", "Deployment", "d", "d-uid"),
 			obj("apps/v1", "ReplicaSet", "r", "r-uid", owner("apps/v1", "Deployment", "old", "old-uid")),
-		}, nil, "apps/v1 r: its owner Deployment old is gone, and the garbage collector is still to delete it"},
+		}, nil, "apps/v1 r: its owner Deployment old is gone, and the garbage collector is still to delete it", nil},
+		// The case the Memcached example's ten-minute run met: a
+		// PodDisruptionBudget owned by a Deployment, the last of which
+		// is gone.
+		{"owner of a kind written earlier gone, none left", []unstructured.Unstructured{
+			obj("policy/v1", "PodDisruptionBudget", "p", "p-uid", owner("apps/v1", "Deployment", "d", "d-uid")),
+		}, nil, "policy/v1 p: its owner Deployment d is gone, and the garbage collector is still to delete it", []schema.GroupKind{deployment}},
 		{"owner of a kind nobody wrote", []unstructured.Unstructured{
 			obj("v1", "ConfigMap", "c", "c-uid", owner("v1", "Node", "n", "n-uid")),
-		}, nil, ""},
-		{"being deleted", []unstructured.Unstructured{deleting}, nil, "apps/v1 d: still being deleted"},
+		}, nil, "", nil},
+		{"being deleted", []unstructured.Unstructured{deleting}, nil, "apps/v1 d: still being deleted", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			written := map[string]*unstructured.Unstructured{}
@@ -61,7 +70,11 @@ func TestCollecting(t *testing.T) {
 				u := &tc.written[i]
 				written[u.GetAPIVersion()+" "+u.GetName()] = u
 			}
-			require.Equal(t, tc.want, collecting(explored, written, tc.owners))
+			w := &writes{}
+			for _, k := range tc.earlier {
+				w.kinds(k, nil)
+			}
+			require.Equal(t, tc.want, collecting(w.kinds(explored, written), written, tc.owners))
 		})
 	}
 }

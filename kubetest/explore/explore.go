@@ -488,6 +488,9 @@ type writes struct {
 	step, crashAfter, staleFrom, restartAfter int
 	// restart begins a restart of the API server.
 	restart func()
+	// seenKinds are the kinds of the objects the operator wrote, as the
+	// checks have read them.
+	seenKinds map[schema.GroupKind]bool
 	// streams are the running replica's watches a stale view holds back,
 	// and holding is set while it does.
 	streams map[*stream]struct{}
@@ -635,6 +638,24 @@ func (w *writes) since() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return time.Since(w.last)
+}
+
+// kinds adds the kinds of written, objects the operator wrote, to those
+// it has been seen to write in this replay, and returns them, with
+// explored: the kinds whose objects, once gone, the garbage collector
+// collects the dependents of. A kind stays known after its last object
+// is gone, which is when its dependents are collected.
+func (w *writes) kinds(explored schema.GroupKind, written map[string]*unstructured.Unstructured) map[schema.GroupKind]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seenKinds == nil {
+		w.seenKinds = map[schema.GroupKind]bool{}
+	}
+	w.seenKinds[explored] = true
+	for _, u := range written {
+		w.seenKinds[u.GroupVersionKind().GroupKind()] = true
+	}
+	return maps.Clone(w.seenKinds)
 }
 
 func (w *writes) written() []object {
@@ -867,7 +888,7 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			if err != nil {
 				return err
 			}
-			why = collecting(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written, list.Items)
+			why = collecting(w.kinds(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written), written, list.Items)
 		}
 		if w.since() >= e.quiet && w.release() {
 			e.stale++
@@ -954,21 +975,20 @@ func (e *explorer) versions(ctx context.Context, w *writes) (map[string]string, 
 // owner is gone, which the garbage collector deletes in its own time.
 // Without waiting for those, the collector's delete after a step would
 // look like the operator's write. An owner is known gone when it is of
-// the explored kind, or of a kind the operator wrote, and no object of
-// owners (every object of the explored kind) or written has its UID. The
-// explored kind is passed, not read off owners: after the last object of
-// it is deleted, owners is empty, and that is when children are orphaned.
-// Kinds are compared without their version: an owner reference may name
-// any version the kind is served at.
-func collecting(explored schema.GroupKind, written map[string]*unstructured.Unstructured, owners []unstructured.Unstructured) string {
+// a known kind, the explored one or one the operator wrote, and no object
+// of owners (every object of the explored kind) or written has its UID.
+// The known kinds are passed, not read off owners and written: after the
+// last object of a kind is deleted, none is left to say what kind it
+// was, and that is when its dependents are collected. Kinds are compared
+// without their version: an owner reference may name any version the
+// kind is served at.
+func collecting(known map[schema.GroupKind]bool, written map[string]*unstructured.Unstructured, owners []unstructured.Unstructured) string {
 	alive := map[types.UID]bool{}
-	known := map[schema.GroupKind]bool{explored: true}
 	for i := range owners {
 		alive[owners[i].GetUID()] = true
 	}
 	for _, u := range written {
 		alive[u.GetUID()] = true
-		known[u.GroupVersionKind().GroupKind()] = true
 	}
 	keys := slices.Sorted(maps.Keys(written))
 	for _, k := range keys {
