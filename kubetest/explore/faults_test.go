@@ -79,9 +79,9 @@ func TestRestarter_deadline(t *testing.T) {
 		want  time.Time
 	}{
 		{"no restart", time.Time{}, start.Add(settle)},
-		{"long before", start.Add(-watchBackoff - time.Minute), start.Add(settle)},
-		{"just before: the watches may be backing off still", start.Add(-time.Second), start.Add(-time.Second + watchBackoff + settle)},
-		{"during the wait", start.Add(5 * time.Second), start.Add(5*time.Second + watchBackoff + settle)},
+		{"long before", start.Add(-afterRestart - time.Minute), start.Add(settle)},
+		{"just before: the clients may be catching up still", start.Add(-time.Second), start.Add(-time.Second + afterRestart + settle)},
+		{"during the wait", start.Add(5 * time.Second), start.Add(5*time.Second + afterRestart + settle)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &restarter{ended: tc.ended}

@@ -30,11 +30,17 @@ type restarter struct {
 	ended time.Time
 }
 
-// watchBackoff is how long a client-go informer may wait, at the most,
-// before it watches again after its watch failed: its reflector's
-// backoff, which grows to this when failures come often, as they do
-// when the API server restarts again and again.
-const watchBackoff = 30 * time.Second
+// afterRestart is how long after a restart the cluster's clients may
+// still be catching up: a client-go informer waits up to 30 s before it
+// watches again after its watch failed (its reflector's backoff, which
+// grows to that when failures come often, as they do when the API
+// server restarts again and again), and the garbage collector may have
+// dropped a custom resource from what it monitors while discovery
+// didn't serve it, and takes it back at its next resync of discovery,
+// every 30 s. With 30 s alone, a run of the Memcached example found a
+// Deployment left behind 20 s after its owner's delete, well within a
+// minute of a restart.
+const afterRestart = 60 * time.Second
 
 // begin begins a restart, unless one is under way.
 func (s *restarter) begin(ctx context.Context) {
@@ -73,16 +79,16 @@ func (s *restarter) count() int {
 
 // deadline returns when a wait that began at start, and may take
 // settle, is over: settle after start, or, when the last restart, of
-// this replay or an earlier one, may have left a client's watches
-// backing off until later, settle after they are back, which may be
-// watchBackoff after the restart. Without it, a controller's informers,
-// or the garbage collector's, backing off after a restart would be
-// taken for an operator that doesn't settle.
+// this replay or an earlier one, may have left the cluster's clients
+// catching up until later, settle after they are back, which may be
+// afterRestart after the restart. Without it, a controller's informers,
+// or the garbage collector, catching up after a restart would be taken
+// for an operator that doesn't settle.
 func (s *restarter) deadline(start time.Time, settle time.Duration) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	deadline := start.Add(settle)
-	if back := s.ended.Add(watchBackoff + settle); back.After(deadline) {
+	if back := s.ended.Add(afterRestart + settle); back.After(deadline) {
 		return back
 	}
 	return deadline
