@@ -904,7 +904,8 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			if why == "" {
 				why = fmt.Sprintf("the operator still writes, the last time %v ago", w.since().Round(time.Millisecond))
 			}
-			return fmt.Errorf("not settled within %v: %s", e.settle, why)
+			// The time waited, which a restart makes longer than Settle.
+			return fmt.Errorf("not settled within %v: %s", time.Since(start).Round(100*time.Millisecond), why)
 		}
 		if err := r.pause(ctx); err != nil {
 			return err
@@ -1035,7 +1036,7 @@ func (e *explorer) deleteAll(ctx context.Context, objects dynamic.ResourceInterf
 				keys = append(keys, k)
 			}
 			slices.Sort(keys)
-			return fmt.Errorf("left behind after %v: %s", e.settle, strings.Join(keys, ", "))
+			return fmt.Errorf("left behind after %v: %s", time.Since(start).Round(100*time.Millisecond), strings.Join(keys, ", "))
 		}
 		if err := r.pause(ctx); err != nil {
 			return err
