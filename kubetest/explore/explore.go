@@ -12,10 +12,10 @@
 // its network, so nothing more it sends lands, the Lease included, and a
 // fresh replica takes over; a stale view holds back, from its k-th write
 // on, what its watches of every resource but the explored one would tell
-// it, until it has been quiet; an API server restart right after its
-// k-th write takes every connection and watch away, and brings the
-// server back with every object where it was. Transient errors at a
-// point come next.
+// it, until it has been quiet; and, with Faults.Restarts, an API server
+// restart right after its k-th write takes every connection and watch
+// away, and brings the server back with every object where it was.
+// Transient errors at a point come next.
 package explore
 
 import (
