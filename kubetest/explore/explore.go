@@ -328,15 +328,9 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 	steps := make([]Step, len(changes))
 	for i, c := range changes {
 		steps[i].Step = c
-		if crashes.IntN(faultOdds) == 0 {
-			steps[i].CrashAfter = 1 + crashes.IntN(maxWrite)
-		}
-		if stale.IntN(faultOdds) == 0 {
-			steps[i].StaleFrom = 1 + stale.IntN(maxWrite)
-		}
-		if restarts.IntN(restartOdds) == 0 {
-			steps[i].RestartAfter = 1 + restarts.IntN(maxWrite)
-		}
+		steps[i].CrashAfter = drawWrite(crashes, faultOdds)
+		steps[i].StaleFrom = drawWrite(stale, faultOdds)
+		steps[i].RestartAfter = drawWrite(restarts, restartOdds)
 		// Drawn and then dropped, so that the draws of the next steps
 		// stay the same.
 		if on.NoCrashes {
@@ -350,6 +344,15 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 		}
 	}
 	return steps
+}
+
+// drawWrite draws, with probability 1/odds, the write a fault comes at,
+// from 1 to maxWrite uniformly, and 0, no fault, otherwise.
+func drawWrite(rng *rand.Rand, odds int) int {
+	if rng.IntN(odds) != 0 {
+		return 0
+	}
+	return 1 + rng.IntN(maxWrite)
 }
 
 // withoutFaults drops each fault of steps that the failure doesn't need,
