@@ -23,7 +23,7 @@ func statusOf(ready int32, condStatus metav1.ConditionStatus, reason string) Mem
 func TestConversion_v1alpha1_and_v1beta1_round_trip_whole(t *testing.T) {
 	meta := metav1.ObjectMeta{
 		Name: "cache", Namespace: "default", Generation: 2,
-		Labels: map[string]string{"app": "memcached"}, Annotations: map[string]string{scenarioAnnotation: "acme.fault={}"},
+		Labels: map[string]string{"app": "memcached"}, Annotations: map[string]string{ScenarioAnnotation: "acme.fault={}"},
 	}
 	alphas := []struct {
 		name string

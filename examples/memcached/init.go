@@ -92,9 +92,9 @@ const ManagedByLabel = "app.kubernetes.io/managed-by"
 // managedBy selects the Deployments the Reconciler applied.
 const managedBy = ManagedByLabel + "=" + UserAgent
 
-// scenarioAnnotation is the annotation that carries a failure scenario into
+// ScenarioAnnotation is the annotation that carries a failure scenario into
 // a Memcached's reconciles, and on to its Deployment's.
-const scenarioAnnotation = "acme.example.com/failure-scenario"
+const ScenarioAnnotation = "acme.example.com/failure-scenario"
 
 // scenarioNamespace is the one namespace whose Memcacheds run experiments:
 // deploy/admission.yaml lets only the chaos harness set the annotation
@@ -180,7 +180,7 @@ func initOperator(ctx context.Context, s *app.Setup, serveMetrics bool, exporter
 		// informer would only fail and back off.
 		awaits = append(awaits, kube.AwaitWebhooks(webhooks))
 	}
-	memcacheds, budgets, err := operator(s, client, settings.controller, budgetSettings, kc, awaits...)
+	memcacheds, budgets, err := operator(s, client, settings.controller, budgetSettings, kc, scenarioNamespace, awaits...)
 	if err != nil {
 		return nil, err
 	}
@@ -248,8 +248,8 @@ func keepData(cm *corev1.ConfigMap) {
 }
 
 // operator returns the operator's two controllers: the Memcached
-// controller, which trusts the scenario on a Memcached in
-// scenarioNamespace and has parts besides, and Budget's, which carries the
+// controller, which trusts the scenario on a Memcached in the namespace
+// experiments and has parts besides, and Budget's, which carries the
 // scenario a Memcached's reconcile sets on its Deployment into the
 // Deployment's reconciles.
 //
@@ -258,7 +258,7 @@ func keepData(cm *corev1.ConfigMap) {
 // keeps an Index of Memcacheds by the ConfigMap each names, so a
 // ConfigMap's change, its creation included, reconciles exactly the
 // Memcacheds that name it.
-func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.Settings, kc kubernetes.Interface, parts ...kube.Part) (*kube.Controller, *kube.Controller, error) {
+func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.Settings, kc kubernetes.Interface, experiments string, parts ...kube.Part) (*kube.Controller, *kube.Controller, error) {
 	configMaps := kube.NewCache(ConfigMaps, kube.CacheOptions[corev1.ConfigMap]{Transform: keepData})
 	byConfigMap := kube.NewIndex(configMapIndex, configMapOf)
 	memcacheds, err := kube.NewController(s, client, settings, Memcached, Reconciler{Kube: kc, ConfigMaps: configMaps}, append([]kube.Part{
@@ -271,9 +271,9 @@ func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.S
 		// whose changes still reconcile.
 		kube.FilterUpdates(kube.SkipStatusOnly()),
 		// An admission policy lets only the chaos harness set the annotation
-		// in scenarioNamespace.
-		kube.TrustScenario(scenarioAnnotation, func(obj metav1.Object) bool {
-			return obj.GetNamespace() == scenarioNamespace
+		// in scenarioNamespace, which Init passes as experiments.
+		kube.TrustScenario(ScenarioAnnotation, func(obj metav1.Object) bool {
+			return obj.GetNamespace() == experiments
 		}),
 	}, parts...)...)
 	if err != nil {
@@ -292,7 +292,7 @@ func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.S
 		kube.Watches(owners, kube.MapFunc(func(m metav1.Object) []kube.Key {
 			return []kube.Key{{Namespace: m.GetNamespace(), Name: m.GetName()}}
 		})),
-		kube.TrustOwnerScenario(scenarioAnnotation, owners),
+		kube.TrustOwnerScenario(ScenarioAnnotation, owners),
 	)
 	if err != nil {
 		return nil, nil, err
@@ -302,10 +302,12 @@ func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.S
 
 // Controllers returns the operator's two controllers, the Memcached
 // controller and Budget's, as Init makes them, from their Settings and a
-// clientset: for a test that runs them without Init, as the explorer's
-// does (examples/memcached/explore). It returns the first's error.
-func Controllers(s *app.Setup, client *kube.Client, settings, budgetSettings kube.Settings, kc kubernetes.Interface) (*kube.Controller, *kube.Controller, error) {
-	return operator(s, client, settings, budgetSettings, kc)
+// clientset, trusting the ScenarioAnnotation of the Memcacheds in the
+// namespace experiments, as Init does in staging: for a test that runs
+// them without Init, as the explorer's does (examples/memcached/explore).
+// It returns the first's error.
+func Controllers(s *app.Setup, client *kube.Client, settings, budgetSettings kube.Settings, kc kubernetes.Interface, experiments string) (*kube.Controller, *kube.Controller, error) {
+	return operator(s, client, settings, budgetSettings, kc, experiments)
 }
 
 // settings is everything Init sources besides the Connection.

@@ -14,13 +14,16 @@
 // on, what its watches of every resource but the explored one would tell
 // it, until it has been quiet; and, with Faults.Restarts, an API server
 // restart right after its k-th write takes every connection and watch
-// away, and brings the server back with every object where it was.
-// Transient errors at a point come next.
+// away, and brings the server back with every object where it was; and,
+// with Faults.ScenarioAnnotation, transient errors through loam's own
+// failure injection answer the operator's k-th request for the step's
+// object with an error, as an overloaded or unreachable API server would.
 package explore
 
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -33,16 +36,22 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/baggage"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/app/fault"
+	"github.com/loam-dev/loam/app/fault/fit"
+	"github.com/loam-dev/loam/app/fault/jsonscenario"
+	"github.com/loam-dev/loam/app/health"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/internal/corpus"
@@ -119,6 +128,11 @@ type Config[S, T any] struct {
 	Faults Faults
 }
 
+// ScenarioMember is the W3C baggage member the explorer's scenarios
+// travel in: each replica of the operator runs with
+// app.WithFaults and a jsonscenario codec of this member.
+const ScenarioMember = "loam.explore"
+
 // Faults picks the kinds of fault the explorer injects. The zero Faults
 // injects crashes and stale views, not restarts. A kind turned off
 // leaves the others where they were: the same seed gives the same
@@ -127,6 +141,16 @@ type Faults struct {
 	// NoCrashes and NoStaleViews turn off the operator's crashes and its
 	// stale views.
 	NoCrashes, NoStaleViews bool
+	// ScenarioAnnotation, when set, turns on transient errors: it is the
+	// annotation the operator's kube.TrustScenario reads on the explored
+	// resource, whose trust must trust the replay's namespace. A step
+	// with errors sets it on the step's object to a scenario, carried in
+	// ScenarioMember, that answers the k-th request of the object's
+	// reconciles with an error, through loam's failure injection, and a
+	// step without errors removes it. A fresh replica after a crash
+	// counts the scenario's requests afresh, as a restarted process
+	// does.
+	ScenarioAnnotation string
 	// Restarts turns on the API server's restarts. They are off by
 	// default because each costs seconds, and more after it: every
 	// client's watches back off while the server is away, client-go's up
@@ -183,6 +207,16 @@ type Step struct {
 	// connection and watch goes, and the server comes back on the same
 	// address with every object where it was. 0 restarts nothing.
 	RestartAfter int
+	// FailAt answers the FailAt-th request, counting from 1, that the
+	// operator's reconciles of the step's object send the API server with
+	// FailWith, through loam's failure injection; the requests before
+	// and after it go through. 0 fails nothing. Each try client-go sends
+	// counts, reads through the operator's clients included, and so do
+	// the writes of the controller's own, its finalizer and status.
+	FailAt int
+	// FailWith is the HTTP status FailAt's request is answered with, or
+	// 0 for a request that fails as if the API server were unreachable.
+	FailWith int
 }
 
 // String says what the step changes, and its fault.
@@ -196,6 +230,13 @@ func (s Step) String() string {
 	}
 	if s.RestartAfter > 0 {
 		out += fmt.Sprintf(", restarting the API server right after the operator's write %d", s.RestartAfter)
+	}
+	if s.FailAt > 0 {
+		how := "as if the API server were unreachable"
+		if s.FailWith != 0 {
+			how = fmt.Sprintf("with %d", s.FailWith)
+		}
+		out += fmt.Sprintf(", failing the operator's request %d for it %s", s.FailAt, how)
 	}
 	return out
 }
@@ -263,8 +304,8 @@ func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failu
 			return f, nil
 		}
 	}
-	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean, through %d crashes, %d stale views and %d API server restarts (%v of restarting) in %v",
-		len(kept), n, cfg.Seed, e.steps, e.crashes, e.stale, e.server.count(), e.server.spent().Round(100*time.Millisecond), time.Since(start).Round(time.Second))
+	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean, through %d crashes, %d stale views, %d API server restarts (%v of restarting) and %d failed requests in %v",
+		len(kept), n, cfg.Seed, e.steps, e.crashes, e.stale, e.server.count(), e.server.spent().Round(100*time.Millisecond), e.failed, time.Since(start).Round(time.Second))
 	return nil, nil
 }
 
@@ -303,7 +344,9 @@ func (e *explorer) try(t *testing.T, k corpus.Kept, steps []Step) *Failure {
 // The fault schedule: each step crashes the operator with probability
 // 1/faultOdds, makes its view stale with probability 1/faultOdds, and
 // restarts the API server with probability 1/restartOdds, each at one of
-// the operator's first maxWrite writes of the step, picked uniformly.
+// the operator's first maxWrite writes of the step, picked uniformly;
+// and fails one of the first maxWrite requests for the step's object
+// with probability 1/faultOdds, with one of failures.
 // Four writes cover what one reconcile of a typical operator does: a
 // finalizer, a child or two, the status. A restart costs seconds, and
 // its bugs need it once, not at every step.
@@ -316,7 +359,14 @@ const (
 	// earlier faults as they were.
 	staleStream   = 0x5374616c65
 	restartStream = 0x52657374617274
+	failStream    = 0x4661696c
 )
+
+// failures are the errors a failed request meets: an API server that
+// can't be reached, one that fails inside, one that is unavailable, and
+// one that throttles without saying for how long, so that client-go
+// doesn't retry and the operator sees each.
+var failures = []int{0, http.StatusInternalServerError, http.StatusServiceUnavailable, http.StatusTooManyRequests}
 
 // schedule gives each change of the sequence-th sequence of seed its
 // faults, the same for the same seed and sequence, of the kinds on
@@ -325,12 +375,15 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 	crashes := rand.New(rand.NewPCG(seed, uint64(sequence)))
 	stale := rand.New(rand.NewPCG(seed, uint64(sequence)^staleStream))
 	restarts := rand.New(rand.NewPCG(seed, uint64(sequence)^restartStream))
+	fails := rand.New(rand.NewPCG(seed, uint64(sequence)^failStream))
 	steps := make([]Step, len(changes))
 	for i, c := range changes {
 		steps[i].Step = c
 		steps[i].CrashAfter = drawWrite(crashes, faultOdds)
 		steps[i].StaleFrom = drawWrite(stale, faultOdds)
 		steps[i].RestartAfter = drawWrite(restarts, restartOdds)
+		steps[i].FailAt = drawWrite(fails, faultOdds)
+		steps[i].FailWith = failures[fails.IntN(len(failures))]
 		// Drawn and then dropped, so that the draws of the next steps
 		// stay the same.
 		if on.NoCrashes {
@@ -341,6 +394,9 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 		}
 		if !on.Restarts {
 			steps[i].RestartAfter = 0
+		}
+		if on.ScenarioAnnotation == "" || steps[i].FailAt == 0 {
+			steps[i].FailAt, steps[i].FailWith = 0, 0
 		}
 	}
 	return steps
@@ -365,12 +421,16 @@ func withoutFaults(steps []Step, fails func([]Step) bool) []Step {
 			func(s *Step) *int { return &s.CrashAfter },
 			func(s *Step) *int { return &s.StaleFrom },
 			func(s *Step) *int { return &s.RestartAfter },
+			func(s *Step) *int { return &s.FailAt },
 		} {
 			if *fault(&steps[i]) == 0 {
 				continue
 			}
 			try := slices.Clone(steps)
 			*fault(&try[i]) = 0
+			if try[i].FailAt == 0 {
+				try[i].FailWith = 0
+			}
 			if fails(try) {
 				steps = try
 			}
@@ -403,12 +463,16 @@ type explorer struct {
 	quiet      time.Duration
 	settle     time.Duration
 	admin      dynamic.Interface
-	// crashes counts the replicas crashed, and stale the stale views let
-	// go, over every replay.
-	crashes, stale int
-	faults         Faults
+	// crashes counts the replicas crashed, stale the stale views let go,
+	// and failed the requests failed, over every replay.
+	crashes, stale, failed int
+	faults                 Faults
 	// server restarts the API server, for every replay.
 	server *restarter
+	// annotation and codec carry a step's failed requests, when
+	// transient errors are on.
+	annotation string
+	codec      *jsonscenario.Codec
 }
 
 func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, error) {
@@ -460,6 +524,15 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 	if err != nil {
 		errs = append(errs, err)
 	}
+	var codec *jsonscenario.Codec
+	if a := cfg.Faults.ScenarioAnnotation; a != "" {
+		if msgs := validation.IsQualifiedName(strings.ToLower(a)); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("explore.Config.Faults.ScenarioAnnotation %q: %s", a, strings.Join(msgs, "; ")))
+		}
+		if codec, err = jsonscenario.New(ScenarioMember); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -474,6 +547,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		sequences: cmp.Or(cfg.Sequences, 1), steps: cmp.Or(cfg.Steps, 8),
 		quiet: cmp.Or(cfg.Quiet, time.Second), settle: cmp.Or(cfg.Settle, 30*time.Second),
 		admin: admin, faults: cfg.Faults, server: &restarter{cluster: c},
+		annotation: cfg.Faults.ScenarioAnnotation, codec: codec,
 	}, nil
 }
 
@@ -698,7 +772,11 @@ func (e *explorer) replay(t *testing.T, steps []Step) error {
 			return err
 		}
 		r.w.arm(step)
-		if err := e.do(ctx, objects, r.ns, step.Step); err != nil {
+		scenario, err := e.scenario(i, step)
+		if err != nil {
+			return err
+		}
+		if err := e.do(ctx, objects, r.ns, step.Step, scenario); err != nil {
 			return fmt.Errorf("step %d, %s: %w", i+1, step, err)
 		}
 		if err := e.check(ctx, r); err != nil {
@@ -727,8 +805,14 @@ type replicas struct {
 	conn kube.Connection
 	// server restarts the API server.
 	server *restarter
-	// app is the running replica.
-	app *apptest.App
+	// app is the running replica, and synced the Monitors of its
+	// Services' caches: those that have a Synced method, as a
+	// kube.Controller has.
+	app    *apptest.App
+	synced []health.Monitor
+	// syncedAt is when the running replica was first seen synced, or
+	// zero while it isn't yet.
+	syncedAt time.Time
 	// panics are the panics of the replicas stopped.
 	panics []string
 }
@@ -738,7 +822,12 @@ type replicas struct {
 func (r *replicas) start() error {
 	network := &apptest.Switch{}
 	r.w.replica(network.Cut)
+	options := []app.Option{app.WithHost(app.Host{Network: network})}
+	if r.e.codec != nil {
+		options = append(options, app.WithFaults(fault.Settings{Decoder: r.e.codec}))
+	}
 	var built bool
+	var synced []health.Monitor
 	a := apptest.Start(r.t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
 		client, err := kube.NewClient(s, r.conn)
 		if err != nil {
@@ -746,20 +835,45 @@ func (r *replicas) start() error {
 		}
 		services, err := r.e.build(s, client, r.ns)
 		built = err == nil
+		for _, svc := range services {
+			if c, ok := svc.(interface{ Synced() health.Monitor }); ok {
+				synced = append(synced, c.Synced())
+			}
+		}
 		return services, err
-	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: network})))
+	}, apptest.WithAppOptions(options...))
 	a.Setup()
-	r.app = a
+	r.app, r.synced, r.syncedAt = a, synced, time.Time{}
 	if !built {
 		return fmt.Errorf("the Build failed: %s", wait.Report("the operator", a, a.Telemetry()))
 	}
 	return nil
 }
 
-// stop stops the running replica, keeping what panicked in it.
+// quiet returns how long the running replica has been quiet: since the
+// operator's last write, or since the replica was first seen synced,
+// whichever is later, and 0 while it isn't synced. A fresh replica
+// writes nothing until its caches have synced and it has reconciled,
+// which may take longer than Quiet: until then its quiet says nothing.
+func (r *replicas) quiet(ctx context.Context) time.Duration {
+	for _, m := range r.synced {
+		if ok, err := m.Healthy(ctx); !ok || err != nil {
+			r.syncedAt = time.Time{}
+			return 0
+		}
+	}
+	if r.syncedAt.IsZero() {
+		r.syncedAt = time.Now()
+	}
+	return min(r.w.since(), time.Since(r.syncedAt))
+}
+
+// stop stops the running replica, keeping what panicked in it, and
+// counting the requests it had fail.
 func (r *replicas) stop() {
 	r.app.Stop()
 	r.panics = append(r.panics, r.app.Telemetry().ExceptionMessages("reconcile panicked")...)
+	r.e.failed += len(r.app.Telemetry().ExceptionMessages(fault.InjectedBody))
 }
 
 // recover replaces the running replica with a fresh one once it has
@@ -800,11 +914,33 @@ func (r *replicas) pause(ctx context.Context) error {
 	}
 }
 
-// do makes one step's change. A step the cluster's state makes pointless,
-// as a shrunk sequence may hold (an update of an object that isn't
-// there), and a spec the API server refuses (a CEL rule the generator
-// doesn't solve), are skipped: wasted, not failed.
-func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns string, step generate.Step) error {
+// scenario returns the value of the annotation that fails the request
+// the i-th step's FailAt names, or "" when it fails none. Its ID names the
+// step, so that each step's scenario is counted afresh.
+func (e *explorer) scenario(i int, step Step) (string, error) {
+	if step.FailAt == 0 {
+		return "", nil
+	}
+	var rules []fit.Rule
+	if step.FailAt > 1 {
+		// The zero Fault lets the requests before it through, counted.
+		rules = append(rules, fit.Rule{Point: "kube:*", Count: step.FailAt - 1})
+	}
+	rules = append(rules, fit.Rule{Point: "kube:*", Count: 1, Fault: fit.Fault{Abort: step.FailWith == 0, Status: step.FailWith}})
+	ctx, err := fit.ContextWithScenario(context.Background(), e.codec, fit.Scenario{ID: fmt.Sprintf("explore-step-%d", i+1), Rules: rules})
+	if err != nil {
+		return "", fmt.Errorf("step %d, %s: %w", i+1, step, err)
+	}
+	return baggage.FromContext(ctx).String(), nil
+}
+
+// do makes one step's change, with scenario in the explored object's
+// annotation, or none when it is "", when transient errors are on. A
+// step the cluster's state makes pointless, as a shrunk sequence may hold
+// (an update of an object that isn't there), and a spec the API server
+// refuses (a CEL rule the generator doesn't solve), are skipped: wasted,
+// not failed.
+func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns string, step generate.Step, scenario string) error {
 	var err error
 	switch step.Op {
 	case generate.Create:
@@ -813,13 +949,31 @@ func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns
 			"metadata": map[string]any{"name": step.Name, "namespace": ns},
 			"spec":     step.Spec,
 		}}
+		if scenario != "" {
+			u.SetAnnotations(map[string]string{e.annotation: scenario})
+		}
 		_, err = objects.Create(ctx, u, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
 	case generate.Update:
-		err = updateSpec(ctx, objects, step.Name, step.Spec)
+		err = e.updateSpec(ctx, objects, step.Name, step.Spec, scenario)
 	case generate.Delete:
+		if e.annotation != "" {
+			// The finalizer's reconciles carry the delete's scenario, or
+			// none: not one an earlier step left.
+			value := any(nil)
+			if scenario != "" {
+				value = scenario
+			}
+			patch, merr := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{e.annotation: value}}})
+			if merr != nil {
+				return merr
+			}
+			if _, err = objects.Patch(ctx, step.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				break
+			}
+		}
 		err = objects.Delete(ctx, step.Name, metav1.DeleteOptions{})
 	}
 	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
@@ -828,9 +982,10 @@ func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns
 	return err
 }
 
-// updateSpec replaces name's whole spec, retrying on a conflict with the
+// updateSpec replaces name's whole spec, and its scenario annotation
+// when transient errors are on, retrying on a conflict with the
 // operator's own writes.
-func updateSpec(ctx context.Context, objects dynamic.ResourceInterface, name string, spec map[string]any) error {
+func (e *explorer) updateSpec(ctx context.Context, objects dynamic.ResourceInterface, name string, spec map[string]any, scenario string) error {
 	for {
 		u, err := objects.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -840,6 +995,17 @@ func updateSpec(ctx context.Context, objects dynamic.ResourceInterface, name str
 			return nil
 		}
 		u.Object["spec"] = spec
+		if e.annotation != "" {
+			annotations := u.GetAnnotations()
+			delete(annotations, e.annotation)
+			if scenario != "" {
+				if annotations == nil {
+					annotations = map[string]string{}
+				}
+				annotations[e.annotation] = scenario
+			}
+			u.SetAnnotations(annotations)
+		}
 		_, err = objects.Update(ctx, u, metav1.UpdateOptions{})
 		if !apierrors.IsConflict(err) {
 			return err
@@ -893,18 +1059,23 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			}
 			why = collecting(w.kinds(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written), written, list.Items)
 		}
-		if w.since() >= e.quiet && w.release() {
+		quiet := r.quiet(ctx)
+		if quiet >= e.quiet && w.release() {
 			e.stale++
 			// The operator has done what it does with its stale view:
 			// let it see what it missed, and wait for it to be quiet
 			// again.
 			continue
 		}
-		if why == "" && w.since() >= e.quiet && !w.hasCrashed() {
+		if why == "" && quiet >= e.quiet && !w.hasCrashed() {
 			break
 		}
 		if time.Now().After(r.server.deadline(start, e.settle)) {
-			if why == "" {
+			switch {
+			case why != "":
+			case r.syncedAt.IsZero():
+				why = "the operator's caches haven't synced"
+			default:
 				why = fmt.Sprintf("the operator still writes, the last time %v ago", w.since().Round(time.Millisecond))
 			}
 			// The time waited, which a restart makes longer than Settle.

@@ -80,12 +80,19 @@ const (
 	staleView
 	// dropsErrors drops the error of the Deployment's apply: it reports
 	// the Memcached Ready all the same, so nothing tries again until the
-	// Memcached changes.
+	// Memcached changes. Its status writes reconcile nothing, as the
+	// Memcached example's don't: planted first without that, the bug
+	// was never seen, since the pass its own status write started
+	// applied what the dropped error had lost.
 	dropsErrors
 )
 
 // applied is the annotation losesWork marks a Memcached done with.
 const applied = "explore.loam.dev/applied-generation"
+
+// scenarioAnnotation is the annotation whose scenario the operator's
+// reconciles carry: the explorer's transient errors.
+const scenarioAnnotation = "explore.loam.dev/scenario"
 
 // operator is the spec's Memcached Reconciler, with a Finalize that
 // deletes the Deployment, and with a bug planted.
@@ -185,8 +192,13 @@ func build(b bug) explore.Build {
 				return nil
 			}))
 		}
-		ctrl, err := kube.NewController(s, client, explore.Settings("explore-memcached", ns), resource, o,
-			children, kube.Finalize("explore.loam.dev/deployment", o.finalize))
+		parts := []kube.Part{children, kube.Finalize("explore.loam.dev/deployment", o.finalize),
+			// Every replay's namespace is the explorer's own.
+			kube.TrustScenario(scenarioAnnotation, func(obj metav1.Object) bool { return obj.GetNamespace() == ns })}
+		if b == dropsErrors {
+			parts = append(parts, kube.FilterUpdates(kube.SkipStatusOnly()))
+		}
+		ctrl, err := kube.NewController(s, client, explore.Settings("explore-memcached", ns), resource, o, parts...)
 		if err != nil {
 			return nil, err
 		}
@@ -253,12 +265,15 @@ func TestExplore(t *testing.T) {
 		cfg := config(correct, 1)
 		cfg.Duration = *duration
 		cfg.Faults.Restarts = true
+		cfg.Faults.ScenarioAnnotation = scenarioAnnotation
 		explore.Run(t, c, cfg)
 	})
 
 	for _, tc := range []struct {
 		bug  bug
 		name string
+		// errors turns transient errors on.
+		errors bool
 		// found checks the minimal failing sequence.
 		found func(t *testing.T, f *explore.Failure)
 	}{{
@@ -301,12 +316,23 @@ func TestExplore(t *testing.T) {
 			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.StaleFrom > 0 }),
 				"the second Deployment needs a stale view")
 		},
+	}, {
+		bug: dropsErrors, name: "an operator that drops an error", errors: true,
+		found: func(t *testing.T, f *explore.Failure) {
+			require.ErrorContains(t, f.Err, "invariant")
+			last := f.Steps[len(f.Steps)-1]
+			require.Contains(t, []generate.Op{generate.Create, generate.Update}, last.Op)
+			require.NotZero(t, last.FailAt, "the lost apply needs a failed request")
+		},
 	}} {
 		t.Run(tc.name+" is found, with a minimal sequence", func(t *testing.T) {
 			for seed := range uint64(*seeds) {
 				start := time.Now()
 				cfg := config(tc.bug, seed+1)
 				cfg.Duration = budget
+				if tc.errors {
+					cfg.Faults.ScenarioAnnotation = scenarioAnnotation
+				}
 				f, err := explore.Find(t, c, cfg)
 				require.NoError(t, err)
 				require.NotNil(t, f, "seed %d: the planted bug went unfound", seed+1)
@@ -318,8 +344,8 @@ func TestExplore(t *testing.T) {
 
 	t.Run("a wrong config is refused with every mistake", func(t *testing.T) {
 		cfg := config(correct, 1)
-		cfg.Build, cfg.Steps, cfg.Quiet = nil, -1, -time.Second
+		cfg.Build, cfg.Steps, cfg.Quiet, cfg.Faults.ScenarioAnnotation = nil, -1, -time.Second, "no spaces/here"
 		_, err := explore.Find(t, c, cfg)
-		require.EqualError(t, err, "explore.Config.Build is nil\nexplore.Config.Steps -1: want 0 (the default) or more\nexplore.Config.Quiet -1s: want 0 (the default) or more")
+		require.ErrorContains(t, err, "explore.Config.Build is nil\nexplore.Config.Steps -1: want 0 (the default) or more\nexplore.Config.Quiet -1s: want 0 (the default) or more\nexplore.Config.Faults.ScenarioAnnotation \"no spaces/here\": ")
 	})
 }

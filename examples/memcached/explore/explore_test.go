@@ -36,7 +36,8 @@ var exploreDuration = flag.Duration("explore.duration", 0, "explore the operator
 
 // TestExplore explores the operator's two controllers, as Init makes
 // them, with kubetest's explorer: generated changes to Memcacheds, crashes
-// after the operator's writes, and the checks below after each step.
+// after the operator's writes, stale views, transient errors through the
+// operator's own failure injection, and the checks below after each step.
 func TestExplore(t *testing.T) {
 	crd, err := memcached.Memcached.CRD()
 	require.NoError(t, err)
@@ -47,6 +48,7 @@ func TestExplore(t *testing.T) {
 		Invariants: []explore.Invariant{followsSpec, budgeted},
 		Seed:       1, Sequences: 2, Steps: 6, Duration: *exploreDuration,
 		Quiet: 300 * time.Millisecond, Settle: 20 * time.Second,
+		Faults: explore.Faults{ScenarioAnnotation: memcached.ScenarioAnnotation},
 		// Without the API server's restarts: with them, two ten-minute
 		// runs each found a dependent the garbage collector was still to
 		// delete long after a restart (seed 1, sequences 3 and 9), which
@@ -65,7 +67,9 @@ func exploreBuild(s *app.Setup, client *kube.Client, ns string) ([]app.Service, 
 	budget := settings
 	budget.Name = "memcached-budget"
 	budget.LabelSelector = managedBy
-	memcacheds, budgets, err := memcached.Controllers(s, client, settings, budget, kc)
+	// The replay's namespace runs the explorer's experiments, its
+	// transient errors, as staging does the chaos harness's.
+	memcacheds, budgets, err := memcached.Controllers(s, client, settings, budget, kc, ns)
 	if err != nil {
 		return nil, err
 	}
