@@ -885,6 +885,12 @@ func (r *replicas) recover() error {
 	}
 	r.e.crashes++
 	r.stop()
+	// A fresh replica that started while the API server restarts would
+	// fail its first list and exit, and the kubelet would start it again
+	// until the server were back: it starts once the server is back.
+	if err := r.server.wait(r.t.Context()); err != nil {
+		return err
+	}
 	return r.start()
 }
 
@@ -1018,9 +1024,9 @@ func (e *explorer) updateSpec(ctx context.Context, objects dynamic.ResourceInter
 // to be, says nothing of the operator.
 func (e *explorer) check(ctx context.Context, r *replicas) error {
 	for {
-		began := r.server.count()
+		began := time.Now()
 		err := e.checkOnce(ctx, r)
-		if err == nil || r.server.count() == began {
+		if err == nil || !r.server.during(began) {
 			return err
 		}
 		if err := r.server.wait(ctx); err != nil {

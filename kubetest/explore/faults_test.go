@@ -106,3 +106,25 @@ func TestRestarter_deadline(t *testing.T) {
 		})
 	}
 }
+
+func TestRestarter_during(t *testing.T) {
+	at := time.Unix(1000, 0)
+	open := make(chan struct{})
+	closed := make(chan struct{})
+	close(closed)
+	for _, tc := range []struct {
+		name  string
+		s     *restarter
+		since time.Time
+		want  bool
+	}{
+		{"no restart", &restarter{}, at, false},
+		{"one under way", &restarter{done: open, ended: at.Add(-time.Hour)}, at, true},
+		{"one ended since", &restarter{done: closed, ended: at.Add(time.Second)}, at, true},
+		{"the last ended before", &restarter{done: closed, ended: at.Add(-time.Second)}, at, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, tc.s.during(tc.since))
+		})
+	}
+}
