@@ -169,7 +169,8 @@ chaos:
 # The explorer of docs/testing.md at length: each bug planted in
 # kubetest/explore's test operator searched for from 5 seeds, and the
 # correct operators, that test's and the Memcached example's, explored for
-# ten minutes each, with the API server's restarts too. `make test`
+# ten minutes each, with the API server's restarts and transient errors
+# too. `make test`
 # searches from one seed and explores two sequences. EXPLORE_SEEDS and
 # EXPLORE_DURATION override the two.
 EXPLORE_SEEDS ?= 5

@@ -69,7 +69,9 @@ import (
 // for each fresh replica after a crash. A Controller with a fixed
 // LeaderElection.Identity takes the crashed replica's Lease at once, as a
 // restarted Pod of a StatefulSet would; with a new identity each crash
-// waits out the Lease's LeaseDuration.
+// waits out the Lease's LeaseDuration. The explorer counts a replica
+// quiet only from when every Service it returns that has a
+// Synced() health.Monitor, as every kube.Controller has, is healthy.
 type Build func(s *app.Setup, client *kube.Client, namespace string) ([]app.Service, error)
 
 // Settings returns kube.DefaultSettings for a Controller named name in a

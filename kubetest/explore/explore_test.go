@@ -33,8 +33,9 @@ import (
 // seeds, as issue #25 asks, and the correct operator explored for ten
 // minutes. make test searches from one seed, and explores two
 // sequences. The searches inject the default faults, crashes and stale
-// views; the correct operator is explored with the API server's
-// restarts too, which no planted bug needs and which cost seconds each.
+// views, and transient errors for the bug that needs them; the correct
+// operator is explored with every fault, the API server's restarts
+// included, which no planted bug needs and which cost seconds each.
 
 var (
 	seeds    = flag.Int("explore.seeds", 1, "how many seeds each planted bug is searched for from")
