@@ -50,12 +50,8 @@ const afterRestart = 2 * time.Minute
 func (s *restarter) begin(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done != nil {
-		select {
-		case <-s.done:
-		default:
-			return
-		}
+	if s.underWayLocked() {
+		return
 	}
 	s.begun++
 	done := make(chan struct{})
@@ -103,14 +99,20 @@ func (s *restarter) deadline(start time.Time, settle time.Duration) time.Time {
 func (s *restarter) during(t time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.done != nil {
-		select {
-		case <-s.done:
-		default:
-			return true
-		}
+	return s.underWayLocked() || s.ended.After(t)
+}
+
+// underWayLocked reports whether a restart is under way. s.mu is held.
+func (s *restarter) underWayLocked() bool {
+	if s.done == nil {
+		return false
 	}
-	return s.ended.After(t)
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // spent returns how long the restarts that have finished took.
