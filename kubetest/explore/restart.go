@@ -40,10 +40,9 @@ type restarter struct {
 // every 30 s. With 30 s alone, a run of the Memcached example found a
 // Deployment left behind 20 s after its owner's delete, well within a
 // minute of a restart; with 60 s, another found a PodDisruptionBudget
-// still to be collected. Measured alone, the collector took 0.2 s to
-// delete a ConfigMap whose Memcached was deleted with no restart, 4 to
-// 13 s when the delete came at once or up to 35 s after one restart, and
-// 61 s when it came at once after a second restart.
+// still to be collected; and, once, a throwaway test saw the collector
+// take about a minute to delete a dependent whose owner was deleted
+// right after a second quick restart.
 const afterRestart = 2 * time.Minute
 
 // begin begins a restart, unless one is under way.
