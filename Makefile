@@ -52,7 +52,15 @@ image:
 webhook-certs:
 	cd examples && go run ./cmd/webhookcerts -base memcached/deploy -out ../bin/memcached-deploy-kind
 
-test: tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test examples-test cloudtoken-test benchmarks-test fuzz
+# `make test`'s stages, in order. The fuzz targets' kept corpora run as
+# ordinary tests in `unit` and the modules' stages; the fuzzing itself
+# (`make fuzz`) is a long target, as are chaos, soak, scale and explore.
+# .ci/stages prints each stage's wall time and the slowest packages at the
+# end, so every change to the suite is judged by numbers.
+TEST_STAGES := tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test examples-test cloudtoken-test benchmarks-test
+
+test:
+	@.ci/stages $(TEST_STAGES)
 
 fmt-check:
 	@out="$$($(GOFMT) -l $$(git ls-files '*.go'))"; \
