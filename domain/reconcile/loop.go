@@ -64,6 +64,10 @@ type Prepare func(ctx context.Context, obj ports.Object) context.Context
 
 // Config is what a Loop drives.
 type Config struct {
+	// Name is the controller's name, Settings.Name, the field manager of
+	// its applies: every pass's context carries it, with the object's
+	// identity, as a Pass.
+	Name string
 	// Source is the cache the Loop reads objects from.
 	Source ports.ObjectSource
 	// Writer applies statuses and the finalizer.
@@ -237,7 +241,7 @@ func (l *Loop) Lift() {
 }
 
 // Reconcile runs one pass over key in ctx and settles the key in the
-// queue. A pass that does something is a reconcile, which the Recorder is
+// queue, in a context marked with the Pass (see PassOf). A pass that does something is a reconcile, which the Recorder is
 // told of as it starts and ends, and of the related changes that queued
 // it; skipping an object gone from the cache, or one being deleted that
 // the finalizer doesn't hold, is not, and nor is skipping an object that
@@ -266,6 +270,7 @@ func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
 		}
 	}
 
+	ctx = withPass(ctx, Pass{Controller: l.c.Name, Key: key, UID: obj.UID, object: obj.JSON})
 	start := l.c.Clock.Now()
 	ctx = l.c.Recorder.ReconcileStarted(ctx, key)
 	if len(caused.objects) > 0 {
