@@ -15,16 +15,22 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/loam-dev/loam/adapters/apply"
+	"github.com/loam-dev/loam/domain/reconcile"
 	"github.com/loam-dev/loam/ports"
 )
 
 // ApplyOptions says how Resource.Apply applies an object.
 type ApplyOptions struct {
 	// FieldManager is the field manager the apply is made under, which
-	// then owns every field the apply declares. A Reconciler applies
-	// under its controller's name, Settings.Name, as the controller
-	// applies the statuses it returns. It is required, and the API server
-	// takes at most 128 printable characters.
+	// then owns every field the apply declares; the API server takes at
+	// most 128 printable characters. Inside a reconcile, "" is the
+	// controller's name, Settings.Name, under which it applies the
+	// statuses it returns, for any object but the one being reconciled.
+	// That object itself must be applied under another field manager,
+	// given here: the controller's own applies of its metadata under
+	// Settings.Name (the finalizer's) would remove what an apply under
+	// that name declared, so Apply refuses it. Outside a reconcile it is
+	// required.
 	FieldManager string
 	// Owner, unless zero, is the object's controller: Apply adds an owner
 	// reference to it, with controller and blockOwnerDeletion true, to the
@@ -126,6 +132,12 @@ func OwnerOf(obj metav1.Object, gvk schema.GroupVersionKind) Owner {
 // that carries a scenario, an object whose Owner is the reconciled object
 // gets the scenario in the reconcile's TrustScenario annotation.
 //
+// In a reconcile, opts.FieldManager defaults to the controller's
+// Settings.Name, and obj may not be the reconciled object under that
+// name: see ApplyOptions.FieldManager. obj is the reconciled object when
+// it has the reconciled object's uid, or its namespace and name and r its
+// group and kind.
+//
 // Apply first checks r, c, obj and opts, and sends nothing when any is
 // wrong: it returns one error naming the object and every mistake — r
 // missing its Group, Version, Kind or Plural or with a Scope that is
@@ -133,7 +145,9 @@ func OwnerOf(obj metav1.Object, gvk schema.GroupVersionKind) Owner {
 // namespace when r is namespaced or with one when r is cluster-scoped,
 // with a name or namespace that can't be a path segment, with an
 // apiVersion or kind other than r's, or with a spec encoding/json can't
-// encode; opts with an empty or invalid FieldManager; an Owner without an
+// encode; opts with an empty (outside a reconcile, or for the reconciled
+// object) or invalid FieldManager, or Settings.Name for the reconciled
+// object; an Owner without an
 // APIVersion, Kind, Name or UID, in another namespace than obj (whose
 // owner reference the garbage collector treats as gone, deleting obj), or
 // namespaced when r is cluster-scoped (which the garbage collector never
@@ -145,7 +159,9 @@ func (r Resource[Spec, Status]) Apply(ctx context.Context, c *Client, obj Object
 	key := ports.Key{Namespace: obj.Namespace, Name: obj.Name}
 	what := fmt.Sprintf("kube: apply of %s %q", schema.GroupKind{Group: r.Group, Kind: r.name()}, key)
 
+	opts, own := r.managedBy(ctx, obj, opts)
 	doc, mistakes := r.applyBody(c, obj, opts)
+	mistakes = append(mistakes, own...)
 	if len(mistakes) > 0 {
 		errs := make([]error, len(mistakes))
 		for i, m := range mistakes {
@@ -170,6 +186,43 @@ func (r Resource[Spec, Status]) Apply(ctx context.Context, c *Client, obj Object
 		return Object[Spec, Status]{}, fmt.Errorf("%s: decoding the object the API server stored: %w", what, err)
 	}
 	return stored, nil
+}
+
+// managedBy returns opts with the field manager an apply of obj in ctx
+// is made under, and the mistake of applying the reconciled object under
+// the controller's own name. Outside a reconcile opts are left as they
+// are.
+func (r Resource[Spec, Status]) managedBy(ctx context.Context, obj Object[Spec, Status], opts ApplyOptions) (ApplyOptions, []error) {
+	if ctx == nil {
+		// The request reports it.
+		return opts, nil
+	}
+	pass, ok := reconcile.PassOf(ctx)
+	if !ok || pass.Controller == "" {
+		return opts, nil
+	}
+	own := r.isReconciled(pass, obj)
+	switch {
+	case opts.FieldManager == "" && !own:
+		opts.FieldManager = pass.Controller
+	case opts.FieldManager == pass.Controller && own:
+		return opts, []error{fmt.Errorf("ApplyOptions.FieldManager is %q, the controller's own (Settings.Name), and the object is the one being reconciled: the controller's applies of its metadata under that name would remove what this apply declares, so apply it under another field manager", opts.FieldManager)}
+	}
+	return opts, nil
+}
+
+// isReconciled reports whether obj, one of r's objects, is the object the
+// pass reconciles: it has its uid, or its namespace and name and r its
+// group and kind.
+func (r Resource[Spec, Status]) isReconciled(pass reconcile.Pass, obj Object[Spec, Status]) bool {
+	if obj.UID != "" && obj.UID == pass.UID {
+		return true
+	}
+	if (ports.Key{Namespace: obj.Namespace, Name: obj.Name}) != pass.Key {
+		return false
+	}
+	gk, ok := pass.GroupKind()
+	return ok && gk == schema.GroupKind{Group: r.Group, Kind: r.Kind}
 }
 
 // applyBody is the body of an apply: what Resource.Apply declares of an

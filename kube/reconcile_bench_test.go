@@ -92,6 +92,7 @@ func (w *benchWriter) ApplyFinalizer(context.Context, ports.Key, types.UID, stri
 type benchQueue struct{}
 
 func (benchQueue) Add(ports.Key)                       {}
+func (benchQueue) AddRequeue(ports.Key)                {}
 func (benchQueue) AddBackground(ports.Key)             {}
 func (benchQueue) Get() (key ports.Key, shutdown bool) { return key, false }
 func (benchQueue) Done(ports.Key)                      {}

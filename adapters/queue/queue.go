@@ -1,10 +1,36 @@
 // Package queue builds a controller's work queue: client-go's work queue
 // of ports.Key, which holds each key once, never hands one key to two
 // workers at once and records its metrics, with an order of loam's own
-// plugged into it: keys added as changes go ahead of keys added in the
-// background, and while background keys wait the queue hands one out
-// after every ChangesPerBackground changes in a row, so they still drain.
-// The retries' and Afters' delays are the domain's own timers, which a
+// plugged into it. A key waits in one of three classes, by why it was
+// added:
+//
+//   - changes (Add): an object changed, or one it owns or relates to;
+//   - requeues (AddRequeue): a retry or an After whose timer fired, a key
+//     the controller itself asked to see again at that time;
+//   - the background (AddBackground): an informer's first list and the
+//     resync, keys no change and no pass asked for.
+//
+// Within a class keys go out first in, first out; a requeue, queued when
+// its timer fires, so goes out in the order of the due times. Across the
+// classes, Pop hands out:
+//
+//  1. a change, unless ChangesPerBackground changes went out in a row
+//     while a requeue or a background key waited;
+//  2. otherwise a requeue, unless RequeuesPerBackground requeues went out
+//     while a background key waited (changes between them don't break
+//     that run);
+//  3. otherwise a background key.
+//
+// So a retry or an After never waits behind a new leader's whole initial
+// list or a resync — only behind the changes and the requeues that came
+// due before it — and every class keeps draining: however many changes
+// wait, the requeues and the background together get one hand-out in
+// ChangesPerBackground+1, and of those the background gets at least one
+// in RequeuesPerBackground+1.
+//
+// A key is held once: adding a waiting key at a higher class moves it to
+// the end of that class, and adding it at a lower one leaves it where it
+// is. The retries' and Afters' delays are the domain's own timers, which a
 // change can cancel, so the queue delays nothing.
 package queue
 
@@ -19,16 +45,23 @@ import (
 )
 
 // ChangesPerBackground is how many changes in a row the queue hands out
-// while a background key waits, before it hands that key out. Background
-// keys — a new leader's initial list, the resync, retries and Afters —
-// so keep at least a tenth of the workers' throughput however busy the
-// changes are, and a change waits behind at most one background key per
-// nine changes ahead of it: it loses at most a tenth of the throughput it
-// would have with strict priority. Fewer (alternating, at 1) would give
-// half of a busy controller's throughput to a backlog whose keys no
-// change asked for; many more would let a stream of changes hold a
-// failed key's retry, and a resync, for that many reconciles.
+// while a requeue or a background key waits, before it hands one of those
+// out. The keys behind the changes — retries, Afters, a new leader's
+// initial list, the resync — so keep at least a tenth of the workers'
+// throughput however busy the changes are, and a change waits behind at
+// most one of them per nine changes ahead of it: it loses at most a tenth
+// of the throughput it would have with strict priority. Fewer
+// (alternating, at 1) would give half of a busy controller's throughput
+// to keys no change asked for; many more would let a stream of changes
+// hold a failed key's retry, and a resync, for that many reconciles.
 const ChangesPerBackground = 9
+
+// RequeuesPerBackground is how many requeues the queue hands out while a
+// background key waits, before it hands that key out, for the same
+// reason: a controller whose keys keep coming due (short Afters, a
+// failing dependency's retries) still works through its initial list and
+// its resync.
+const RequeuesPerBackground = 9
 
 // Config is what New builds a queue from.
 type Config struct {
@@ -108,12 +141,18 @@ func New(c Config) *Queue {
 	}
 }
 
-// Add queues key as a change, ahead of the background keys; a key that
-// waits in the background moves ahead with the changes.
+// Add queues key as a change, ahead of the requeues and the background;
+// a key that waits as either moves to the end of the changes.
 func (q *Queue) Add(key ports.Key) { q.add(key, change) }
 
-// AddBackground queues key behind the changes; a key that waits as a
-// change keeps its place.
+// AddRequeue queues key as a requeue, a retry or an After that came due:
+// behind the changes, ahead of the background. A key that waits in the
+// background moves to the end of the requeues; one that waits as a change
+// or a requeue keeps its place.
+func (q *Queue) AddRequeue(key ports.Key) { q.add(key, requeue) }
+
+// AddBackground queues key behind the changes and the requeues; a key
+// that waits as either keeps its place.
 func (q *Queue) AddBackground(key ports.Key) { q.add(key, background) }
 
 // add tells the order the priority key is wanted at, and then adds it to
@@ -136,7 +175,7 @@ func (q *Queue) Get() (key ports.Key, shutdown bool) { return q.q.Get() }
 // the higher priority of those adds.
 func (q *Queue) Done(key ports.Key) { q.q.Done(key) }
 
-// Len returns how many keys wait, of either priority.
+// Len returns how many keys wait, of every class.
 func (q *Queue) Len() int { return q.q.Len() }
 
 // ShutDown drops every add from now on and makes Get return shutdown once
@@ -156,12 +195,15 @@ func (q *Queue) ShutDownWithDrain() {
 // ShuttingDown reports whether the queue has been shut down.
 func (q *Queue) ShuttingDown() bool { return q.q.ShuttingDown() }
 
-// priority is a key's: a change's or the background's.
+// priority is a key's class: the background's, a requeue's or a
+// change's, from the lowest.
 type priority uint8
 
 const (
 	background priority = iota
+	requeue
 	change
+	classes
 )
 
 // order is client-go's workqueue.Queue[ports.Key]: the keys that wait, in
@@ -169,10 +211,10 @@ const (
 // under its own lock, one at a time; Queue.add calls want outside it,
 // which is why order has a lock of its own, always taken last.
 //
-// A key waits in the list of its priority, in the order it came. A key
-// promoted from the background is appended to the changes and its entry
-// in the background left there, stale: Pop skips an entry whose sequence
-// number is no longer its key's, so a promotion costs no search.
+// A key waits in the list of its class, in the order it came. A key
+// promoted to a higher class is appended to that class's list and its
+// entry in the lower one left there, stale: Pop skips an entry whose
+// sequence number is no longer its key's, so a promotion costs no search.
 type order struct {
 	mu sync.Mutex
 	// wanted is the highest priority each key was added at since an add
@@ -182,13 +224,15 @@ type order struct {
 	wanted map[ports.Key]priority
 	// waiting is each waiting key's entry: its priority and sequence
 	// number.
-	waiting         map[ports.Key]entry
-	changes, behind list
-	seq             uint64
-	// run is how many changes in a row Pop has handed out while a
-	// background key waited.
-	run    int
-	closed bool
+	waiting map[ports.Key]entry
+	// lists holds the waiting keys of each class, by priority.
+	lists [classes]list
+	seq   uint64
+	// changesRun is how many changes in a row Pop has handed out while a
+	// requeue or a background key waited; requeuesRun how many requeues
+	// it has handed out while a background key waited.
+	changesRun, requeuesRun int
+	closed                  bool
 	// keys, when not nil, records each key's wait, with the shard shard
 	// says it is in, read by clock.
 	keys  Keys
@@ -265,21 +309,17 @@ func (o *order) queue(e entry, p priority) {
 	o.seq++
 	e.at, e.seq = p, o.seq
 	o.waiting[e.key] = e
-	if p == change {
-		o.changes.push(e)
-	} else {
-		o.behind.push(e)
-	}
+	o.lists[p].push(e)
 }
 
-// Touch is an add of a waiting key: one wanted as a change moves from the
-// background to the end of the changes.
+// Touch is an add of a waiting key: one wanted at a higher class moves to
+// the end of that class.
 func (o *order) Touch(key ports.Key) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	p := o.take(key)
 	if e, ok := o.waiting[key]; ok && p > e.at {
-		o.behind.drop()
+		o.lists[e.at].drop()
 		o.queue(e, p)
 	}
 }
@@ -288,26 +328,15 @@ func (o *order) Touch(key ports.Key) {
 func (o *order) Len() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.changes.n + o.behind.n
+	return o.lists[change].n + o.lists[requeue].n + o.lists[background].n
 }
 
-// Pop hands out the first change, unless ChangesPerBackground changes in
-// a row went out while a background key waited: then, and when no change
-// waits, the first background key. client-go calls it only when Len is
-// positive.
+// Pop hands out the first key of the class the package's order picks.
+// client-go calls it only when Len is positive.
 func (o *order) Pop() ports.Key {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	from := &o.behind
-	switch {
-	case o.changes.n > 0 && o.behind.n == 0:
-		from, o.run = &o.changes, 0
-	case o.changes.n > 0 && o.run < ChangesPerBackground:
-		from = &o.changes
-		o.run++
-	default:
-		o.run = 0
-	}
+	from := &o.lists[o.pick()]
 	for {
 		e := from.pop()
 		if cur, ok := o.waiting[e.key]; ok && cur.seq == e.seq {
@@ -318,8 +347,40 @@ func (o *order) Pop() ports.Key {
 			}
 			return e.key
 		}
-		// A background entry whose key has since been promoted.
+		// An entry whose key has since been promoted.
 	}
+}
+
+// pick returns the class Pop hands a key out of: a change, unless
+// ChangesPerBackground went out in a row while a lower class waited; else
+// a requeue, unless RequeuesPerBackground went out while a background key
+// waited; else a background key. A run counts only while a lower class
+// waits, so keys handed out with nothing behind them don't shorten it.
+func (o *order) pick() priority {
+	changes, requeues, behind := o.lists[change].n, o.lists[requeue].n, o.lists[background].n
+	if changes > 0 {
+		switch {
+		case requeues+behind == 0:
+			o.changesRun = 0
+			return change
+		case o.changesRun < ChangesPerBackground:
+			o.changesRun++
+			return change
+		}
+	}
+	o.changesRun = 0
+	if requeues > 0 {
+		switch {
+		case behind == 0:
+			o.requeuesRun = 0
+			return requeue
+		case o.requeuesRun < RequeuesPerBackground:
+			o.requeuesRun++
+			return requeue
+		}
+	}
+	o.requeuesRun = 0
+	return background
 }
 
 // list is a FIFO of entries, stale ones included; n counts the live ones.
@@ -334,7 +395,7 @@ func (l *list) push(e entry) {
 }
 
 // drop counts one entry stale, and lets go of every entry once none is
-// live, so that keys promoted while no background key is handed out
+// live, so that keys promoted out of a class that is not handed out from
 // leave no trail.
 func (l *list) drop() {
 	l.n--

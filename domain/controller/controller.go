@@ -263,6 +263,7 @@ func (c *Controller) loop(gate *shardGate) (*reconcile.Loop, error) {
 		admit = gate.admit
 	}
 	loop, err := reconcile.New(reconcile.Config{
+		Name:      c.c.Name,
 		Admit:     admit,
 		Source:    c.c.Watch,
 		Writer:    c.c.Writer,

@@ -125,6 +125,7 @@ func (q *queue) Add(key ports.Key) {
 	}
 }
 
+func (q *queue) AddRequeue(key ports.Key)    { q.Add(key) }
 func (q *queue) AddBackground(key ports.Key) { q.Add(key) }
 
 func (q *queue) Get() (ports.Key, bool) {

@@ -32,6 +32,7 @@ func (w *fakeWriter) ApplyFinalizer(context.Context, ports.Key, types.UID, strin
 type fakeQueue struct{}
 
 func (fakeQueue) Add(ports.Key)                       {}
+func (fakeQueue) AddRequeue(ports.Key)                {}
 func (fakeQueue) AddBackground(ports.Key)             {}
 func (fakeQueue) Get() (key ports.Key, shutdown bool) { return key, false }
 func (fakeQueue) Done(ports.Key)                      {}

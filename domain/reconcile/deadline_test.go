@@ -38,10 +38,10 @@ func newBubbleMocks(t *testing.T) bubbleMocks {
 	return bubbleMocks{mocks: newMocks(t), start: time.Now(), adds: new([]time.Duration)}
 }
 
-// added expects the queue to be handed the key, as a timer does — in the
-// background — and notes when.
+// added expects the queue to be handed the key, as a timer does — as a
+// requeue — and notes when.
 func (m bubbleMocks) added() any {
-	return m.queue.EXPECT().AddBackground(key).Do(func(ports.Key) { *m.adds = append(*m.adds, m.since()) })
+	return m.queue.EXPECT().AddRequeue(key).Do(func(ports.Key) { *m.adds = append(*m.adds, m.since()) })
 }
 
 func (m bubbleMocks) loop(t *testing.T, finalizer string) *reconcile.Loop {

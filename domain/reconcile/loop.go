@@ -22,12 +22,16 @@
 // event with a new resourceVersion, the controller's own status write
 // included; a resync is not, so it leaves the timer alone.
 //
-// Keys are queued at one of the work queue's two priorities. Changes —
+// Keys are queued at one of the work queue's three classes. Changes —
 // of the object, of an object it owns, of a related object that maps to
-// it, a deletion — go ahead of the background: the objects of the
-// informers' first lists, resyncs, retries and Afters. A new leader's
-// thousands of initial keys so don't delay the object a user just
-// changed, and the queue still hands the background its share.
+// it, a deletion — go first. Requeues — a retry or an After whose timer
+// fired, a key Lift queues again — go next, in the order they came due.
+// The background — the objects of the informers' first lists, resyncs —
+// goes last. A new leader's thousands of initial keys so delay neither
+// the object a user just changed nor a key the controller asked to see
+// again at a given time, and the queue still hands each class its share.
+// A firing timer queues its key before a change can drop it, so a change
+// landing then doesn't reconcile the key twice.
 //
 // A change of a related object, one the controller watches without owning
 // it, queues the keys it maps to like any change, and the Loop keeps it as
@@ -43,10 +47,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/ports"
@@ -62,6 +64,10 @@ type Prepare func(ctx context.Context, obj ports.Object) context.Context
 
 // Config is what a Loop drives.
 type Config struct {
+	// Name is the controller's name, Settings.Name, the field manager of
+	// its applies: every pass's context carries it, with the object's
+	// identity, as a Pass.
+	Name string
 	// Source is the cache the Loop reads objects from.
 	Source ports.ObjectSource
 	// Writer applies statuses and the finalizer.
@@ -115,19 +121,6 @@ type Config struct {
 	Admit func(ctx context.Context, obj ports.Object) (context.Context, func(), bool)
 }
 
-// The reasons of the Events a Loop records on an object whose pass went
-// wrong.
-const (
-	// ReasonFailed is the reason of a pass that failed or timed out.
-	ReasonFailed = "ReconcileFailed"
-	// ReasonPanicked is the reason of a pass whose end user's code
-	// panicked.
-	ReasonPanicked = "ReconcilePanicked"
-	// NoteLimit is the API server's bound on an Event's note, in bytes,
-	// to which a Loop cuts the error it records.
-	NoteLimit = 1024
-)
-
 // Loop reconciles a controller's keys, one pass at a time per call. It is
 // safe for concurrent use by the controller's workers; the Queue sees to it
 // that no key is in two passes at once.
@@ -168,9 +161,9 @@ func New(c Config) (*Loop, error) {
 	return &Loop{
 		c:       c,
 		limiter: backoff.NewLimiter[ports.Key](c.Retry, c.Clock),
-		// A retry and an After are the background's: they wait behind
-		// the changes, as the keys of the informers' first lists do.
-		timers:  newTimers(c.Clock, c.Queue.AddBackground),
+		// A retry and an After are requeues: behind the changes, ahead
+		// of the informers' first lists and the resyncs.
+		timers:  newTimers(c.Clock, c.Queue.AddRequeue),
 		causes:  newCauses(),
 		carried: newCarried(),
 	}, nil
@@ -235,20 +228,20 @@ func (l *Loop) Stop() {
 // Lift says that what Prepare carried into every pass no longer applies,
 // as when failure injection is turned off: each key whose latest pass
 // failed or timed out carrying something (Config.Carried) is queued again
-// at once, in the background, its pending retry dropped, rather than at
+// at once, as a requeue, its pending retry dropped, rather than at
 // its retry, which a long experiment's backoff may have put minutes away.
 // It does nothing once the Loop has stopped.
 func (l *Loop) Lift() {
 	for _, key := range l.carried.take() {
 		l.timers.drop(key)
 		if !l.stopped.Load() {
-			l.c.Queue.AddBackground(key)
+			l.c.Queue.AddRequeue(key)
 		}
 	}
 }
 
 // Reconcile runs one pass over key in ctx and settles the key in the
-// queue. A pass that does something is a reconcile, which the Recorder is
+// queue, in a context marked with the Pass (see PassOf). A pass that does something is a reconcile, which the Recorder is
 // told of as it starts and ends, and of the related changes that queued
 // it; skipping an object gone from the cache, or one being deleted that
 // the finalizer doesn't hold, is not, and nor is skipping an object that
@@ -277,6 +270,7 @@ func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
 		}
 	}
 
+	ctx = withPass(ctx, Pass{Controller: l.c.Name, Key: key, UID: obj.UID, object: obj.JSON})
 	start := l.c.Clock.Now()
 	ctx = l.c.Recorder.ReconcileStarted(ctx, key)
 	if len(caused.objects) > 0 {
@@ -295,298 +289,4 @@ func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
 		l.recordEvent(ctx, obj, step, s.report)
 	}
 	l.c.Recorder.ReconcileEnded(ctx, key, s.report)
-}
-
-// recordEvent records on obj the Warning Event of a pass over it that
-// report says went wrong, when the Config has Events: the object's
-// describe then says why it isn't converging without its logs.
-func (l *Loop) recordEvent(ctx context.Context, obj ports.Object, step Step, report ports.Report) {
-	if l.c.Events == nil {
-		return
-	}
-	r := ports.EventRecord{Type: ports.EventWarning, Action: action(step)}
-	switch report.Outcome {
-	case ports.OutcomeError, ports.OutcomeTimeout:
-		r.Reason, r.Note = ReasonFailed, report.Err.Error()
-	case ports.OutcomePanic:
-		r.Reason, r.Note = ReasonPanicked, fmt.Sprintf("panic: %v", report.Panic.Value)
-	default:
-		return
-	}
-	r.Note = cutNote(r.Note)
-	l.c.Events.Record(ctx, obj, r)
-}
-
-// action names what a pass of step did, as an Event's action reads:
-// Finalize, or Reconcile for every other step, adding the finalizer
-// included.
-func action(step Step) string {
-	if step == StepFinalize {
-		return "Finalize"
-	}
-	return "Reconcile"
-}
-
-// cutNote returns note cut to NoteLimit bytes at a UTF-8 character's
-// boundary, since a cut character would be encoded longer than it was.
-func cutNote(note string) string {
-	if len(note) <= NoteLimit {
-		return note
-	}
-	cut := NoteLimit
-	for cut > 0 && !utf8.RuneStart(note[cut]) {
-		cut--
-	}
-	return note[:cut]
-}
-
-// settlement is how a pass ends: its report, and when to reconcile the key
-// again after a success.
-type settlement struct {
-	report ports.Report
-	after  time.Duration
-	// until is when what the pass's Prepare carried stops applying, or
-	// zero; see Config.Until.
-	until time.Time
-	// carried says the pass's Prepare carried something into it; see
-	// Config.Carried.
-	carried bool
-}
-
-func succeeded(after time.Duration) settlement {
-	return settlement{report: ports.Report{Outcome: ports.OutcomeSuccess}, after: after}
-}
-
-func failed(err error) settlement {
-	return settlement{report: ports.Report{Outcome: ports.OutcomeError, Err: err}}
-}
-
-func panicked(p *ports.Panic) settlement {
-	return settlement{report: ports.Report{Outcome: ports.OutcomePanic, Panic: p}}
-}
-
-// timedOut is the settlement of a call of the end user's that ran past
-// its deadline: its Err is the deadline's error, joined with what else
-// went wrong, when anything did — the error the call returned, which
-// tells where it was when its context ended, and a failed status apply.
-func timedOut(deadline *DeadlineError, errs ...error) settlement {
-	err := error(deadline)
-	if others := errors.Join(errs...); others != nil {
-		err = errors.Join(deadline, others)
-	}
-	return settlement{report: ports.Report{Outcome: ports.OutcomeTimeout, Err: err, Timeout: deadline.Timeout}}
-}
-
-// pass takes step over obj, and says until when what Prepare carried
-// into it applies.
-func (l *Loop) pass(ctx context.Context, key ports.Key, obj ports.Object, step Step) settlement {
-	if l.c.Prepare != nil {
-		prepared, p := prepare(ctx, l.c.Prepare, obj)
-		if p != nil {
-			return panicked(p)
-		}
-		ctx = prepared
-	}
-	s := l.step(ctx, key, obj, step)
-	if l.c.Prepare != nil && l.c.Until != nil {
-		if until, ok := l.c.Until(ctx); ok {
-			s.until = until
-		}
-	}
-	if l.c.Prepare != nil && l.c.Carried != nil {
-		s.carried = l.c.Carried(ctx)
-	}
-	return s
-}
-
-// step takes step over obj, in the context Prepare returned.
-func (l *Loop) step(ctx context.Context, key ports.Key, obj ports.Object, step Step) settlement {
-	switch step {
-	case StepAddFinalizer:
-		if err := l.c.Writer.ApplyFinalizer(ctx, key, obj.UID, l.c.Finalizer, true); err != nil {
-			return failed(fmt.Errorf("adding finalizer %q: %w", l.c.Finalizer, err))
-		}
-		return succeeded(0)
-
-	case StepFinalize:
-		o := l.call(ctx, key, obj, step)
-		switch {
-		case o.panic != nil:
-			// The finalizer stays: the deletion waits for the next pass.
-			return panicked(o.panic)
-		case o.timedOut != nil:
-			// A Finalize that ran out of time failed, whatever it
-			// returned: the finalizer stays, and it is retried.
-			var err error
-			if o.err != nil {
-				err = fmt.Errorf("finalize %q: %w", l.c.Finalizer, o.err)
-			}
-			return timedOut(o.timedOut, err)
-		case o.err != nil:
-			return failed(fmt.Errorf("finalize %q: %w", l.c.Finalizer, o.err))
-		}
-		if err := l.c.Writer.ApplyFinalizer(ctx, key, obj.UID, l.c.Finalizer, false); err != nil {
-			return failed(fmt.Errorf("removing finalizer %q: %w", l.c.Finalizer, err))
-		}
-		return succeeded(0)
-
-	default:
-		o := l.call(ctx, key, obj, step)
-		if o.panic != nil {
-			// No Result, so no status: nothing is applied.
-			return panicked(o.panic)
-		}
-		res, err := o.result, o.err
-		// The status is applied even when Reconcile failed or ran out of
-		// time, so a failure can be a condition and an error at once. It
-		// is applied in the pass's context, never the call's, which has
-		// expired when the call timed out.
-		if res.Status != nil && StatusChanged(obj.Status, res.Status) {
-			if aerr := l.c.Writer.ApplyStatus(ctx, key, obj.UID, res.Status); aerr != nil {
-				err = errors.Join(err, fmt.Errorf("applying status: %w", aerr))
-			}
-		}
-		if o.timedOut != nil {
-			return timedOut(o.timedOut, err)
-		}
-		if err != nil {
-			return failed(err)
-		}
-		return succeeded(res.After)
-	}
-}
-
-// settle sets or drops key's timer as s ended its pass: at the retry's
-// backoff or the After, or sooner when what the pass's Prepare carried
-// stops applying sooner.
-func (l *Loop) settle(key ports.Key, s settlement) {
-	var ends time.Duration
-	if !s.until.IsZero() && s.report.Outcome != ports.OutcomePanic {
-		ends = s.until.Sub(l.c.Clock.Now())
-	}
-	sooner := func(d time.Duration) time.Duration {
-		if ends > 0 && (d <= 0 || ends < d) {
-			return ends
-		}
-		return d
-	}
-	if s.report.Outcome == ports.OutcomeError || s.report.Outcome == ports.OutcomeTimeout {
-		l.markCarried(key, s.carried)
-		l.timers.set(key, sooner(l.limiter.When(key)))
-		return
-	}
-	l.markCarried(key, false)
-	// A success and a panic both end the key's backoff; a panic is never
-	// retried, since it would only panic again.
-	if d := sooner(s.after); d > 0 {
-		l.limiter.Forget(key)
-		l.timers.set(key, d)
-		return
-	}
-	l.forget(key)
-}
-
-// forget ends key's backoff and drops its timer: nothing queues it again
-// but a change or the resync.
-func (l *Loop) forget(key ports.Key) {
-	l.limiter.Forget(key)
-	l.timers.drop(key)
-	l.markCarried(key, false)
-}
-
-// markCarried keeps key in the set Lift queues again when carried, and drops
-// it otherwise. A Loop whose passes carry nothing (no Config.Carried)
-// never fills the set, so it takes no lock for it.
-func (l *Loop) markCarried(key ports.Key, carried bool) {
-	if l.c.Carried != nil {
-		l.carried.set(key, carried)
-	}
-}
-
-// recoverInto, deferred, recovers a panic of the end user's code into *p,
-// with the stack it panicked on.
-func recoverInto(p **ports.Panic) {
-	if v := recover(); v != nil {
-		*p = &ports.Panic{Value: v, Stack: debug.Stack()}
-	}
-}
-
-func prepare(ctx context.Context, f Prepare, obj ports.Object) (prepared context.Context, p *ports.Panic) {
-	defer recoverInto(&p)
-	if prepared = f(ctx, obj); prepared == nil {
-		prepared = ctx
-	}
-	return prepared, nil
-}
-
-// userOutcome is what a call of the end user's code ended with.
-type userOutcome struct {
-	result ports.Result
-	err    error
-	panic  *ports.Panic
-	// timedOut, when not nil, is the deadline that had cancelled the
-	// call's context by the time it returned.
-	timedOut *DeadlineError
-}
-
-// DeadlineError is the cause of the context of a call of the end user's
-// Reconcile or Finalize that ran past Config.Timeout, as context.Cause
-// returns it, and the error a timed-out reconcile reports. It wraps
-// context.DeadlineExceeded, the context's Err.
-type DeadlineError struct {
-	// Step is the pass whose call ran out of time: StepReconcile or
-	// StepFinalize.
-	Step Step
-	// Key names the object the call was over.
-	Key ports.Key
-	// Timeout is the Config's Timeout.
-	Timeout time.Duration
-}
-
-// Error reads as "reconcile of ns/m timed out after 5m0s: context deadline
-// exceeded".
-func (e *DeadlineError) Error() string {
-	return fmt.Sprintf("%s of %s timed out after %v: %v", e.Step, e.Key, e.Timeout, context.DeadlineExceeded)
-}
-
-// Unwrap returns context.DeadlineExceeded.
-func (e *DeadlineError) Unwrap() error { return context.DeadlineExceeded }
-
-// call runs the end user's code that step calls, Finalize or Reconcile,
-// over obj in ctx, bounded by the Config's Timeout. The call timed out
-// when its deadline is what ended its context: a context that ctx's own
-// end cancelled first, such as on a lost Lease, has that cause, so such a
-// call is no timeout, however long it ran.
-func (l *Loop) call(ctx context.Context, key ports.Key, obj ports.Object, step Step) userOutcome {
-	var deadline *DeadlineError
-	if l.c.Timeout > 0 {
-		deadline = &DeadlineError{Step: step, Key: key, Timeout: l.c.Timeout}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, l.c.Timeout, deadline)
-		defer cancel()
-	}
-	var o userOutcome
-	if step == StepFinalize {
-		o = callFinalize(ctx, l.c.Handler, obj)
-	} else {
-		o = callReconcile(ctx, l.c.Handler, obj)
-	}
-	// Read before the deferred cancel, which would end a context that is
-	// still alive with a cause of its own.
-	if deadline != nil && errors.Is(context.Cause(ctx), deadline) {
-		o.timedOut = deadline
-	}
-	return o
-}
-
-func callFinalize(ctx context.Context, h ports.Handler, obj ports.Object) (o userOutcome) {
-	defer recoverInto(&o.panic)
-	o.err = h.Finalize(ctx, obj)
-	return o
-}
-
-func callReconcile(ctx context.Context, h ports.Handler, obj ports.Object) (o userOutcome) {
-	defer recoverInto(&o.panic)
-	o.result, o.err = h.Reconcile(ctx, obj)
-	return o
 }

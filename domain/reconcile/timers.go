@@ -11,8 +11,15 @@ import (
 // or After. Setting one replaces the key's last, dropping one cancels it,
 // and a timer that fires queues its key only if it is still the key's
 // latest, so a timer that lost the race with its replacement or with a
-// change does nothing. client-go's AddAfter can't be cancelled, which is
-// why the Loop keeps its delays here rather than in the work queue.
+// change does nothing. A firing timer queues its key with the lock held,
+// so its end and its add are one step to a drop: a change's Notify either
+// drops the timer before it fires, or finds it gone and its key already
+// queued, where the change's own add joins it. Queued after the unlock, a
+// change landing in between would be reconciled, and then the old
+// timer's add would reconcile the key once more for nothing. fire must
+// therefore never call back into the timers. client-go's AddAfter can't
+// be cancelled, which is why the Loop keeps its delays here rather than
+// in the work queue.
 type timers struct {
 	clock ports.Clock
 	fire  func(ports.Key)
@@ -45,19 +52,20 @@ func (t *timers) set(key ports.Key, d time.Duration) {
 	}
 	t.next++
 	id := t.next
-	stop := t.clock.AfterFunc(d, func() {
-		t.mu.Lock()
-		cur, ok := t.pending[key]
-		latest := ok && cur.id == id && !t.stopped
-		if latest {
-			delete(t.pending, key)
-		}
-		t.mu.Unlock()
-		if latest {
-			t.fire(key)
-		}
-	})
+	stop := t.clock.AfterFunc(d, func() { t.fired(key, id) })
 	t.pending[key] = timer{id: id, stop: stop}
+}
+
+// fired is the end of the timer id of key: it queues key if that timer is
+// still the key's latest, before it lets a drop in.
+func (t *timers) fired(key ports.Key, id uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if cur, ok := t.pending[key]; !ok || cur.id != id || t.stopped {
+		return
+	}
+	delete(t.pending, key)
+	t.fire(key)
 }
 
 // drop cancels key's pending timer, if any.

@@ -33,24 +33,29 @@ type addsQueue struct {
 	adds []queued
 }
 
-// queued is an add: when it came, and whether in the background.
+// queued is an add: when it came, and in which class: "change",
+// "requeue" or "background".
 type queued struct {
-	at         time.Duration
-	background bool
+	at    time.Duration
+	class string
 }
 
-// changed and behind are the adds of a change and of the background at d.
-func changed(d time.Duration) queued { return queued{at: d} }
-func behind(d time.Duration) queued  { return queued{at: d, background: true} }
+// changed, requeued and behind are the adds of a change, of a requeue and
+// of the background at d.
+func changed(d time.Duration) queued  { return queued{at: d, class: "change"} }
+func requeued(d time.Duration) queued { return queued{at: d, class: "requeue"} }
+func behind(d time.Duration) queued   { return queued{at: d, class: "background"} }
 
-func (q *addsQueue) Add(ports.Key) { q.add(false) }
+func (q *addsQueue) Add(ports.Key) { q.add("change") }
 
-func (q *addsQueue) AddBackground(ports.Key) { q.add(true) }
+func (q *addsQueue) AddRequeue(ports.Key) { q.add("requeue") }
 
-func (q *addsQueue) add(background bool) {
+func (q *addsQueue) AddBackground(ports.Key) { q.add("background") }
+
+func (q *addsQueue) add(class string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.adds = append(q.adds, queued{at: time.Since(q.start), background: background})
+	q.adds = append(q.adds, queued{at: time.Since(q.start), class: class})
 }
 
 func (q *addsQueue) added() []queued {
@@ -117,14 +122,14 @@ func TestLoop_timers(t *testing.T) {
 		run  func(l *reconcile.Loop, sleep func(time.Duration))
 		outs []func() (ports.Result, error)
 		// want is when the queue was handed the key, and at which
-		// priority: a timer's in the background, a change's ahead of it.
+		// class: a timer's a requeue, a change's ahead of it.
 		want []queued
 	}{
 		{
 			name: "After queues the key again after that long",
 			outs: []func() (ports.Result, error){after(6 * s)},
 			run:  func(l *reconcile.Loop, _ func(time.Duration)) { l.Reconcile(context.Background(), key) },
-			want: []queued{behind(6 * s)},
+			want: []queued{requeued(6 * s)},
 		},
 		{
 			name: "a change drops a pending After: its pass settles the key anew",
@@ -135,7 +140,7 @@ func TestLoop_timers(t *testing.T) {
 				l.Notify(change)
 				l.Reconcile(context.Background(), key)
 			},
-			want: []queued{changed(2 * s), behind(8 * s)},
+			want: []queued{changed(2 * s), requeued(8 * s)},
 		},
 		{
 			name: "a change with no pass after it still drops the After",
@@ -155,7 +160,7 @@ func TestLoop_timers(t *testing.T) {
 				sleep(2 * s)
 				l.Notify(resync)
 			},
-			want: []queued{behind(2 * s), behind(6 * s)},
+			want: []queued{behind(2 * s), requeued(6 * s)},
 		},
 		{
 			name: "the latest pass's After replaces the last",
@@ -165,7 +170,7 @@ func TestLoop_timers(t *testing.T) {
 				sleep(s)
 				l.Reconcile(context.Background(), key)
 			},
-			want: []queued{behind(2 * s)},
+			want: []queued{requeued(2 * s)},
 		},
 		{
 			name: "a success without After drops a pending retry",
@@ -210,7 +215,7 @@ func TestLoop_timers(t *testing.T) {
 			},
 			// Failures at 0s, 5s and 10s retry after 1s, 2s and 4s; the
 			// failure after the success at 15s retries after 1s again.
-			want: []queued{behind(1 * s), behind(7 * s), behind(14 * s), behind(16 * s)},
+			want: []queued{requeued(1 * s), requeued(7 * s), requeued(14 * s), requeued(16 * s)},
 		},
 		{
 			name: "Stop cancels every pending timer",
@@ -250,11 +255,11 @@ func TestLoop_timers_until(t *testing.T) {
 		ends time.Duration
 		want []queued
 	}{
-		{"a success without After is reconciled again at the end", after(0), 10 * s, []queued{behind(10 * s)}},
-		{"an After sooner than the end decides", after(6 * s), 10 * s, []queued{behind(6 * s)}},
-		{"an end sooner than the After decides", after(time.Hour), 10 * s, []queued{behind(10 * s)}},
-		{"a retry sooner than the end decides", fails, 10 * s, []queued{behind(1 * s)}},
-		{"an end sooner than the retry decides", fails, s / 2, []queued{behind(s / 2)}},
+		{"a success without After is reconciled again at the end", after(0), 10 * s, []queued{requeued(10 * s)}},
+		{"an After sooner than the end decides", after(6 * s), 10 * s, []queued{requeued(6 * s)}},
+		{"an end sooner than the After decides", after(time.Hour), 10 * s, []queued{requeued(10 * s)}},
+		{"a retry sooner than the end decides", fails, 10 * s, []queued{requeued(1 * s)}},
+		{"an end sooner than the retry decides", fails, s / 2, []queued{requeued(s / 2)}},
 		{"an end already past sets no timer", after(0), -s, nil},
 		{"a panic sets no timer", panics, 10 * s, nil},
 	} {
@@ -291,7 +296,7 @@ func TestLoop_timers_until(t *testing.T) {
 	}
 }
 
-// TestLoop_lift: Lift queues again at once, in the background, a key
+// TestLoop_lift: Lift queues again at once, as a requeue, a key
 // whose latest pass failed carrying something, and drops its retry; it
 // leaves alone a key whose latest pass carried nothing, or succeeded, or
 // panicked, or was already lifted, and does nothing once the Loop stopped.
@@ -306,15 +311,15 @@ func TestLoop_lift(t *testing.T) {
 		want []queued
 	}{
 		{"a failure that carried a scenario is queued at once, its retry dropped", []func() (ports.Result, error){fails}, true,
-			func(*reconcile.Loop) {}, []queued{behind(10 * s)}},
+			func(*reconcile.Loop) {}, []queued{requeued(10 * s)}},
 		{"a failure that carried nothing keeps its retry", []func() (ports.Result, error){fails}, false,
-			func(*reconcile.Loop) {}, []queued{behind(h)}},
+			func(*reconcile.Loop) {}, []queued{requeued(h)}},
 		{"a success after the failure isn't lifted", []func() (ports.Result, error){fails, after(h)}, true,
-			func(l *reconcile.Loop) { l.Reconcile(context.Background(), key) }, []queued{behind(h + s)}},
+			func(l *reconcile.Loop) { l.Reconcile(context.Background(), key) }, []queued{requeued(h + s)}},
 		{"a panic after the failure isn't lifted", []func() (ports.Result, error){fails, panics}, true,
 			func(l *reconcile.Loop) { l.Reconcile(context.Background(), key) }, nil},
 		{"a key is lifted once", []func() (ports.Result, error){fails}, true,
-			func(l *reconcile.Loop) { l.Lift() }, []queued{behind(s)}},
+			func(l *reconcile.Loop) { l.Lift() }, []queued{requeued(s)}},
 		{"a stopped Loop lifts nothing", []func() (ports.Result, error){fails}, true,
 			func(l *reconcile.Loop) { l.Stop() }, nil},
 	} {

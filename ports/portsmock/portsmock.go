@@ -563,6 +563,42 @@ func (c *MockQueueAddBackgroundCall) DoAndReturn(f func(ports.Key)) *MockQueueAd
 	return c
 }
 
+// AddRequeue mocks base method.
+func (m *MockQueue) AddRequeue(key ports.Key) {
+	m.ctrl.T.Helper()
+	m.ctrl.Call(m, "AddRequeue", key)
+}
+
+// AddRequeue indicates an expected call of AddRequeue.
+func (mr *MockQueueMockRecorder) AddRequeue(key any) *MockQueueAddRequeueCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "AddRequeue", reflect.TypeOf((*MockQueue)(nil).AddRequeue), key)
+	return &MockQueueAddRequeueCall{Call: call}
+}
+
+// MockQueueAddRequeueCall wrap *gomock.Call
+type MockQueueAddRequeueCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockQueueAddRequeueCall) Return() *MockQueueAddRequeueCall {
+	c.Call = c.Call.Return()
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockQueueAddRequeueCall) Do(f func(ports.Key)) *MockQueueAddRequeueCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockQueueAddRequeueCall) DoAndReturn(f func(ports.Key)) *MockQueueAddRequeueCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // Done mocks base method.
 func (m *MockQueue) Done(key ports.Key) {
 	m.ctrl.T.Helper()
