@@ -25,11 +25,6 @@ const (
 	Connect Operation = ports.OperationConnect
 )
 
-// valid reports whether o is one of the four operations.
-func (o Operation) valid() bool {
-	return o == Create || o == Update || o == Delete || o == Connect
-}
-
 // Admission is one admission request as a typed handler sees it: what is
 // done, to which object, by whom.
 type Admission[T any] struct {
