@@ -188,7 +188,14 @@ func (w *Webhooks) Addr() net.Addr { return w.service.Addr() }
 func (w *Webhooks) Healthy(ctx context.Context) (bool, error) { return w.service.Healthy(ctx) }
 
 // String names the Webhooks, as the App's records about them do.
-func (w *Webhooks) String() string { return w.service.String() }
+func (w *Webhooks) String() string {
+	if w.service == nil {
+		// A Webhooks NewWebhooks didn't make still names itself in
+		// errors, such as a Part's.
+		return "kube webhooks ()"
+	}
+	return w.service.String()
+}
 
 // AwaitWebhooksBound is the longest a Controller's Serve waits for an
 // AwaitWebhooks' Webhooks to listen: 30 seconds, long enough for a
