@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loam-dev/loam/domain/jsonpatch"
 	"github.com/loam-dev/loam/ports"
@@ -152,39 +150,6 @@ func TestMutateKind_works_on_a_kinds_own_type(t *testing.T) {
 	require.NoError(t, json.Unmarshal(res.Object, &got))
 	require.Equal(t, "low", got.Spec.PriorityClassName)
 	require.Equal(t, "busybox", got.Spec.Containers[0].Image)
-}
-
-func TestChangedObject_adds_what_the_request_lacks_and_keeps_what_T_does_not_know(t *testing.T) {
-	// The request's object has no spec at all; T's encoding always has
-	// one, so the change is to a member the request lacks.
-	type spec struct {
-		A int `json:"a"`
-	}
-	type obj struct {
-		metav1.ObjectMeta `json:"metadata"`
-		Spec              spec `json:"spec"`
-	}
-	for _, c := range []struct {
-		name, sent string
-		mutated    obj
-		want       string
-	}{
-		{"a member under one the request lacks", `{"metadata":{}}`, obj{Spec: spec{A: 1}}, `{"metadata":{},"spec":{"a":1}}`},
-		{"a member the request lacks", `{"metadata":{},"spec":{"b":2.50}}`, obj{Spec: spec{A: 1}}, `{"metadata":{},"spec":{"a":1,"b":2.50}}`},
-		{"a replaced member", `{"metadata":{},"spec":{"a":3}}`, obj{Spec: spec{A: 1}}, `{"metadata":{},"spec":{"a":1}}`},
-		{"a removed member", `{"metadata":{"labels":{"x":"y"}},"spec":{"a":1}}`, obj{Spec: spec{A: 1}}, `{"metadata":{},"spec":{"a":1}}`},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			var decoded obj
-			require.NoError(t, json.Unmarshal([]byte(c.sent), &decoded))
-			got, err := changedObject([]byte(c.sent), decoded, c.mutated)
-			require.NoError(t, err)
-			require.JSONEq(t, c.want, string(got))
-			if strings.Contains(c.sent, "2.50") {
-				require.Contains(t, string(got), "2.50", "numbers keep their text")
-			}
-		})
-	}
 }
 
 // FuzzMutator_Admit feeds the typed mutator any request object: it may

@@ -5,9 +5,10 @@ import (
 	"net/url"
 	"strings"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/loam-dev/loam/domain/webhookconfig"
 )
 
 // WebhookClient says how the API server reaches an App's webhooks: through
@@ -82,39 +83,22 @@ func (c WebhookClient) mistakes(field string) []error {
 	return errs
 }
 
-// join appends path, a webhook's own path starting with /, to base.
-func join(base, path string) string { return strings.TrimSuffix(base, "/") + path }
-
-// admission returns the clientConfig of the admission webhook served at
-// path. c must have no mistakes.
-func (c WebhookClient) admission(path string) admissionregistrationv1.WebhookClientConfig {
-	cfg := admissionregistrationv1.WebhookClientConfig{CABundle: c.CABundle}
-	if c.Service != nil {
-		p := join(c.Service.Path, path)
-		cfg.Service = &admissionregistrationv1.ServiceReference{Namespace: c.Service.Namespace, Name: c.Service.Name, Path: &p}
-		if c.Service.Port != 0 {
-			port := c.Service.Port
-			cfg.Service.Port = &port
-		}
-		return cfg
+// config returns what domain/webhookconfig reads of c.
+func (c WebhookClient) config() webhookconfig.Client {
+	cfg := webhookconfig.Client{URL: c.URL, CABundle: c.CABundle}
+	if s := c.Service; s != nil {
+		cfg.Service = &webhookconfig.Service{Namespace: s.Namespace, Name: s.Name, Port: s.Port, Path: s.Path}
 	}
-	u := join(c.URL, path)
-	cfg.URL = &u
 	return cfg
 }
 
 // conversion returns the clientConfig of the conversion webhook served at
 // path. c must have no mistakes.
 func (c WebhookClient) conversion(path string) *apiextensionsv1.WebhookClientConfig {
-	a := c.admission(path)
-	cfg := &apiextensionsv1.WebhookClientConfig{URL: a.URL, CABundle: a.CABundle}
-	if s := a.Service; s != nil {
-		cfg.Service = &apiextensionsv1.ServiceReference{Namespace: s.Namespace, Name: s.Name, Path: s.Path, Port: s.Port}
-	}
-	return cfg
+	return c.config().Conversion(path)
 }
 
 // conversionPath is the path of the conversion webhook of the resource
 // named plural in group, which the CRD's conversion stanza names and the
 // Webhooks Service serves.
-func conversionPath(group, plural string) string { return "/convert/" + group + "/" + plural }
+func conversionPath(group, plural string) string { return webhookconfig.ConversionPath(group, plural) }

@@ -79,6 +79,9 @@ func domainMayImport(imp string) bool {
 		// carry: plain structs a webhook decision decodes and encodes.
 		imp == "k8s.io/api/admission/v1",
 		imp == "k8s.io/api/authentication/v1",
+		// The webhook configurations' types, which domain/webhookconfig
+		// writes as domain/crd writes a CRD: plain structs.
+		imp == "k8s.io/api/admissionregistration/v1",
 		imp == "go.opentelemetry.io/otel/baggage",
 		imp == "go.opentelemetry.io/otel/attribute":
 		return true

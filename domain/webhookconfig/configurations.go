@@ -1,0 +1,78 @@
+package webhookconfig
+
+import (
+	"errors"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Configurations returns the ValidatingWebhookConfiguration and the
+// MutatingWebhookConfiguration, both named name, that tell the API server
+// to call hooks' webhooks through client: nil for a type of which hooks
+// have none. Each Hook is one webhook, in hooks' order, named by its
+// WebhookName, matching its resource's operations in any of its versions
+// (matchPolicy Equivalent), with no side effects. Conversion Hooks are
+// left out: the CRD carries them. Both have their apiVersion and kind.
+//
+// name and client must have no mistakes, as kube checks. It fails with
+// one error naming every mistake Mistakes finds in hooks.
+func Configurations(name string, client Client, hooks []Hook) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	settings, errs := Mistakes(hooks)
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+
+	var validating []admissionregistrationv1.ValidatingWebhook
+	var mutating []admissionregistrationv1.MutatingWebhook
+	for i, h := range hooks {
+		switch w := webhook(h, settings[i], client); h.Type {
+		case Validate:
+			validating = append(validating, w)
+		case Mutate:
+			mutating = append(mutating, admissionregistrationv1.MutatingWebhook{
+				Name: w.Name, ClientConfig: w.ClientConfig, Rules: w.Rules,
+				FailurePolicy: w.FailurePolicy, MatchPolicy: w.MatchPolicy,
+				NamespaceSelector: w.NamespaceSelector, ObjectSelector: w.ObjectSelector,
+				SideEffects: w.SideEffects, TimeoutSeconds: w.TimeoutSeconds, AdmissionReviewVersions: w.AdmissionReviewVersions,
+			})
+		}
+	}
+	typeMeta := func(kind string) metav1.TypeMeta {
+		return metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: kind}
+	}
+	var v *admissionregistrationv1.ValidatingWebhookConfiguration
+	if len(validating) > 0 {
+		v = &admissionregistrationv1.ValidatingWebhookConfiguration{
+			TypeMeta: typeMeta("ValidatingWebhookConfiguration"), ObjectMeta: metav1.ObjectMeta{Name: name}, Webhooks: validating,
+		}
+	}
+	var m *admissionregistrationv1.MutatingWebhookConfiguration
+	if len(mutating) > 0 {
+		m = &admissionregistrationv1.MutatingWebhookConfiguration{
+			TypeMeta: typeMeta("MutatingWebhookConfiguration"), ObjectMeta: metav1.ObjectMeta{Name: name}, Webhooks: mutating,
+		}
+	}
+	return v, m, nil
+}
+
+// webhook returns h's webhook, as s and client say, in the shape of a
+// validating one; a mutating one has the same fields and no others set.
+func webhook(h Hook, s Settings, client Client) admissionregistrationv1.ValidatingWebhook {
+	scope := admissionregistrationv1.ScopeType(h.Scope)
+	equivalent := admissionregistrationv1.Equivalent
+	none := admissionregistrationv1.SideEffectClassNone
+	return admissionregistrationv1.ValidatingWebhook{
+		Name: h.WebhookName(), ClientConfig: client.Admission(h.Path()),
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: s.Operations,
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{h.Group}, APIVersions: []string{h.Version},
+				Resources: []string{h.Plural}, Scope: &scope,
+			},
+		}},
+		FailurePolicy: &s.Policy, MatchPolicy: &equivalent,
+		NamespaceSelector: s.Namespaces, ObjectSelector: s.Objects,
+		SideEffects: &none, TimeoutSeconds: &s.Timeout, AdmissionReviewVersions: []string{"v1"},
+	}
+}
