@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,11 +64,6 @@ type Controller struct {
 	runtime *controller.Controller
 	synced  *health.Flag
 	logger  logr.Logger
-	// events writes the Controller's Events, nil when its Client has no
-	// events client; its goroutine runs from the first Serve until that
-	// Serve returns or Shutdown flushes it.
-	events       *events.Writer
-	eventsServed atomic.Bool
 }
 
 // target is what a Controller reconciles: a Resource's or a Kind's names.
@@ -181,13 +175,19 @@ func assemble[T any](s *app.Setup, c *Client, settings Settings, t target, rec a
 	return build(s, settings, t, handler[T]{reconcile: reconcile, finalize: p.finalize}, p.commonParts, cl, tel)
 }
 
-// eventsOf returns the eventWriter of a Controller of t's objects on cl's
-// events client, or the zero eventWriter when cl has none.
-func eventsOf(cl clients, settings Settings, t target, tel telemetry) (eventWriter, error) {
+// eventsOf returns the writer of the Events of a Controller of t's
+// objects on cl's events client, or nil when cl has none.
+func eventsOf(cl clients, settings Settings, t target, tel telemetry) (ports.EventWriter, error) {
 	if cl.events == nil {
-		return eventWriter{}, nil
+		return nil, nil
 	}
-	return newEventWriter(cl.events, settings.Name, settings.LeaderElection.Identity, t, tel.logger)
+	w, err := events.NewObjects(events.Config{
+		Client: cl.events, Controller: settings.Name, Instance: settings.LeaderElection.Identity, Logger: tel.logger,
+	}, t.gvr.GroupVersion().String(), t.kind)
+	if err != nil {
+		return nil, fmt.Errorf("kube: the events writer: %w", err)
+	}
+	return w, nil
 }
 
 // clients is what a Controller talks to the API server through.
@@ -270,7 +270,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	if err != nil {
 		return nil, err
 	}
-	if eh, ok := h.(eventsHandler); ok && ev.w != nil {
+	if eh, ok := h.(eventsHandler); ok && ev != nil {
 		h = eh.recordingOn(ev)
 	}
 	le := settings.LeaderElection
@@ -305,7 +305,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	}
 	synced := &health.Flag{}
 	var failureEvents ports.Events
-	if ev.w != nil && settings.FailureEvents == FailureEventsOn {
+	if ev != nil && settings.FailureEvents == FailureEventsOn {
 		failureEvents = ev
 	}
 	rt, err := controller.New(controller.Config{
@@ -345,6 +345,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		// NewController checked it is above zero: every call is bounded.
 		ReconcileTimeout: settings.ReconcileTimeout,
 		Events:           failureEvents,
+		EventWriter:      ev,
 		Gates:            gatesOf(s, settings.Name, p.awaits),
 	})
 	if err != nil {
@@ -353,7 +354,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	if err := bindHandles(settings.Name, setting, p, related, watch); err != nil {
 		return nil, err
 	}
-	return &Controller{name: settings.Name, gvr: t.gvr, runtime: rt, synced: synced, logger: tel.logger, events: ev.w}, nil
+	return &Controller{name: settings.Name, gvr: t.gvr, runtime: rt, synced: synced, logger: tel.logger}, nil
 }
 
 // electorsOf returns what elects the replicas that reconcile, on cl: the
@@ -516,22 +517,7 @@ func (c *Controller) Synced() health.Monitor { return c.synced }
 //
 // Serve runs once: a second call fails.
 func (c *Controller) Serve(ctx context.Context) error {
-	if c.events != nil && !c.eventsServed.Swap(true) {
-		c.events.Start()
-		defer c.flushEvents(context.WithoutCancel(ctx))
-	}
 	return kubeError(c.runtime.Serve(klog.NewContext(ctx, c.logger)))
-}
-
-// flushEvents closes the Events' writer once Serve's runtime returned,
-// within eventsFlushTimeout: a Shutdown flushes them within its own
-// context as well, and waits for its own flush.
-func (c *Controller) flushEvents(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, eventsFlushTimeout)
-	defer cancel()
-	if err := c.events.Close(ctx); err != nil {
-		c.logger.Error(err, "writing the controller's last events failed", "controller", c.name)
-	}
 }
 
 // Shutdown stops the Controller: Serve stops taking keys, waits for the
@@ -541,13 +527,7 @@ func (c *Controller) flushEvents(ctx context.Context) {
 // for them, and returns an error that wraps ctx's. It returns nil at once
 // when Serve never ran.
 func (c *Controller) Shutdown(ctx context.Context) error {
-	err := kubeError(c.runtime.Shutdown(ctx))
-	if c.events != nil && c.eventsServed.Load() {
-		if cerr := c.events.Close(ctx); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("kube: controller %s: writing its last events: %w", c.name, cerr))
-		}
-	}
-	return err
+	return kubeError(c.runtime.Shutdown(ctx))
 }
 
 // kubeError names kube in the runtime's errors, as in every other error
