@@ -175,19 +175,39 @@ func assemble[T any](s *app.Setup, c *Client, settings Settings, t target, rec a
 	return build(s, settings, t, handler[T]{reconcile: reconcile, finalize: p.finalize}, p.commonParts, cl, tel)
 }
 
-// eventsOf returns the writer of the Events of a Controller of t's
-// objects on cl's events client, or nil when cl has none.
-func eventsOf(cl clients, settings Settings, t target, tel telemetry) (ports.EventWriter, error) {
+// controllerEvents is how a Controller records Events.
+type controllerEvents struct {
+	// writer writes them: nil records none.
+	writer ports.EventWriter
+	// failures records the failed, timed-out and panicked passes: nil
+	// when Settings.FailureEvents is off, or there is no writer.
+	failures ports.Events
+	// handler is the Controller's Handler, whose calls' contexts carry
+	// the object for RecordEvent when there is a writer.
+	handler ports.Handler
+}
+
+// eventsOf returns how a Controller of t's objects, handled by h, records
+// Events on cl's events client: through nothing, and h as it is, when cl
+// has none.
+func eventsOf(cl clients, settings Settings, t target, tel telemetry, h ports.Handler) (controllerEvents, error) {
 	if cl.events == nil {
-		return nil, nil
+		return controllerEvents{handler: h}, nil
 	}
 	w, err := events.NewObjects(events.Config{
 		Client: cl.events, Controller: settings.Name, Instance: settings.LeaderElection.Identity, Logger: tel.logger,
 	}, t.gvr.GroupVersion().String(), t.kind)
 	if err != nil {
-		return nil, fmt.Errorf("kube: the events writer: %w", err)
+		return controllerEvents{}, fmt.Errorf("kube: the events writer: %w", err)
 	}
-	return w, nil
+	ev := controllerEvents{writer: w, handler: h}
+	if eh, ok := h.(eventsHandler); ok {
+		ev.handler = eh.recordingOn(w)
+	}
+	if settings.FailureEvents == FailureEventsOn {
+		ev.failures = w
+	}
+	return ev, nil
 }
 
 // clients is what a Controller talks to the API server through.
@@ -266,12 +286,9 @@ type eventsHandler interface {
 // objects, handled by h, as settings and p say, reporting through tel and
 // recording Events through cl's events client, when it has one.
 func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonParts, cl clients, tel telemetry) (*Controller, error) {
-	ev, err := eventsOf(cl, settings, t, tel)
+	ev, err := eventsOf(cl, settings, t, tel, h)
 	if err != nil {
 		return nil, err
-	}
-	if eh, ok := h.(eventsHandler); ok && ev != nil {
-		h = eh.recordingOn(ev)
 	}
 	le := settings.LeaderElection
 	elector, shardLeases, err := electorsOf(settings, cl)
@@ -304,10 +321,6 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		return nil, fmt.Errorf("kube: controller %s: %w", settings.Name, err)
 	}
 	synced := &health.Flag{}
-	var failureEvents ports.Events
-	if ev != nil && settings.FailureEvents == FailureEventsOn {
-		failureEvents = ev
-	}
 	rt, err := controller.New(controller.Config{
 		Name:    settings.Name,
 		Workers: settings.Workers,
@@ -330,7 +343,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Shards:      settings.Shards,
 		ShardLeases: shardLeases,
 		Writer:      writer,
-		Handler:     h,
+		Handler:     ev.handler,
 		Recorder:    tel.recorder,
 		Clock:       clock.Real{},
 		Ready:       synced,
@@ -344,8 +357,8 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 
 		// NewController checked it is above zero: every call is bounded.
 		ReconcileTimeout: settings.ReconcileTimeout,
-		Events:           failureEvents,
-		EventWriter:      ev,
+		Events:           ev.failures,
+		EventWriter:      ev.writer,
 		Gates:            gatesOf(s, settings.Name, p.awaits),
 	})
 	if err != nil {

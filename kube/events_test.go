@@ -150,23 +150,36 @@ func TestRecordEvent_without_events_is_no_reconciles(t *testing.T) {
 }
 
 // The writer's naming of each Event's object is adapters/events'
-// (TestObjects_names_the_object); kube hands it the Controller's names.
+// (TestObjects_names_the_object); kube hands it the Controller's names,
+// records failures on it unless FailureEvents is off, and hands it to its
+// handler for RecordEvent.
 func TestEventsOf(t *testing.T) {
 	tg := target{gvr: schema.GroupVersionResource{Group: "cache.example.com", Version: "v1alpha1", Resource: "memcacheds"}, kind: "Memcached", scope: Namespaced}
 	settings := DefaultSettings()
 	settings.Name = "memcached-controller"
 	settings.LeaderElection.Identity = "pod-0"
 	tel := telemetry{logger: logr.Discard()}
+	h := handler[looseObject]{}
+	withEvents := clients{events: fake.NewClientset().EventsV1()}
 
-	none, err := eventsOf(clients{}, settings, tg, tel)
+	none, err := eventsOf(clients{}, settings, tg, tel, h)
 	require.NoError(t, err)
-	require.Nil(t, none, "a Client without an events client records none")
+	require.Equal(t, controllerEvents{handler: h}, none, "a Client without an events client records none")
 
-	w, err := eventsOf(clients{events: fake.NewClientset().EventsV1()}, settings, tg, tel)
+	ev, err := eventsOf(withEvents, settings, tg, tel, h)
 	require.NoError(t, err)
-	require.NotNil(t, w)
+	require.NotNil(t, ev.writer)
+	require.Equal(t, ev.writer, ev.failures)
+	require.Equal(t, ev.writer, ev.handler.(handler[looseObject]).events, "RecordEvent records through it")
 
-	_, err = eventsOf(clients{events: fake.NewClientset().EventsV1()}, Settings{}, tg, tel)
+	off := settings
+	off.FailureEvents = FailureEventsOff
+	ev, err = eventsOf(withEvents, off, tg, tel, h)
+	require.NoError(t, err)
+	require.NotNil(t, ev.writer)
+	require.Nil(t, ev.failures, "FailureEvents off records no failure")
+
+	_, err = eventsOf(withEvents, Settings{}, tg, tel, h)
 	require.ErrorContains(t, err, "kube: the events writer: ")
 	require.ErrorContains(t, err, "Controller is empty")
 	require.ErrorContains(t, err, "Instance is empty")
