@@ -13,8 +13,8 @@ import (
 )
 
 const (
-	scenarioA  = "acme.fault=%7B%22rules%22:[]%7D"
-	scenarioB  = "acme.fault=%7B%22rules%22:[%7B%22point%22:%22*%22%7D]%7D"
+	scenarioA = "acme.fault=%7B%22rules%22:[]%7D"
+	scenarioB = "acme.fault=%7B%22rules%22:[%7B%22point%22:%22*%22%7D]%7D"
 )
 
 func TestOwnerSays(t *testing.T) {
