@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,11 +64,6 @@ type Controller struct {
 	runtime *controller.Controller
 	synced  *health.Flag
 	logger  logr.Logger
-	// events writes the Controller's Events, nil when its Client has no
-	// events client; its goroutine runs from the first Serve until that
-	// Serve returns or Shutdown flushes it.
-	events       *events.Writer
-	eventsServed atomic.Bool
 }
 
 // target is what a Controller reconciles: a Resource's or a Kind's names.
@@ -181,13 +175,39 @@ func assemble[T any](s *app.Setup, c *Client, settings Settings, t target, rec a
 	return build(s, settings, t, handler[T]{reconcile: reconcile, finalize: p.finalize}, p.commonParts, cl, tel)
 }
 
-// eventsOf returns the eventWriter of a Controller of t's objects on cl's
-// events client, or the zero eventWriter when cl has none.
-func eventsOf(cl clients, settings Settings, t target, tel telemetry) (eventWriter, error) {
+// controllerEvents is how a Controller records Events.
+type controllerEvents struct {
+	// writer writes them: nil records none.
+	writer ports.EventWriter
+	// failures records the failed, timed-out and panicked passes: nil
+	// when Settings.FailureEvents is off, or there is no writer.
+	failures ports.Events
+	// handler is the Controller's Handler, whose calls' contexts carry
+	// the object for RecordEvent when there is a writer.
+	handler ports.Handler
+}
+
+// eventsOf returns how a Controller of t's objects, handled by h, records
+// Events on cl's events client: through nothing, and h as it is, when cl
+// has none.
+func eventsOf(cl clients, settings Settings, t target, tel telemetry, h ports.Handler) (controllerEvents, error) {
 	if cl.events == nil {
-		return eventWriter{}, nil
+		return controllerEvents{handler: h}, nil
 	}
-	return newEventWriter(cl.events, settings.Name, settings.LeaderElection.Identity, t, tel.logger)
+	w, err := events.NewObjects(events.Config{
+		Client: cl.events, Controller: settings.Name, Instance: settings.LeaderElection.Identity, Logger: tel.logger,
+	}, t.gvr.GroupVersion().String(), t.kind)
+	if err != nil {
+		return controllerEvents{}, fmt.Errorf("kube: the events writer: %w", err)
+	}
+	ev := controllerEvents{writer: w, handler: h}
+	if eh, ok := h.(eventsHandler); ok {
+		ev.handler = eh.recordingOn(w)
+	}
+	if settings.FailureEvents == FailureEventsOn {
+		ev.failures = w
+	}
+	return ev, nil
 }
 
 // clients is what a Controller talks to the API server through.
@@ -266,12 +286,9 @@ type eventsHandler interface {
 // objects, handled by h, as settings and p say, reporting through tel and
 // recording Events through cl's events client, when it has one.
 func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonParts, cl clients, tel telemetry) (*Controller, error) {
-	ev, err := eventsOf(cl, settings, t, tel)
+	ev, err := eventsOf(cl, settings, t, tel, h)
 	if err != nil {
 		return nil, err
-	}
-	if eh, ok := h.(eventsHandler); ok && ev.w != nil {
-		h = eh.recordingOn(ev)
 	}
 	le := settings.LeaderElection
 	elector, shardLeases, err := electorsOf(settings, cl)
@@ -304,10 +321,6 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		return nil, fmt.Errorf("kube: controller %s: %w", settings.Name, err)
 	}
 	synced := &health.Flag{}
-	var failureEvents ports.Events
-	if ev.w != nil && settings.FailureEvents == FailureEventsOn {
-		failureEvents = ev
-	}
 	rt, err := controller.New(controller.Config{
 		Name:    settings.Name,
 		Workers: settings.Workers,
@@ -330,7 +343,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Shards:      settings.Shards,
 		ShardLeases: shardLeases,
 		Writer:      writer,
-		Handler:     h,
+		Handler:     ev.handler,
 		Recorder:    tel.recorder,
 		Clock:       clock.Real{},
 		Ready:       synced,
@@ -344,7 +357,8 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 
 		// NewController checked it is above zero: every call is bounded.
 		ReconcileTimeout: settings.ReconcileTimeout,
-		Events:           failureEvents,
+		Events:           ev.failures,
+		EventWriter:      ev.writer,
 		Gates:            gatesOf(s, settings.Name, p.awaits),
 	})
 	if err != nil {
@@ -353,7 +367,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	if err := bindHandles(settings.Name, setting, p, related, watch); err != nil {
 		return nil, err
 	}
-	return &Controller{name: settings.Name, gvr: t.gvr, runtime: rt, synced: synced, logger: tel.logger, events: ev.w}, nil
+	return &Controller{name: settings.Name, gvr: t.gvr, runtime: rt, synced: synced, logger: tel.logger}, nil
 }
 
 // electorsOf returns what elects the replicas that reconcile, on cl: the
@@ -516,22 +530,7 @@ func (c *Controller) Synced() health.Monitor { return c.synced }
 //
 // Serve runs once: a second call fails.
 func (c *Controller) Serve(ctx context.Context) error {
-	if c.events != nil && !c.eventsServed.Swap(true) {
-		c.events.Start()
-		defer c.flushEvents(context.WithoutCancel(ctx))
-	}
 	return kubeError(c.runtime.Serve(klog.NewContext(ctx, c.logger)))
-}
-
-// flushEvents closes the Events' writer once Serve's runtime returned,
-// within eventsFlushTimeout: a Shutdown flushes them within its own
-// context as well, and waits for its own flush.
-func (c *Controller) flushEvents(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, eventsFlushTimeout)
-	defer cancel()
-	if err := c.events.Close(ctx); err != nil {
-		c.logger.Error(err, "writing the controller's last events failed", "controller", c.name)
-	}
 }
 
 // Shutdown stops the Controller: Serve stops taking keys, waits for the
@@ -541,13 +540,7 @@ func (c *Controller) flushEvents(ctx context.Context) {
 // for them, and returns an error that wraps ctx's. It returns nil at once
 // when Serve never ran.
 func (c *Controller) Shutdown(ctx context.Context) error {
-	err := kubeError(c.runtime.Shutdown(ctx))
-	if c.events != nil && c.eventsServed.Load() {
-		if cerr := c.events.Close(ctx); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("kube: controller %s: writing its last events: %w", c.name, cerr))
-		}
-	}
-	return err
+	return kubeError(c.runtime.Shutdown(ctx))
 }
 
 // kubeError names kube in the runtime's errors, as in every other error

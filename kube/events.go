@@ -2,13 +2,8 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/go-logr/logr"
-	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 
 	"github.com/loam-dev/loam/adapters/events"
 	"github.com/loam-dev/loam/ports"
@@ -40,10 +35,6 @@ const (
 	actionReconcile = "Reconcile"
 	actionFinalize  = "Finalize"
 )
-
-// eventsFlushTimeout bounds the final write of a Controller's Events when
-// its Serve returns without a Shutdown, whose context bounds it otherwise.
-const eventsFlushTimeout = 5 * time.Second
 
 // RecordEvent records a Kubernetes Event of type typ, with reason and
 // note, on the object that the Reconciler, KindReconciler or Finalize
@@ -127,46 +118,4 @@ func withEvents(ctx context.Context, e ports.Events, obj ports.Object, action st
 		return ctx
 	}
 	return context.WithValue(ctx, eventContextKey{}, &eventContext{events: e, obj: obj, action: action})
-}
-
-// eventWriter is the ports.Events of a Controller: it names each Event's
-// object by the Controller's group, version and kind and the cached
-// object's metadata, and hands it to adapters/events' Writer.
-type eventWriter struct {
-	w                *events.Writer
-	apiVersion, kind string
-}
-
-var _ ports.Events = eventWriter{}
-
-// newEventWriter returns the eventWriter of a Controller of t's objects
-// named name, whose replica is identity, writing through client and
-// logging failed writes to logger.
-func newEventWriter(client eventsv1client.EventsGetter, name, identity string, t target, logger logr.Logger) (eventWriter, error) {
-	w, err := events.New(events.Config{Client: client, Controller: name, Instance: identity, Logger: logger})
-	if err != nil {
-		return eventWriter{}, fmt.Errorf("kube: the events writer: %w", err)
-	}
-	return eventWriter{w: w, apiVersion: t.gvr.GroupVersion().String(), kind: t.kind}, nil
-}
-
-// Record queues r about obj without blocking.
-func (e eventWriter) Record(_ context.Context, obj ports.Object, r ports.EventRecord) {
-	var doc struct {
-		Metadata struct {
-			Namespace, Name, ResourceVersion string
-		}
-	}
-	// The cache's JSON is what the API server sent, so it decodes; were it
-	// not to, the Event would lack the object's name, and the API server's
-	// refusal would be logged as any failed write is.
-	_ = json.Unmarshal(obj.JSON, &doc)
-	m := doc.Metadata
-	e.w.Record(events.Event{
-		Regarding: events.Regarding{
-			APIVersion: e.apiVersion, Kind: e.kind,
-			Namespace: m.Namespace, Name: m.Name, UID: obj.UID, ResourceVersion: m.ResourceVersion,
-		},
-		Type: r.Type, Reason: r.Reason, Action: r.Action, Note: r.Note,
-	})
 }

@@ -4,12 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"testing/synctest"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -152,40 +149,38 @@ func TestRecordEvent_without_events_is_no_reconciles(t *testing.T) {
 	require.ErrorContains(t, handed, "the context is not one a Controller handed")
 }
 
-func TestEventWriter_names_the_object(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cs := fake.NewClientset()
-		tg := target{gvr: schema.GroupVersionResource{Group: "cache.example.com", Version: "v1alpha1", Resource: "memcacheds"}, kind: "Memcached", scope: Namespaced}
-		ev, err := newEventWriter(cs.EventsV1(), "memcached-controller", "pod-0", tg, logr.Discard())
-		require.NoError(t, err)
-		ev.w.Start()
-		obj := ports.Object{UID: "u1", JSON: []byte(`{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached","metadata":{"namespace":"ns","name":"m","uid":"u1","resourceVersion":"42"}}`)}
-		ev.Record(t.Context(), obj, ports.EventRecord{Type: "Warning", Reason: "ReconcileFailed", Action: "Reconcile", Note: "boom"})
-		synctest.Wait()
-		time.Sleep(time.Second)
-		require.NoError(t, ev.w.Close(t.Context()))
+// The writer's naming of each Event's object is adapters/events'
+// (TestObjects_names_the_object); kube hands it the Controller's names,
+// records failures on it unless FailureEvents is off, and hands it to its
+// handler for RecordEvent.
+func TestEventsOf(t *testing.T) {
+	tg := target{gvr: schema.GroupVersionResource{Group: "cache.example.com", Version: "v1alpha1", Resource: "memcacheds"}, kind: "Memcached", scope: Namespaced}
+	settings := DefaultSettings()
+	settings.Name = "memcached-controller"
+	settings.LeaderElection.Identity = "pod-0"
+	tel := telemetry{logger: logr.Discard()}
+	h := handler[looseObject]{}
+	withEvents := clients{events: fake.NewClientset().EventsV1()}
 
-		list, err := cs.EventsV1().Events("ns").List(context.Background(), metav1.ListOptions{})
-		require.NoError(t, err)
-		require.Len(t, list.Items, 1)
-		e := list.Items[0]
-		require.Equal(t, "cache.example.com/v1alpha1", e.Regarding.APIVersion)
-		require.Equal(t, "Memcached", e.Regarding.Kind)
-		require.Equal(t, "ns", e.Regarding.Namespace)
-		require.Equal(t, "m", e.Regarding.Name)
-		require.Equal(t, "u1", string(e.Regarding.UID))
-		require.Equal(t, "42", e.Regarding.ResourceVersion)
-		require.Equal(t, "memcached-controller", e.ReportingController)
-		require.Equal(t, "pod-0", e.ReportingInstance)
-		require.Equal(t, "Warning", e.Type)
-		require.Equal(t, "ReconcileFailed", e.Reason)
-		require.Equal(t, "Reconcile", e.Action)
-		require.Equal(t, "boom", e.Note)
-	})
-}
+	none, err := eventsOf(clients{}, settings, tg, tel, h)
+	require.NoError(t, err)
+	require.Equal(t, controllerEvents{handler: h}, none, "a Client without an events client records none")
 
-func TestEventWriter_needs_a_name_and_an_identity(t *testing.T) {
-	_, err := newEventWriter(fake.NewClientset().EventsV1(), "", "", target{}, logr.Discard())
+	ev, err := eventsOf(withEvents, settings, tg, tel, h)
+	require.NoError(t, err)
+	require.NotNil(t, ev.writer)
+	require.Equal(t, ev.writer, ev.failures)
+	require.Equal(t, ev.writer, ev.handler.(handler[looseObject]).events, "RecordEvent records through it")
+
+	off := settings
+	off.FailureEvents = FailureEventsOff
+	ev, err = eventsOf(withEvents, off, tg, tel, h)
+	require.NoError(t, err)
+	require.NotNil(t, ev.writer)
+	require.Nil(t, ev.failures, "FailureEvents off records no failure")
+
+	_, err = eventsOf(withEvents, Settings{}, tg, tel, h)
+	require.ErrorContains(t, err, "kube: the events writer: ")
 	require.ErrorContains(t, err, "Controller is empty")
 	require.ErrorContains(t, err, "Instance is empty")
 }

@@ -5,17 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/log"
 	lognoop "go.opentelemetry.io/otel/log/noop"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
-	"github.com/loam-dev/loam/adapters/informer"
-	reporting "github.com/loam-dev/loam/adapters/telemetry"
+	"github.com/loam-dev/loam/adapters/faultswitch"
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/fault"
 )
@@ -61,20 +57,7 @@ const DefaultFaultSwitchKey = "switch"
 // Setup's LoggerProvider; meanwhile failure injection stays as the last
 // read left it, or off before the first.
 type FaultSwitch struct {
-	faults *fault.Injector
-	kube   kubernetes.Interface
-	sw     *fault.Switch
-	logger log.Logger
-	// where names the switch on its records: loam.fit.switch.
-	where attribute.KeyValue
-	ns    string
-	name  string
-	key   string
-
-	stop     chan struct{}
-	stopOnce sync.Once
-	done     chan struct{}
-	doneOnce sync.Once
+	s *faultswitch.Switch
 }
 
 // NewFaultSwitch returns the FaultSwitch of s's failure injection, which
@@ -115,59 +98,22 @@ func NewFaultSwitch(s *app.Setup, client *Client, settings FaultSwitchSettings) 
 	if err != nil {
 		return nil, fmt.Errorf("kube: NewFaultSwitch: %w", err)
 	}
-	logger := cmp.Or[log.LoggerProvider](s.Telemetry.LoggerProvider, lognoop.NewLoggerProvider()).Logger(scopeName)
-	where := fault.SwitchKey.String(fmt.Sprintf("configmap %s/%s, key %s", settings.Namespace, settings.Name, key))
-	f := &FaultSwitch{
-		faults: faults, kube: kc, ns: settings.Namespace, name: settings.Name, key: key,
-		logger: logger, where: where,
-		sw:   fault.NewSwitch(faults, logger, where),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
-	}
-	faults.SetOn(false)
-	return f, nil
+	return &FaultSwitch{s: faultswitch.New(faultswitch.Config{
+		Faults: faults, Client: kc,
+		Namespace: settings.Namespace, Name: settings.Name, Key: key,
+		Logger: cmp.Or[log.LoggerProvider](s.Telemetry.LoggerProvider, lognoop.NewLoggerProvider()).Logger(scopeName),
+	})}, nil
 }
 
 // Serve watches the ConfigMap and sets the switch as it says, until ctx
 // ends or Shutdown is called; then it returns nil.
-func (f *FaultSwitch) Serve(ctx context.Context) error {
-	defer f.doneOnce.Do(func() { close(f.done) })
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-f.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	if !f.faults.Enabled() {
-		<-ctx.Done()
-		return nil
-	}
-	// client-go's reflector logs a refused list, an RBAC mistake, through
-	// the context's logger: the App's records.
-	ctx = klog.NewContext(ctx, reporting.NewLogger(f.logger, f.where))
-	return informer.WatchConfigMap(ctx, f.kube, f.ns, f.name, func(data map[string]string, found bool) {
-		switch text, ok := data[f.key]; {
-		case !found:
-			f.sw.Set(ctx, "", fmt.Errorf("configmap %s/%s: not found", f.ns, f.name))
-		case !ok:
-			f.sw.Set(ctx, "", fmt.Errorf("configmap %s/%s: no key %s", f.ns, f.name, f.key))
-		default:
-			f.sw.Set(ctx, text, nil)
-		}
-	})
-}
+func (f *FaultSwitch) Serve(ctx context.Context) error { return f.s.Serve(ctx) }
 
 // Shutdown stops Serve, and returns once it has returned, or with an
 // error wrapping ctx's when ctx ends first.
 func (f *FaultSwitch) Shutdown(ctx context.Context) error {
-	f.stopOnce.Do(func() { close(f.stop) })
-	select {
-	case <-f.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("kube: FaultSwitch: %w", context.Cause(ctx))
+	if err := f.s.Shutdown(ctx); err != nil {
+		return fmt.Errorf("kube: FaultSwitch: %w", err)
 	}
+	return nil
 }

@@ -72,3 +72,18 @@ func TestFaultSwitch_in_an_App_without_failure_injection_serves_until_stopped(t 
 	require.NoError(t, <-served)
 	require.False(t, s.Faults.On())
 }
+
+// A Shutdown whose context ends before Serve returns names the
+// FaultSwitch in its error, which wraps the context's.
+func TestFaultSwitch_Shutdown_past_its_context_names_the_switch(t *testing.T) {
+	s := &app.Setup{Host: app.Host{Network: apptest.NewNetwork()}, Telemetry: apptest.NewTelemetry().Telemetry, Faults: fault.Inert()}
+	c, err := NewClient(s, Connection{Server: "api.test:443", TLS: &tls.Config{MinVersion: tls.VersionTLS12}})
+	require.NoError(t, err)
+	f, err := NewFaultSwitch(s, c, FaultSwitchSettings{Namespace: "ops", Name: "failure-injection"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err = f.Shutdown(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.EqualError(t, err, "kube: FaultSwitch: context canceled", "Serve never ran, so it never returned")
+}

@@ -2,20 +2,15 @@ package kube
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/baggage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 
+	faultscenario "github.com/loam-dev/loam/adapters/scenario"
 	"github.com/loam-dev/loam/app/fault"
 	"github.com/loam-dev/loam/domain/names"
 	"github.com/loam-dev/loam/domain/reconcile"
 	"github.com/loam-dev/loam/domain/scenario"
-	"github.com/loam-dev/loam/internal/reconciled"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -88,57 +83,24 @@ func TrustOwnerScenario[T any](annotation string, owners *Cache[T]) Part {
 		return p
 	}
 	p.cache = owners
-	p.trust = func(obj metav1.Object) bool { return ownerSays(owners, annotation, obj) }
+	p.trust = ownersOf(owners, annotation).Trusts
 	return p
 }
 
-// ownerSays reports whether the scenario on obj's annotation is what its
-// controller owner, which owners holds, says now: see
-// TrustOwnerScenario.
-func ownerSays[T any](owners *Cache[T], annotation string, obj metav1.Object) bool {
-	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.Kind != owners.kind {
-		return false
+// ownersOf returns TrustOwnerScenario's rule over owners, read from the
+// Controller's cache of them once a Watches has bound it: until then, no
+// owner is cached.
+func ownersOf[T any](owners *Cache[T], annotation string) scenario.Owners {
+	return scenario.Owners{
+		Group: owners.gvr.Group, Kind: owners.kind, Namespaced: owners.scope != Cluster, Annotation: annotation,
+		Get: func(namespace, name string) ([]byte, bool, error) {
+			b := owners.binding()
+			if b == nil {
+				return nil, false, nil
+			}
+			return b.store.Get(Key{Namespace: namespace, Name: name})
+		},
 	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != owners.gvr.Group {
-		return false
-	}
-	b := owners.binding()
-	if b == nil {
-		return false
-	}
-	key := Key{Namespace: obj.GetNamespace(), Name: ref.Name}
-	if owners.scope == Cluster {
-		key.Namespace = ""
-	}
-	doc, found, err := b.store.Get(key)
-	if err != nil || !found {
-		return false
-	}
-	var owner metav1.PartialObjectMetadata
-	if err := utiljson.Unmarshal(doc, &owner); err != nil || owner.UID != ref.UID {
-		return false
-	}
-	return sameScenario(obj.GetAnnotations()[annotation], owner.Annotations[annotation])
-}
-
-// sameScenario reports whether every member of the W3C baggage child is
-// in owner with the same value, and child has at least one.
-func sameScenario(child, owner string) bool {
-	c, err := baggage.Parse(child)
-	if err != nil || c.Len() == 0 {
-		return false
-	}
-	o, err := baggage.Parse(owner)
-	if err != nil {
-		return false
-	}
-	for _, m := range c.Members() {
-		if om := o.Member(m.Key()); om.Key() == "" || om.Value() != m.Value() {
-			return false
-		}
-	}
-	return true
 }
 
 // scenarioTrust is what a Controller's TrustScenario says: the annotation
@@ -165,75 +127,38 @@ func (p Part) trustMistakes() []string {
 	return mistakes
 }
 
-// scenarioUntil returns when the scenario a reconcile carries ends, so
-// that the object is reconciled again once its experiment is over, as
-// scenarioPrepare's conditions say: nil when no reconcile carries one.
-func scenarioUntil(t *scenarioTrust, faults *fault.Injector) func(context.Context) (time.Time, bool) {
-	if t == nil || !faults.Enabled() {
+// hooks returns what the adapter of the failure injector reads of t: nil
+// without a TrustScenario.
+func (t *scenarioTrust) hooks() *faultscenario.Trust {
+	if t == nil {
 		return nil
 	}
-	return func(ctx context.Context) (time.Time, bool) { return faults.Ends(baggage.FromContext(ctx)) }
+	return &faultscenario.Trust{Annotation: t.annotation, Trust: t.trust}
 }
 
-// scenarioCarried reports whether a reconcile carries a scenario, so
-// that an object whose reconcile failed under one is reconciled at once
-// when failure injection is turned off (scenarioLifts): nil when no
-// reconcile carries one.
+// scenarioUntil returns when the scenario a reconcile carries ends, as
+// faultscenario.Until does: nil when no reconcile carries one.
+func scenarioUntil(t *scenarioTrust, faults *fault.Injector) func(context.Context) (time.Time, bool) {
+	return faultscenario.Until(t.hooks(), faults)
+}
+
+// scenarioCarried reports whether a reconcile carries a scenario, as
+// faultscenario.Carried does: nil when no reconcile carries one.
 func scenarioCarried(t *scenarioTrust, faults *fault.Injector) func(context.Context) bool {
-	if t == nil || !faults.Enabled() {
-		return nil
-	}
-	return faults.Carries
+	return faultscenario.Carried(t.hooks(), faults)
 }
 
 // scenarioLifts has lift called each time failure injection is turned
-// off, so the objects whose reconciles failed under a scenario are
-// reconciled at once, not at their retry: nil when no reconcile carries a
+// off, as faultscenario.Lifts does: nil when no reconcile carries a
 // scenario.
 func scenarioLifts(t *scenarioTrust, faults *fault.Injector) func(lift func()) (stop func()) {
-	if t == nil || !faults.Enabled() {
-		return nil
-	}
-	return func(lift func()) func() {
-		return faults.OnChange(func(on bool) {
-			if !on {
-				lift()
-			}
-		})
-	}
+	return faultscenario.Lifts(t.hooks(), faults)
 }
 
 // scenarioPrepare returns the step that reads each reconciled object's
-// scenario before anything else of the reconcile runs, as t says and
-// scenario.Decide rules, reporting what it strips to rec. It returns nil,
-// so that nothing is read at all, when t is nil (the Controller has no
+// scenario before anything else of the reconcile runs, as
+// faultscenario.Prepare does: nil when t is nil (the Controller has no
 // TrustScenario) or faults is inert (its App has no failure injection).
 func scenarioPrepare(t *scenarioTrust, faults *fault.Injector, rec ports.Recorder) reconcile.Prepare {
-	if t == nil || !faults.Enabled() {
-		return nil
-	}
-	return func(ctx context.Context, obj ports.Object) context.Context {
-		outcome := scenario.Decide(obj.Annotations[t.annotation], faults.ScenarioFromBaggage, func() (bool, error) {
-			// Decoded from the cache's JSON, so trust has a copy of its
-			// own and can't change the cache's object.
-			var content map[string]any
-			if err := utiljson.Unmarshal(obj.JSON, &content); err != nil {
-				return false, fmt.Errorf("kube: decoding the cached object (uid %s) for TrustScenario's trust: %w", obj.UID, err)
-			}
-			return t.trust(&unstructured.Unstructured{Object: content}), nil
-		})
-		switch outcome.Verdict {
-		case scenario.Unreadable:
-			rec.ScenarioStripped(ctx, outcome.Err)
-		case scenario.Untrusted:
-			rec.ScenarioStripped(ctx, nil)
-		case scenario.Trusted:
-			// Marked as the reconcile of obj, so the Client carries the
-			// scenario on to obj's children in t's annotation.
-			ctx = baggage.ContextWithBaggage(ctx, scenario.Join(baggage.FromContext(ctx), outcome.Scenario))
-			ctx = reconciled.WithObject(ctx, obj.UID, t.annotation, outcome.Scenario)
-		case scenario.Absent:
-		}
-		return ctx
-	}
+	return faultscenario.Prepare(t.hooks(), faults, rec)
 }

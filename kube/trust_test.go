@@ -758,25 +758,3 @@ func TestTrustOwnerScenario_mistakes_are_reported_together_with_every_other(t *t
 	_, err := NewController(s, c, settingsForTest(), caches, sightingReconciler{}, Watches(owners, toOwner), TrustOwnerScenario(scenarioAnnotation, owners))
 	require.NoError(t, err)
 }
-
-func TestTrustOwnerScenario_a_child_says_what_its_owner_says(t *testing.T) {
-	const a, b = "acme.fault=%7B%22rules%22:[]%7D", "acme.fault=%7B%22rules%22:[%7B%22point%22:%22*%22%7D]%7D"
-	for _, tc := range []struct {
-		name         string
-		child, owner string
-		want         bool
-	}{
-		{"the same scenario", a, a, true},
-		{"the owner has other members too", a, "tenant=x," + a, true},
-		{"another scenario", a, b, false},
-		{"the owner has none", a, "", false},
-		{"the owner's isn't baggage", a, "not baggage,,", false},
-		{"the child has none", "", a, false},
-		{"the child's isn't baggage", "not baggage,,", a, false},
-		{"a member the owner lacks", a + ",tenant=x", a, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, sameScenario(tc.child, tc.owner))
-		})
-	}
-}

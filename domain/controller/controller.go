@@ -103,7 +103,19 @@ type Config struct {
 	// Gates hold Serve, before its first check, until each is open or its
 	// Bound passes, in turn; none holds nothing.
 	Gates []Gate
+	// EventWriter, when not nil, writes the Events the controller
+	// records, Events' and the end user's: Serve starts it, and closes it
+	// last, once the workers have returned, the Lease is released and the
+	// informers stopped: within Shutdown's context when Shutdown stops
+	// Serve, within EventsFlushTimeout when Serve returns on its own.
+	EventWriter ports.EventWriter
 }
+
+// EventsFlushTimeout bounds the final write of a controller's Events when
+// its Serve returns without a Shutdown, whose context bounds it otherwise:
+// a process that ends on its own still writes its last failures, but
+// never waits long on an API server that doesn't answer.
+const EventsFlushTimeout = 5 * time.Second
 
 // Controller runs one controller's life. Serve runs it once; Shutdown
 // stops it.
@@ -113,6 +125,9 @@ type Controller struct {
 	mu sync.Mutex
 	// serving is set once Serve is called; stopping once Shutdown is.
 	serving, stopping bool
+	// closesEvents is set once a Shutdown that saw Serve run is to close
+	// the EventWriter, within its own context, so Serve leaves it to it.
+	closesEvents bool
 	// stopServe ends Serve as the end of its context does.
 	stopServe context.CancelFunc
 	// crew is the leader's workers, once Serve has made them.
@@ -192,6 +207,12 @@ func (c *Controller) Serve(ctx context.Context) error {
 		return err
 	}
 	defer close(c.served)
+	if c.c.EventWriter != nil {
+		c.c.EventWriter.Start()
+		// Deferred before anything else, so it runs once everything else
+		// has stopped: no pass records an Event after it.
+		defer c.closeEventsAlone(background)
+	}
 	defer c.c.Ready.MarkUnhealthy()
 	if stop.Err() != nil {
 		return nil
@@ -352,15 +373,44 @@ func (c *Controller) hire(w *crew) bool {
 	return !c.stopping
 }
 
+// closeEventsAlone closes the EventWriter once Serve has stopped
+// everything else, within EventsFlushTimeout, unless a Shutdown closes it
+// within its own context. A failed write is the writer's to report, as
+// every one of its writes is: Serve's result is the controller's.
+func (c *Controller) closeEventsAlone(ctx context.Context) {
+	c.mu.Lock()
+	shutdown := c.closesEvents
+	c.mu.Unlock()
+	if shutdown {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, EventsFlushTimeout)
+	defer cancel()
+	_ = c.c.EventWriter.Close(ctx)
+}
+
+// closeEvents closes the EventWriter within ctx, when there is one.
+func (c *Controller) closeEvents(ctx context.Context) error {
+	if c.c.EventWriter == nil {
+		return nil
+	}
+	if err := c.c.EventWriter.Close(ctx); err != nil {
+		return fmt.Errorf("controller %s: writing its last events: %w", c.c.Name, err)
+	}
+	return nil
+}
+
 // Shutdown stops the Controller: Serve stops taking keys, waits for the
-// reconciles in flight, releases the Lease and returns. When ctx ends
-// first, Shutdown cancels the reconciles in flight, waits for them, and
-// returns an error that wraps ctx's. It returns nil at once when Serve
-// never ran.
+// reconciles in flight, releases the Lease and returns. Shutdown then
+// writes the Events still queued, and the count of every series, within
+// ctx. When ctx ends first, Shutdown cancels the reconciles in flight,
+// waits for them, and returns an error that wraps ctx's. It returns nil at
+// once when Serve never ran.
 func (c *Controller) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	c.stopping = true
 	serving := c.serving
+	c.closesEvents = c.closesEvents || serving
 	if c.stopServe != nil {
 		c.stopServe()
 	}
@@ -370,7 +420,7 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 	}
 	select {
 	case <-c.served:
-		return nil
+		return c.closeEvents(ctx)
 	case <-ctx.Done():
 	}
 	err := fmt.Errorf("controller %s: shutdown: %w", c.c.Name, ctx.Err())
@@ -382,5 +432,7 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 		w.cancel(err)
 		w.wait()
 	}
-	return err
+	// The workers have returned: no pass records an Event any more, and
+	// what is queued is cut short, as ctx has ended.
+	return errors.Join(err, c.closeEvents(ctx))
 }

@@ -1,7 +1,9 @@
 // Package scenario holds the rules for carrying a failure scenario on a
 // Kubernetes object: whether a reconcile takes the scenario its object's
-// annotation holds (Decide, Join), and how the apply of one of the
-// object's children carries it on (AnnotateChild). It decides only: the
+// annotation holds (Decide, Join), whether a child's scenario is what its
+// controller owner says (Owners, OwnerSays: TrustOwnerScenario's rule),
+// and how the apply of one of the object's children carries it on
+// (AnnotateChild). It decides only: the
 // caller parses baggage with the App's Decoder, asks the end user's trust,
 // and sends the body.
 package scenario
