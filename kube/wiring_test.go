@@ -126,11 +126,15 @@ func TestWiring_bounds_each_reconcile_by_Settings_ReconcileTimeout(t *testing.T)
 	synctest.Test(t, func(t *testing.T) {
 		settings := settingsForTest()
 		settings.ReconcileTimeout = 7 * time.Second
+		// left receives the time left until each reconcile's deadline, or
+		// -1 when its context has none.
 		left := make(chan time.Duration, 10)
 		h := newHarness(t, settings, ReconcilerFunc[cacheSpec, cacheStatus](func(ctx context.Context, _ cacheObject) (Result[cacheStatus], error) {
-			deadline, ok := ctx.Deadline()
-			require.True(t, ok, "the reconcile's context has a deadline")
-			left <- time.Until(deadline)
+			if deadline, ok := ctx.Deadline(); ok {
+				left <- time.Until(deadline)
+			} else {
+				left <- -1
+			}
 			return Result[cacheStatus]{}, nil
 		}), nil, memcached("a", 1))
 		ctx, stop := context.WithCancel(t.Context())
@@ -139,7 +143,7 @@ func TestWiring_bounds_each_reconcile_by_Settings_ReconcileTimeout(t *testing.T)
 		synctest.Wait()
 		stop()
 		require.NoError(t, <-h.served)
-		require.Len(t, left, 1)
+		require.Equal(t, 1, len(left), "one reconcile")
 		// The bubble's clock stands still while the worker runs, so the
 		// whole timeout is left when the reconcile starts.
 		require.Equal(t, 7*time.Second, <-left)
@@ -159,12 +163,17 @@ func TestWiring_runs_Settings_Workers_reconciles_at_once(t *testing.T) {
 				ctx, stop := context.WithCancel(t.Context())
 				close(h.elector.grant)
 				h.serve(ctx)
+				// Serve waits for the reconciles in flight, which wait for
+				// release: a failed check still releases them, so the
+				// bubble ends.
+				release := sync.OnceFunc(func() { close(rec.release) })
+				defer release()
 				synctest.Wait()
-				require.Len(t, rec.started, workers, "every worker blocks in a reconcile, and no other starts")
+				require.Equal(t, workers, len(rec.started), "every worker blocks in a reconcile, and no other starts")
 
-				close(rec.release)
+				release()
 				synctest.Wait()
-				require.Len(t, rec.started, len(objects), "the others run once the workers are free")
+				require.Equal(t, len(objects), len(rec.started), "the others run once the workers are free")
 				stop()
 				require.NoError(t, <-h.served)
 			})
