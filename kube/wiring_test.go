@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -295,6 +297,67 @@ func TestWiring_shards_the_controller_s_Leases_by_Settings_Shards(t *testing.T) 
 		}, created.all())
 		require.Equal(t, 1, calls.of("a"), "the replica holds every shard")
 		require.Equal(t, 1, calls.of("b"))
+		stop()
+		require.NoError(t, <-h.served)
+	})
+}
+
+func TestWiring_records_failure_Events_as_Settings_FailureEvents_says(t *testing.T) {
+	for _, tc := range []struct {
+		events FailureEvents
+		want   []string
+	}{
+		{FailureEventsOn, []string{"ReconcileFailed"}},
+		{FailureEventsOff, nil},
+	} {
+		t.Run(fmt.Sprint(tc.events), func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			synctest.Test(t, func(t *testing.T) {
+				settings := settingsForTest()
+				settings.FailureEvents = tc.events
+				cs := kubefake.NewClientset()
+				s := &app.Setup{Host: app.Host{Network: apptest.NewNetwork()}, Telemetry: apptest.NewTelemetry().Telemetry}
+				h := newHarnessWith(t, s, settings, ReconcilerFunc[cacheSpec, cacheStatus](func(context.Context, cacheObject) (Result[cacheStatus], error) {
+					return Result[cacheStatus]{}, errors.New("the Deployment can't be applied")
+				}), nil, harnessOptions{clients: func(cl *clients) { cl.events = cs.EventsV1() }}, memcached("a", 1))
+				ctx, stop := context.WithCancel(t.Context())
+				close(h.elector.grant)
+				h.serve(ctx)
+				synctest.Wait()
+				stop()
+				require.NoError(t, <-h.served)
+				require.NoError(t, h.ctrl.Shutdown(t.Context()), "flushes the Events")
+
+				var reasons []string
+				for _, a := range cs.Actions() {
+					if c, ok := a.(k8stesting.CreateAction); ok && a.GetResource().Resource == "events" {
+						reasons = append(reasons, c.GetObject().(*eventsv1.Event).Reason)
+					}
+				}
+				require.Equal(t, tc.want, slices.Compact(reasons))
+			})
+		})
+	}
+}
+
+func TestWiring_resyncs_every_object_each_Settings_Resync(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	synctest.Test(t, func(t *testing.T) {
+		settings := settingsForTest()
+		settings.Resync = time.Minute
+		calls := &reconciles{}
+		h := newHarness(t, settings, ReconcilerFunc[cacheSpec, cacheStatus](func(_ context.Context, m cacheObject) (Result[cacheStatus], error) {
+			defer calls.start(m.Name)()
+			return Result[cacheStatus]{}, nil
+		}), nil, memcached("a", 1))
+		ctx, stop := context.WithCancel(t.Context())
+		close(h.elector.grant)
+		h.serve(ctx)
+		synctest.Wait()
+		require.Equal(t, 1, calls.of("a"), "added")
+		time.Sleep(time.Minute + time.Second)
+		synctest.Wait()
+		require.Equal(t, 2, calls.of("a"), "resynced once a minute")
 		stop()
 		require.NoError(t, <-h.served)
 	})
