@@ -213,8 +213,8 @@ func TestWiring_filters_the_resource_s_updates_with_FilterUpdates(t *testing.T) 
 	})
 }
 
-// leaseCreates records the names of the Leases created through a fake
-// clientset.
+// leaseCreates records the namespaces and names of the Leases created
+// through a fake clientset.
 type leaseCreates struct {
 	mu    sync.Mutex
 	names []string
@@ -224,7 +224,7 @@ func (l *leaseCreates) react(a k8stesting.Action) (bool, runtime.Object, error) 
 	if c, ok := a.(k8stesting.CreateAction); ok {
 		if o, ok := c.GetObject().(metav1.Object); ok {
 			l.mu.Lock()
-			l.names = append(l.names, o.GetName())
+			l.names = append(l.names, a.GetNamespace()+"/"+o.GetName())
 			l.mu.Unlock()
 		}
 	}
@@ -291,10 +291,10 @@ func TestWiring_shards_the_controller_s_Leases_by_Settings_Shards(t *testing.T) 
 		time.Sleep(3 * settings.LeaderElection.LeaseDuration)
 		synctest.Wait()
 		require.Equal(t, []string{
-			"memcached-controller-member-pod-a",
-			"memcached-controller-shard-0",
-			"memcached-controller-shard-1",
-		}, created.all())
+			"memcached-system/memcached-controller-member-pod-a",
+			"memcached-system/memcached-controller-shard-0",
+			"memcached-system/memcached-controller-shard-1",
+		}, created.all(), "in Settings.LeaderElection.Namespace")
 		require.Equal(t, 1, calls.of("a"), "the replica holds every shard")
 		require.Equal(t, 1, calls.of("b"))
 		stop()
