@@ -232,6 +232,9 @@ type harnessOptions struct {
 	dynamic  func(dynamic.Interface) dynamic.Interface
 	writer   func(ports.Writer) ports.Writer
 	recorder func(ports.Recorder) ports.Recorder
+	// clients, when set, changes the clients the Controller is built on,
+	// as a test gives it clients the harness has no fake of.
+	clients func(*clients)
 }
 
 func newHarness(t *testing.T, settings Settings, rec Reconciler[cacheSpec, cacheStatus], parts []Part, objects ...runtime.Object) *harness {
@@ -276,6 +279,9 @@ func newHarnessWith(t *testing.T, s *app.Setup, settings Settings, rec Reconcile
 	}
 	if opts.dynamic != nil {
 		cl.dynamic = opts.dynamic(h.dynamic)
+	}
+	if opts.clients != nil {
+		opts.clients(&cl)
 	}
 	tel, err := telemetryOf(s, settings.Name, caches.Kind)
 	require.NoError(t, err)

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -81,25 +79,7 @@ func Check(root, module string, rules []Rule) ([]Violation, error) {
 		errs  []error
 	)
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if p != root && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			if p != root {
-				if _, err := os.Stat(filepath.Join(p, "go.mod")); err == nil {
-					return filepath.SkipDir
-				}
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") {
-			return nil
-		}
+	err := walkGoFiles(root, func(p string) error {
 		rel, err := filepath.Rel(root, p)
 		if err != nil {
 			return err
