@@ -109,8 +109,13 @@ func checkFacadeFile(fset *token.FileSet, p, rel string) ([]FacadeViolation, err
 		if err != nil {
 			return found, fmt.Errorf("%s: import %s: %w", rel, spec.Path.Value, err)
 		}
-		if imp == "sync" || imp == "sync/atomic" {
+		switch {
+		case imp == "sync" || imp == "sync/atomic":
 			at(spec.Pos(), "imports %s: the facade holds no lock and no state that changes after construction", imp)
+		case Under(imp, "golang.org/x/sync"):
+			// errgroup and singleflight start goroutines and hold locks
+			// without a go statement or a sync import in the facade.
+			at(spec.Pos(), "imports %s: the facade starts no goroutine and holds no lock, through a library either", imp)
 		}
 	}
 	lines := func(n ast.Node) int { return fset.Position(n.End()).Line - fset.Position(n.Pos()).Line + 1 }

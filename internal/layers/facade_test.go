@@ -101,6 +101,7 @@ func TestCheckFacade_finds_every_broken_clause(t *testing.T) {
 		"var literal = func() {\n" + strings.Repeat("\t_ = 0\n", layers.MaxFacadeFuncLines-1) + "}\n" // 83-143
 	files["kube/long.go"] = padded("package kube\n", layers.MaxFacadeFileLines+1)
 	files["kube/sub/deeper/deeper.go"] = "package deeper\n\nfunc f() { go f() }\n"
+	files["kube/group.go"] = "package kube\n\nimport _ \"golang.org/x/sync/errgroup\"\n"
 
 	found, err := layers.CheckFacade(writeTree(t, files), layers.Facade)
 	require.NoError(t, err)
@@ -115,6 +116,7 @@ func TestCheckFacade_finds_every_broken_clause(t *testing.T) {
 		"kube/bad.go:14: a go statement: the facade starts no goroutine; adapters own goroutines",
 		fmt.Sprintf("kube/bad.go:21: func T.long spans 61 lines: the facade's functions span at most %d", layers.MaxFacadeFuncLines),
 		fmt.Sprintf("kube/bad.go:83: a function literal spans 61 lines: the facade's functions span at most %d", layers.MaxFacadeFuncLines),
+		"kube/group.go:3: imports golang.org/x/sync/errgroup: the facade starts no goroutine and holds no lock, through a library either",
 		fmt.Sprintf("kube/long.go:1: the file has 401 lines: the facade's files hold at most %d", layers.MaxFacadeFileLines),
 		"kube/sub/deeper/deeper.go:3: a go statement: the facade starts no goroutine; adapters own goroutines",
 	}, got)
