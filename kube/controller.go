@@ -197,9 +197,10 @@ type clients struct {
 	elector  func(lease.Config) (ports.Elector, error)
 	shards   func(lease.ShardsConfig) (ports.ShardLeases, error)
 	writer   func(apply.Config) (ports.Writer, error)
-	// informers is the Client's registry of shareable informers: nil
-	// shares none.
-	informers *informer.Shared
+	// informers is the Client's registry of informers, which every
+	// Controller built on the Client draws its informers from: nil gives
+	// each Controller a registry of its own.
+	informers *informer.Registry
 	// events creates and patches the Controller's Events: nil records
 	// none.
 	events eventsv1client.EventsGetter
@@ -298,7 +299,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Owner:      owners.Owner{Group: t.gvr.Group, Kind: t.kind, Namespaced: t.scope == Namespaced},
 		Namespaces: namespaces, Resync: settings.Resync,
 		Related: related, Indexes: indexes, Recorder: tel.recorder, Logger: tel.logger,
-		Shared: cl.informers, Shards: settings.Shards, ShardsNamespace: le.Namespace,
+		Registry: cl.informers, Shards: settings.Shards, ShardsNamespace: le.Namespace,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kube: controller %s: %w", settings.Name, err)
@@ -403,7 +404,7 @@ func bindHandles(name, setting string, p commonParts, related []informer.Related
 	}
 	stores := watch.Related()
 	for i, r := range p.related {
-		b := &cacheBinding{controller: name, namespaces: related[i].Namespaces, setting: setting, store: stores[i]}
+		b := &informer.CacheBound{Controller: name, Namespaces: related[i].Namespaces, Setting: setting, Store: stores[i]}
 		if !r.cache.bind(b) {
 			unbindAll()
 			return fmt.Errorf("kube: %v: given to another Controller at the same time as to %s", r.cache, name)
@@ -411,7 +412,7 @@ func bindHandles(name, setting string, p commonParts, related []informer.Related
 		undo = append(undo, r.cache.unbind)
 	}
 	for _, x := range p.indexes {
-		if !x.bind(&indexBinding{controller: name, primary: watch.Primary()}) {
+		if !x.bind(&informer.IndexBound{Controller: name, Primary: watch.Primary()}) {
 			unbindAll()
 			return fmt.Errorf("kube: %v: given to another Controller at the same time as to %s", x, name)
 		}
