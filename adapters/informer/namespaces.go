@@ -304,3 +304,7 @@ func (r *RelatedCache) check(ctx context.Context, src relatedSource) error {
 	}
 	return nil
 }
+
+// Namespaces returns the set of namespaces the cache holds, nil for
+// every namespace.
+func (r *RelatedCache) Namespaces() []string { return r.namespaces }
