@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -25,11 +24,11 @@ type Client struct {
 	// applies is the REST client of Resource.Apply, built on the first
 	// apply and shared by the rest.
 	applies func() (*rest.RESTClient, error)
-	// informers is the registry through which the Controllers built on
-	// the Client share an informer: an Owns reads the informer of another
-	// Controller's reconciled resource when both list and watch the same
-	// resource, namespace and selectors.
-	informers *informer.Shared
+	// informers is the registry the Controllers built on the Client draw
+	// their informers from: one list, one watch and one store per
+	// resource, view, namespace, selectors and transform, whatever the
+	// number of Owns, Watches and Caches that read it.
+	informers *informer.Registry
 }
 
 // CheckServer reports whether server is the host:port of an API server,
@@ -88,8 +87,8 @@ func NewClient(s *app.Setup, conn Connection) (*Client, error) {
 		t.CloseConnections()
 		return nil
 	})
-	c := &Client{server: conn.Server, transport: t, informers: informer.NewShared()}
-	c.applies = sync.OnceValues(func() (*rest.RESTClient, error) { return apply.NewClient(c.Config()) })
+	c := &Client{server: conn.Server, transport: t, informers: informer.NewRegistry()}
+	c.applies = apply.Lazy(c.Config)
 	return c, nil
 }
 

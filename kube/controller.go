@@ -26,7 +26,6 @@ import (
 	"github.com/loam-dev/loam/app/health"
 	"github.com/loam-dev/loam/domain/backoff"
 	"github.com/loam-dev/loam/domain/controller"
-	"github.com/loam-dev/loam/domain/owners"
 	domainsettings "github.com/loam-dev/loam/domain/settings"
 	"github.com/loam-dev/loam/domain/shard"
 	"github.com/loam-dev/loam/ports"
@@ -217,9 +216,10 @@ type clients struct {
 	elector  func(lease.Config) (ports.Elector, error)
 	shards   func(lease.ShardsConfig) (ports.ShardLeases, error)
 	writer   func(apply.Config) (ports.Writer, error)
-	// informers is the Client's registry of shareable informers: nil
-	// shares none.
-	informers *informer.Shared
+	// informers is the Client's registry of informers, which every
+	// Controller built on the Client draws its informers from: nil gives
+	// each Controller a registry of its own.
+	informers *informer.Registry
 	// events creates and patches the Controller's Events: nil records
 	// none.
 	events eventsv1client.EventsGetter
@@ -299,26 +299,9 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
-	namespaces, setting := watchedNamespaces(settings)
-	related := make([]informer.RelatedConfig, len(p.related))
-	for i, r := range p.related {
-		related[i] = r.cache.related(namespaces, r.mapping)
-		related[i].Filters = informerFilters(r.filters)
-	}
-	indexes := make([]informer.Index, len(p.indexes))
-	for i, x := range p.indexes {
-		indexes[i] = informer.Index{Name: x.indexName(), Keys: x.decodeKeys}
-	}
-	watch, err := informer.NewWatch(informer.WatchConfig{
-		Dynamic: cl.dynamic, Metadata: cl.metadata, Resource: t.gvr, Owns: p.ownedConfigs(),
-		LabelSelector: settings.LabelSelector, FieldSelector: settings.FieldSelector, Filters: informerFilters(p.filters),
-		Owner:      owners.Owner{Group: t.gvr.Group, Kind: t.kind, Namespaced: t.scope == Namespaced},
-		Namespaces: namespaces, Resync: settings.Resync,
-		Related: related, Indexes: indexes, Recorder: tel.recorder, Logger: tel.logger,
-		Shared: cl.informers, Shards: settings.Shards, ShardsNamespace: le.Namespace,
-	})
+	watch, err := watchOf(settings, t, p, cl, tel)
 	if err != nil {
-		return nil, fmt.Errorf("kube: controller %s: %w", settings.Name, err)
+		return nil, err
 	}
 	synced := &health.Flag{}
 	rt, err := controller.New(controller.Config{
@@ -364,7 +347,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
-	if err := bindHandles(settings.Name, setting, p, related, watch); err != nil {
+	if err := bindHandles(settings.Name, settings, p, watch); err != nil {
 		return nil, err
 	}
 	return &Controller{name: settings.Name, gvr: t.gvr, runtime: rt, synced: synced, logger: tel.logger}, nil
@@ -402,36 +385,6 @@ func newIncarnation() (string, error) {
 		return "", fmt.Errorf("a random incarnation for the replica's Leases: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
-}
-
-// bindHandles gives p's Caches and Indexes what they read from watch's
-// informers, which related configured within the namespaces that setting,
-// a field of the Controller's Settings, names, and fails, binding none,
-// when another Controller took one since partsOf checked it.
-func bindHandles(name, setting string, p commonParts, related []informer.RelatedConfig, watch *informer.Watch) error {
-	var undo []func()
-	unbindAll := func() {
-		for _, u := range undo {
-			u()
-		}
-	}
-	stores := watch.Related()
-	for i, r := range p.related {
-		b := &cacheBinding{controller: name, namespaces: related[i].Namespaces, setting: setting, store: stores[i]}
-		if !r.cache.bind(b) {
-			unbindAll()
-			return fmt.Errorf("kube: %v: given to another Controller at the same time as to %s", r.cache, name)
-		}
-		undo = append(undo, r.cache.unbind)
-	}
-	for _, x := range p.indexes {
-		if !x.bind(&indexBinding{controller: name, primary: watch.Primary()}) {
-			unbindAll()
-			return fmt.Errorf("kube: %v: given to another Controller at the same time as to %s", x, name)
-		}
-		undo = append(undo, x.unbind)
-	}
-	return nil
 }
 
 // controllerMistakes returns what a Controller can't reconcile r's

@@ -1,11 +1,10 @@
 package kube
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
-	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,8 +43,9 @@ type Cache[T any] struct {
 	opts  CacheOptions[T]
 	// mistakes are NewCache's findings, which NewController reports.
 	mistakes []error
-	// bound is set once a Controller watches the cache.
-	bound atomic.Pointer[cacheBinding]
+	// bound ties the Cache to the store of the Controller that watches
+	// it; nil in a Cache NewCache didn't make.
+	bound *informer.CacheBinding
 }
 
 // CacheOptions narrows what a Cache holds.
@@ -77,14 +77,10 @@ type CacheOptions[T any] struct {
 	Transform func(obj *T)
 }
 
-// cacheBinding is what a Cache reads, once a Controller watches it.
+// cacheBinding is what a Cache reads, once a Controller watches it: the
+// Controller's name and the store it fills.
 type cacheBinding struct {
 	controller string
-	// namespaces is the set of namespaces the cache holds, nil for every
-	// one; setting names, for errors, the field of the Controller's
-	// Settings the set came from when the Cache's options name none.
-	namespaces []string
-	setting    string
 	store      *informer.RelatedCache
 }
 
@@ -92,7 +88,7 @@ type cacheBinding struct {
 // reports nothing itself: NewController reports each mistake in k and
 // opts, with every other.
 func NewCache[T any](k Kind[T], opts CacheOptions[T]) *Cache[T] {
-	c := &Cache[T]{gvr: k.GVR, kind: k.Kind, scope: k.Scope, opts: opts}
+	c := newCache(k.GVR, k.Kind, k.Scope, opts)
 	for _, m := range k.mistakes() {
 		c.mistakes = append(c.mistakes, fmt.Errorf("Kind %s: %w", k.name(), m))
 	}
@@ -105,12 +101,22 @@ func NewCache[T any](k Kind[T], opts CacheOptions[T]) *Cache[T] {
 // Object[Spec, Status], narrowed as opts say. NewController reports each
 // mistake in r and opts, with every other.
 func NewResourceCache[Spec, Status any](r Resource[Spec, Status], opts CacheOptions[Object[Spec, Status]]) *Cache[Object[Spec, Status]] {
-	c := &Cache[Object[Spec, Status]]{gvr: r.GVR(), kind: r.Kind, scope: r.Scope, opts: opts}
+	c := newCache(r.GVR(), r.Kind, r.Scope, opts)
 	for _, m := range r.controllerMistakes() {
 		c.mistakes = append(c.mistakes, fmt.Errorf("Resource %s: %w", r.name(), m))
 	}
 	c.mistakes = append(c.mistakes, selectorMistakes(opts.LabelSelector, opts.FieldSelector)...)
 	c.mistakes = append(c.mistakes, namespacesMistakes(opts.Namespaces, opts.AllNamespaces, r.Scope, r.Kind)...)
+	return c
+}
+
+// newCache returns the Cache of gvr's objects, of kind and scope, with
+// its binding.
+func newCache[T any](gvr schema.GroupVersionResource, kind string, scope Scope, opts CacheOptions[T]) *Cache[T] {
+	c := &Cache[T]{gvr: gvr, kind: kind, scope: scope, opts: opts}
+	c.bound = informer.NewCacheBinding(informer.CacheName{
+		Name: c.String(), Kind: kind, Cluster: scope == Cluster, OwnNamespaces: len(opts.Namespaces) > 0,
+	})
 	return c
 }
 
@@ -143,16 +149,15 @@ func (c *Cache[T]) String() string {
 // resource, and before the Controller's caches have synced.
 func (c *Cache[T]) Get(namespace, name string) (T, bool, error) {
 	var zero T
-	b, err := c.reading(namespace)
-	if err != nil {
+	if c.bound == nil {
+		return zero, false, c.unmade()
+	}
+	doc, found, err := c.bound.Get(Key{Namespace: namespace, Name: name})
+	if err != nil || !found {
 		return zero, false, err
 	}
-	doc, found, err := b.store.Get(Key{Namespace: namespace, Name: name})
-	if err != nil || !found {
-		return zero, false, c.readError(err)
-	}
 	v, err := decode[T](doc)
-	return v, true, c.readError(err)
+	return v, true, c.bound.ReadError(err)
 }
 
 // List returns a new copy of every cached object in namespace, or in
@@ -160,70 +165,20 @@ func (c *Cache[T]) Get(namespace, name string) (T, bool, error) {
 // when it holds a set), whose labels selector matches; a nil selector
 // matches all. It sends no request, and fails as Get does.
 func (c *Cache[T]) List(namespace string, selector labels.Selector) ([]T, error) {
-	b, err := c.reading(namespace)
+	if c.bound == nil {
+		return nil, c.unmade()
+	}
+	docs, err := c.bound.List(namespace, selector)
 	if err != nil {
 		return nil, err
 	}
-	docs, err := b.store.List(namespace, selector)
-	if err != nil {
-		return nil, c.readError(err)
-	}
-	return decodeAll[T](docs, c.readError)
+	return informer.DecodeAll(docs, decode[T], c.bound.ReadError)
 }
 
-// reading returns what c reads, and fails when it can't be read in
-// namespace ever, or yet. A namespace it can never read is reported
-// first: waiting wouldn't mend it.
-func (c *Cache[T]) reading(namespace string) (*cacheBinding, error) {
-	b := c.bound.Load()
-	switch {
-	case b == nil:
-		return nil, fmt.Errorf("kube: %v is watched by no Controller: pass kube.Watches with it to NewController", c)
-	case c.scope == Cluster && namespace != "":
-		return nil, fmt.Errorf("kube: %v: namespace %q: %s is cluster-scoped, so its objects are in no namespace: want \"\"", c, namespace, c.kind)
-	case namespace != "" && b.namespaces != nil && !slices.Contains(b.namespaces, namespace):
-		return nil, c.outside(namespace, b)
-	case !b.store.Synced():
-		return nil, fmt.Errorf("kube: %v has not synced yet: read it in a reconcile, which starts once every cache of Controller %s has synced", c, b.controller)
-	}
-	return b, nil
-}
-
-// outside is the error of a read of namespace, which is outside the
-// namespaces b holds: an object there would read as missing when it may
-// well exist. It says where the set came from, and how to widen it.
-func (c *Cache[T]) outside(namespace string, b *cacheBinding) error {
-	holds := fmt.Sprintf("namespaces %q", b.namespaces)
-	if len(b.namespaces) == 1 {
-		holds = fmt.Sprintf("namespace %q", b.namespaces[0])
-	}
-	if len(c.opts.Namespaces) > 0 {
-		return fmt.Errorf("kube: %v: namespace %q is outside the Cache, which holds %s only, as its CacheOptions.Namespaces say: add %q to them, or set CacheOptions.AllNamespaces in their place to watch every namespace",
-			c, namespace, holds, namespace)
-	}
-	return fmt.Errorf("kube: %v: namespace %q is outside the Cache, which holds %s only, as Controller %s's %s: set CacheOptions.Namespaces to the namespaces it reads, or CacheOptions.AllNamespaces to watch every namespace",
-		c, namespace, holds, b.controller, b.setting)
-}
-
-func (c *Cache[T]) readError(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("kube: %v: %w", c, err)
-}
-
-// decodeAll decodes each of docs into a new T, naming the source of any
-// error through wrap.
-func decodeAll[T any](docs [][]byte, wrap func(error) error) ([]T, error) {
-	out := make([]T, 0, len(docs))
-	for _, doc := range docs {
-		v, err := decode[T](doc)
-		if err != nil {
-			return nil, wrap(err)
-		}
-		out = append(out, v)
-	}
-	return out, nil
+// unmade is the error of a read of a Cache NewCache didn't make, which no
+// Controller can watch.
+func (c *Cache[T]) unmade() error {
+	return fmt.Errorf("kube: %v is watched by no Controller: make it with kube.NewCache or kube.NewResourceCache, and pass kube.Watches with it to NewController", c)
 }
 
 // related returns the informer's config of c, watched within namespaces,
@@ -248,16 +203,7 @@ func (c *Cache[T]) related(namespaces []string, m Mapping) informer.RelatedConfi
 	if m.index != nil {
 		rc.Index = m.index.indexName()
 	}
-	if t := c.opts.Transform; t != nil {
-		rc.Reshape = func(doc []byte) ([]byte, error) {
-			v, err := decode[T](doc)
-			if err != nil {
-				return nil, err
-			}
-			t(&v)
-			return json.Marshal(v)
-		}
-	}
+	rc.Reshape = informer.Reshape(c.opts.Transform, decode[T])
 	return rc
 }
 
@@ -359,113 +305,35 @@ type cacheHandle interface {
 	cacheMistakes() []error
 	related(namespaces []string, m Mapping) informer.RelatedConfig
 	binding() *cacheBinding
-	bind(b *cacheBinding) bool
+	bind(b *informer.CacheBound) bool
 	unbind()
 }
 
-func (c *Cache[T]) cacheMistakes() []error    { return c.mistakes }
-func (c *Cache[T]) binding() *cacheBinding    { return c.bound.Load() }
-func (c *Cache[T]) bind(b *cacheBinding) bool { return c.bound.CompareAndSwap(nil, b) }
-func (c *Cache[T]) unbind()                   { c.bound.Store(nil) }
-func (c *Cache[T]) handlePointer() uintptr    { return reflect.ValueOf(c).Pointer() }
+func (c *Cache[T]) handlePointer() uintptr { return reflect.ValueOf(c).Pointer() }
 
-// Index is an index over a Controller's own objects by the related
-// objects each names, such as "the ConfigMap each Memcached names": a
-// related object's change reconciles exactly the objects whose index
-// holds its key (ByIndex), and the Reconciler reads which objects name a
-// related one (List). NewIndex makes one; Indexes gives it to exactly one
-// Controller, whose objects are T.
-type Index[T any] struct {
-	name  string
-	keys  func(T) []Key
-	bound atomic.Pointer[indexBinding]
-}
-
-// indexBinding is what an Index reads, once a Controller keeps it.
-type indexBinding struct {
-	controller string
-	primary    *informer.PrimaryCache
-}
-
-// NewIndex returns the Index named name whose values for an object are the
-// keys keys returns: the related objects the object names. keys runs on
-// the informer's goroutine each time an object is cached, so it must be
-// quick; a panic in it indexes none of the object's keys and is recorded.
-// NewController reports a name that is empty or that another of the
-// Controller's Indexes has, and a nil keys.
-func NewIndex[T any](name string, keys func(obj T) []Key) *Index[T] {
-	return &Index[T]{name: name, keys: keys}
-}
-
-func (x *Index[T]) indexName() string         { return x.name }
-func (x *Index[T]) objectType() reflect.Type  { return reflect.TypeFor[T]() }
-func (x *Index[T]) hasKeys() bool             { return x.keys != nil }
-func (x *Index[T]) binding() *indexBinding    { return x.bound.Load() }
-func (x *Index[T]) bind(b *indexBinding) bool { return x.bound.CompareAndSwap(nil, b) }
-func (x *Index[T]) unbind()                   { x.bound.Store(nil) }
-func (x *Index[T]) handlePointer() uintptr    { return reflect.ValueOf(x).Pointer() }
-
-// String names the Index as errors do.
-func (x *Index[T]) String() string {
-	if x == nil {
-		return "Index(nil)"
+// cacheMistakes returns NewCache's findings, and that c wasn't made by
+// NewCache.
+func (c *Cache[T]) cacheMistakes() []error {
+	if c.bound == nil {
+		return append(c.mistakes, errors.New("the zero Cache: make one with kube.NewCache or kube.NewResourceCache"))
 	}
-	return fmt.Sprintf("Index(%q)", x.name)
+	return c.mistakes
 }
 
-// decodeKeys decodes doc, a cached object's JSON, and returns its index
-// values; an object that doesn't decode has none, since the Reconciler's
-// own decoding will report it.
-func (x *Index[T]) decodeKeys(doc []byte) []Key {
-	v, err := decode[T](doc)
-	if err != nil {
+// binding returns what c reads, nil when no Controller watches it.
+func (c *Cache[T]) binding() *cacheBinding {
+	v := c.bound.Bound()
+	if v == nil {
 		return nil
 	}
-	return x.keys(v)
+	return &cacheBinding{controller: v.Controller, store: v.Store}
 }
 
-// List returns a new copy of each of the Controller's objects whose index
-// holds key: those that name the related object key. It sends no
-// request. It fails when no Controller keeps the Index, or before the
-// Controller's caches have synced.
-func (x *Index[T]) List(key Key) ([]T, error) {
-	b := x.bound.Load()
-	if b == nil {
-		return nil, fmt.Errorf("kube: %s is kept by no Controller: pass kube.Indexes with it to NewController", x.String())
-	}
-	if !b.primary.Synced() {
-		return nil, fmt.Errorf("kube: %s has not synced yet: read it in a reconcile, which starts once every cache of Controller %s has synced", x.String(), b.controller)
-	}
-	wrap := func(err error) error { return fmt.Errorf("kube: %s: %w", x.String(), err) }
-	docs, err := b.primary.ByIndex(x.name, key)
-	if err != nil {
-		return nil, wrap(err)
-	}
-	return decodeAll[T](docs, wrap)
-}
+// bind binds c to b, and reports false when another Controller took it.
+func (c *Cache[T]) bind(b *informer.CacheBound) bool { return c.bound != nil && c.bound.Bind(b) }
 
-// Indexes keeps idx over the Controller's objects, which must be idx's T:
-// the Controller's Object[Spec, Status], or NewKindController's T. An
-// Index is kept by one Controller.
-func Indexes[T any](idx *Index[T]) Part {
-	p := Part{kind: partIndexes}
-	if idx != nil {
-		p.index = idx
-	}
-	return p
-}
-
-// indexHandle is an Index of any type, as a Part and a Mapping hold it.
-type indexHandle interface {
-	handle
-	indexName() string
-	objectType() reflect.Type
-	hasKeys() bool
-	decodeKeys(doc []byte) []Key
-	binding() *indexBinding
-	bind(b *indexBinding) bool
-	unbind()
-}
+// unbind undoes bind.
+func (c *Cache[T]) unbind() { c.bound.Unbind() }
 
 // handle is a Cache or an Index, which NewController finds in the
 // Reconciler to check the Controller watches or keeps it.

@@ -11,9 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/loam-dev/loam/domain/owners"
-	"github.com/loam-dev/loam/ports"
 )
 
 // cached is an object of the primary resource as its cache holds it: the
@@ -151,11 +148,10 @@ func compactUnstructured(u *unstructured.Unstructured) (*cached, error) {
 // handler reads, unless it filters updates.
 type owned struct {
 	keyMeta
-	// owner is the key of the object that controls this one; ok is false
-	// when no object of the controller's kind does.
-	owner    ports.Key
-	ownerUID types.UID
-	ok       bool
+	// controller is the object's controller owner reference, alone, nil
+	// when it has none: each Owns that reads the store finds in it an
+	// owner of its own kind, or none, so the store serves them all.
+	controller []metav1.OwnerReference
 	// meta is the object's metadata, but for managedFields, which the
 	// informer's filters read; nil when it has none, so that the cost of
 	// keeping it is paid only by the Owns that asks for filters.
@@ -172,20 +168,28 @@ func (o *owned) DeepCopyObject() runtime.Object {
 	return &cp
 }
 
-// slimOwned returns the owned informers' transform for objects owner's
-// kind controls: it keeps of a *metav1.PartialObjectMetadata only what the
-// informer and the owned resources' handler read, so that no
-// managedFields, labels, annotations or owner references are cached for
-// the object, unless keepMeta asks for its metadata, which filters read;
-// managedFields are dropped even then. It is idempotent, as client-go asks.
-func slimOwned(owner owners.Owner, keepMeta bool) func(obj any) (any, error) {
+// slimOwned returns the owned informers' transform: it keeps of a
+// *metav1.PartialObjectMetadata only what the informer and the owned
+// resources' handlers read, its key and its controller owner reference,
+// so that no managedFields, labels, annotations or other owner
+// references are cached for the object, unless keepMeta asks for its
+// metadata, which filters read; managedFields are dropped even then. It
+// is idempotent, as client-go asks.
+func slimOwned(keepMeta bool) func(obj any) (any, error) {
 	return func(obj any) (any, error) {
 		m, ok := obj.(*metav1.PartialObjectMetadata)
 		if !ok {
 			return obj, nil
 		}
 		o := &owned{keyMeta: keyMeta{namespace: m.Namespace, name: m.Name, resourceVersion: m.ResourceVersion}}
-		o.owner, o.ownerUID, o.ok = owner.Controller(m.Namespace, m.OwnerReferences)
+		for _, ref := range m.OwnerReferences {
+			// The API server allows one controller reference per object.
+			if ref.Controller != nil && *ref.Controller {
+				ref.BlockOwnerDeletion = nil
+				o.controller = []metav1.OwnerReference{ref}
+				break
+			}
+		}
 		if keepMeta {
 			meta := m.ObjectMeta
 			meta.ManagedFields = nil

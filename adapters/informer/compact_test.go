@@ -157,7 +157,7 @@ func TestCached_DeepCopyObject_copies_the_metadata(t *testing.T) {
 	require.Equal(t, []string{"f"}, c.finalizers)
 }
 
-func TestSlimOwned_keeps_the_key_and_the_owner_s(t *testing.T) {
+func TestSlimOwned_keeps_the_key_and_the_controller_reference(t *testing.T) {
 	yes := ptr.To(true)
 	full := &metav1.PartialObjectMetadata{
 		TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
@@ -172,8 +172,10 @@ func TestSlimOwned_keeps_the_key_and_the_owner_s(t *testing.T) {
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 		},
 	}
-	slim := slimOwned(owners.Owner{Group: "cache.example.com", Kind: "Memcached", Namespaced: true}, false)
-	want := &owned{keyMeta: keyMeta{namespace: "ns", name: "a", resourceVersion: "7"}, owner: ports.Key{Namespace: "ns", Name: "m"}, ownerUID: "m-uid", ok: true}
+	slim := slimOwned(false)
+	want := &owned{keyMeta: keyMeta{namespace: "ns", name: "a", resourceVersion: "7"}, controller: []metav1.OwnerReference{
+		{APIVersion: "cache.example.com/v1alpha1", Kind: "Memcached", Name: "m", UID: "m-uid", Controller: yes},
+	}}
 	once, err := slim(full)
 	require.NoError(t, err)
 	require.Equal(t, want, once)
@@ -181,16 +183,24 @@ func TestSlimOwned_keeps_the_key_and_the_owner_s(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, twice, "idempotent")
 	require.Equal(t, want, once.(*owned).DeepCopyObject())
+	memcached := owners.Owner{Group: "cache.example.com", Kind: "Memcached", Namespaced: true}
+	key, uid, ok := ownerOf(memcached, once)
+	require.True(t, ok)
+	require.Equal(t, ports.Key{Namespace: "ns", Name: "m"}, key)
+	require.Equal(t, "m-uid", string(uid))
+	_, _, ok = ownerOf(owners.Owner{Group: "apps", Kind: "Deployment", Namespaced: true}, once)
+	require.False(t, ok, "another kind's Owns reads the same store and finds no owner")
 
 	none, err := slim(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}})
 	require.NoError(t, err)
 	require.Equal(t, &owned{keyMeta: keyMeta{namespace: "ns", name: "b"}}, none)
 
 	// For filters, the metadata too, but for its managedFields.
-	withMeta, err := slimOwned(owners.Owner{Group: "cache.example.com", Kind: "Memcached", Namespaced: true}, true)(full.DeepCopy())
+	withMeta, err := slimOwned(true)(full.DeepCopy())
 	require.NoError(t, err)
 	wantMeta := full.ObjectMeta.DeepCopy()
 	wantMeta.ManagedFields = nil
 	require.Equal(t, wantMeta, withMeta.(*owned).meta)
-	require.Equal(t, ports.Key{Namespace: "ns", Name: "m"}, withMeta.(*owned).owner)
+	key, _, _ = ownerOf(memcached, withMeta)
+	require.Equal(t, ports.Key{Namespace: "ns", Name: "m"}, key)
 }

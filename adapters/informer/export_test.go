@@ -10,5 +10,12 @@ import (
 // that measure a related cache alone: with no primary, so rc maps with
 // Map only, and no recorder, so nothing in it may panic.
 func NewRelated(d dynamic.Interface, m metadata.Interface, c Config, rc RelatedConfig) (*Related, error) {
-	return newRelated(relatedSource{dynamic: d, metadata: m, config: c}, rc)
+	r := newRelated(relatedSource{dynamic: d, metadata: m, config: c}, rc)
+	if err := r.standalone(); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
+
+// Running returns the number of informers r runs.
+func (r *Registry) Running() int { return r.running() }

@@ -226,26 +226,14 @@ type RelatedCache struct {
 }
 
 // newRelatedCache returns the cache of c's resource, with a Related of
-// each of c.Namespaces, not yet running.
-func newRelatedCache(src relatedSource, c RelatedConfig) (*RelatedCache, error) {
-	s, err := spreadOver(c.Namespaces, func(ns string) (*Related, error) {
+// each of c.Namespaces, whose informers its Watch draws when it starts.
+func newRelatedCache(src relatedSource, c RelatedConfig) *RelatedCache {
+	s, _ := spreadOver(c.Namespaces, func(ns string) (*Related, error) {
 		nsrc := src
 		nsrc.config.Namespace = ns
-		return newRelated(nsrc, c)
+		return newRelated(nsrc, c), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &RelatedCache{c: c, spread: s}, nil
-}
-
-// Informers returns the client-go informers, for Start.
-func (r *RelatedCache) Informers() []cache.SharedIndexInformer {
-	out := make([]cache.SharedIndexInformer, len(r.each))
-	for i, rel := range r.each {
-		out[i] = rel.Informer()
-	}
-	return out
+	return &RelatedCache{c: c, spread: s}
 }
 
 // Synced reports whether every namespace's cache holds what its first
@@ -316,3 +304,7 @@ func (r *RelatedCache) check(ctx context.Context, src relatedSource) error {
 	}
 	return nil
 }
+
+// Namespaces returns the set of namespaces the cache holds, nil for
+// every namespace.
+func (r *RelatedCache) Namespaces() []string { return r.namespaces }

@@ -30,23 +30,44 @@ type Owned struct {
 // informer that has run.
 //
 // Without Config.Filters, each object is cached as its key and its
-// owner's; with them, its metadata too, but for managedFields, for the
-// filters to read.
+// controller reference; with them, its metadata too, but for
+// managedFields, for the filters to read.
 func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner owners.Owner, c Config) (*Owned, error) {
-	inf := metadatainformer.NewFilteredMetadataInformer(client, gvr, c.Namespace, c.Resync, cache.Indexers{}, c.tweak).Informer()
-	if err := inf.SetTransform(slimOwned(owner, len(c.Filters) > 0)); err != nil {
+	inf, err := newOwnedInformer(client, gvr, c, len(c.Filters) > 0)
+	if err != nil {
+		return nil, err
+	}
+	logger := c.Logger
+	if _, err := inf.AddEventHandlerWithOptions(ownedHandler(gvr, owner, c), cache.HandlerOptions{Logger: &logger}); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
+	return &Owned{informer: inf}, nil
+}
+
+// newOwnedInformer returns the metadata informer of gvr's objects in
+// c.Namespace, narrowed by c's selectors and never resynced, caching each
+// object as slimOwned does, with no handler.
+func newOwnedInformer(client metadata.Interface, gvr schema.GroupVersionResource, c Config, keepMeta bool) (cache.SharedIndexInformer, error) {
+	inf := metadatainformer.NewFilteredMetadataInformer(client, gvr, c.Namespace, c.Resync, cache.Indexers{}, c.tweak).Informer()
+	if err := inf.SetTransform(slimOwned(keepMeta)); err != nil {
+		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
+	}
+	return inf, nil
+}
+
+// ownedHandler returns the handler of an Owns of gvr, whose objects
+// owner's kind controls, on an owned informer: each add, change or
+// deletion notifies the key of its controlling owner, as c says.
+func ownedHandler(gvr schema.GroupVersionResource, owner owners.Owner, c Config) cache.ResourceEventHandlerDetailedFuncs {
 	notify := func(key ports.Key, resync bool) { c.Notify(ports.Event{Key: key, Resync: resync}) }
-	ownerKey := func(obj any) (ports.Key, bool) { return c.owner(ownerOf(obj)) }
+	ownerKey := func(obj any) (ports.Key, bool) { return c.owner(ownerOf(owner, obj)) }
 	enqueue := func(obj any, initial bool) {
 		if key, ok := ownerKey(obj); ok {
 			c.Notify(ports.Event{Key: key, Initial: initial})
 		}
 	}
 	skips := newFilters(c.Filters, gvr, c.Recorder)
-	logger := c.Logger
-	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
+	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(old, obj any) {
 			// A changed reference moves the object from one owner to
@@ -66,21 +87,17 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 			}
 		},
 		DeleteFunc: func(obj any) { enqueue(obj, false) },
-	}, cache.HandlerOptions{Logger: &logger})
-	if err != nil {
-		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
-	return &Owned{informer: inf}, nil
 }
 
 // Informer returns the client-go informer, for Start.
 func (o *Owned) Informer() cache.SharedIndexInformer { return o.informer }
 
-// ownerOf returns the key and uid of the object of the controller's kind
-// that controls obj, a cached object or the tombstone of a deleted one.
-// The transform made every object the metadata informer caches an
-// *owned, with its owner worked out once.
-func ownerOf(obj any) (ports.Key, types.UID, bool) {
+// ownerOf returns the key and uid of the object of owner's kind that
+// controls obj, a cached object or the tombstone of a deleted one. The
+// transform made every object the metadata informer caches an *owned,
+// with its controller reference alone.
+func ownerOf(owner owners.Owner, obj any) (ports.Key, types.UID, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -88,7 +105,7 @@ func ownerOf(obj any) (ports.Key, types.UID, bool) {
 	if !ok {
 		return ports.Key{}, "", false
 	}
-	return o.owner, o.ownerUID, o.ok
+	return owner.Controller(o.namespace, o.controller)
 }
 
 // owner returns the key of the owner an owned object's change notifies,
@@ -113,4 +130,13 @@ func (f filters) skipOwned(old, obj any) bool {
 		return false
 	}
 	return f.skip(ports.Key{Namespace: n.namespace, Name: n.name}, o.meta, n.meta)
+}
+
+// ownedView returns the view of an Owns' store: with the metadata its
+// filters read, or without it.
+func ownedView(filters []Filter) view {
+	if len(filters) > 0 {
+		return viewOwnedMeta
+	}
+	return viewOwned
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -60,11 +61,17 @@ type RelatedConfig struct {
 	Filters []Filter
 }
 
-// Related watches a related resource, and is its cache: Get and List read
-// the JSON of its objects.
+// Related watches a related resource in one namespace, and is its
+// cache: Get and List read the JSON of its objects. Its informer is drawn
+// from a Registry when its Watch starts, and may be shared with every
+// other cache of the same resource, view, namespace and selectors without
+// a transform; it reads nothing before.
 type Related struct {
-	c        RelatedConfig
-	informer cache.SharedIndexInformer
+	c   RelatedConfig
+	src relatedSource
+	// drawn is the Registry's entry whose informer the Related reads;
+	// nil before its Watch starts.
+	drawn atomic.Pointer[entry]
 }
 
 // relatedObject is an object of a related resource as its cache holds it:
@@ -103,9 +110,30 @@ type relatedSource struct {
 	config   Config
 }
 
-// newRelated returns the informer of c's resource in src.config's
-// Namespace, not yet running.
-func newRelated(src relatedSource, c RelatedConfig) (*Related, error) {
+// newRelated returns the Related of c's resource in src.config's
+// Namespace, with no informer yet: its Watch draws one when it starts.
+func newRelated(src relatedSource, c RelatedConfig) *Related {
+	return &Related{c: c, src: src}
+}
+
+// key returns what r's informer lists and watches: a Related with a
+// transform of its own keys a store of its own.
+func (r *Related) key() registryKey {
+	k := registryKey{gvr: r.c.Resource, view: viewRelated, namespace: r.src.config.Namespace, labels: r.c.LabelSelector, fields: r.c.FieldSelector}
+	if r.c.MetadataOnly {
+		k.view = viewRelatedMeta
+	}
+	if r.c.Reshape != nil {
+		k.transform = r
+	}
+	return k
+}
+
+// newInformer returns the informer of r's key, not yet running, with no
+// handler. A transform's panics are recorded through r's recorder: a
+// store with a transform has one consumer.
+func (r *Related) newInformer() (cache.SharedIndexInformer, error) {
+	c, src := r.c, r.src
 	tweak := func(opts *metav1.ListOptions) {
 		opts.LabelSelector = c.LabelSelector
 		opts.FieldSelector = c.FieldSelector
@@ -129,14 +157,18 @@ func newRelated(src relatedSource, c RelatedConfig) (*Related, error) {
 		inf = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, src.dynamic), nil,
 			cache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: c.Resource.String()})
 	}
-	r := &Related{c: c, informer: inf}
 	if err := inf.SetTransform(r.compact(src.recorder)); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", c.Resource, err)
 	}
-	skips := newFilters(c.Filters, c.Resource, src.recorder)
-	logger := src.config.Logger
-	_, err := inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) { r.notify(src, obj, nil, initial) },
+	return inf, nil
+}
+
+// handler returns r's handler of its informer's events, which queues the
+// keys of the controller's objects that depend on each object.
+func (r *Related) handler() cache.ResourceEventHandlerDetailedFuncs {
+	skips := newFilters(r.c.Filters, r.c.Resource, r.src.recorder)
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) { r.notify(r.src, obj, nil, initial) },
 		UpdateFunc: func(old, obj any) {
 			// Related informers never resync, so every update is a
 			// change, but for a relist's objects that didn't change,
@@ -145,26 +177,59 @@ func newRelated(src relatedSource, c RelatedConfig) (*Related, error) {
 			if !resynced(old, obj) && skips.skipRelated(old, obj) {
 				return
 			}
-			r.notify(src, obj, old, false)
+			r.notify(r.src, obj, old, false)
 		},
-		DeleteFunc: func(obj any) { r.notify(src, obj, nil, false) },
-	}, cache.HandlerOptions{Logger: &logger})
-	if err != nil {
-		return nil, fmt.Errorf("informer of %s: %w", c.Resource, err)
+		DeleteFunc: func(obj any) { r.notify(r.src, obj, nil, false) },
 	}
-	return r, nil
 }
 
-// Informer returns the client-go informer, for Start.
-func (r *Related) Informer() cache.SharedIndexInformer { return r.informer }
+// standalone gives r an informer of its own, with its handler, which its
+// caller runs: for the tests that measure a related cache alone.
+func (r *Related) standalone() error {
+	inf, err := r.newInformer()
+	if err != nil {
+		return err
+	}
+	logger := r.src.config.Logger
+	if _, err := inf.AddEventHandlerWithOptions(r.handler(), cache.HandlerOptions{Logger: &logger}); err != nil {
+		return fmt.Errorf("informer of %s: %w", r.c.Resource, err)
+	}
+	r.drawn.Store(&entry{informer: inf})
+	return nil
+}
 
-// Synced reports whether the cache holds what its first list returned.
-func (r *Related) Synced() bool { return r.informer.HasSynced() }
+// Informer returns the client-go informer, nil before r's Watch starts.
+func (r *Related) Informer() cache.SharedIndexInformer {
+	if e := r.drawn.Load(); e != nil {
+		return e.informer
+	}
+	return nil
+}
+
+// Synced reports whether the cache holds what its first list returned:
+// false before r's Watch starts.
+func (r *Related) Synced() bool {
+	inf := r.Informer()
+	return inf != nil && inf.HasSynced()
+}
+
+// indexer returns the store r reads, and fails before r's Watch starts.
+func (r *Related) indexer() (cache.Indexer, error) {
+	inf := r.Informer()
+	if inf == nil {
+		return nil, fmt.Errorf("the cache of %s has not started", r.c.Resource)
+	}
+	return inf.GetIndexer(), nil
+}
 
 // Get returns the JSON of the cached object key names, and false when the
 // cache holds none. The JSON is the cache's own: nothing may modify it.
 func (r *Related) Get(key ports.Key) ([]byte, bool, error) {
-	item, found, err := r.informer.GetIndexer().GetByKey(key.String())
+	ix, err := r.indexer()
+	if err != nil {
+		return nil, false, err
+	}
+	item, found, err := ix.GetByKey(key.String())
 	if err != nil || !found {
 		return nil, false, err
 	}
@@ -180,14 +245,15 @@ func (r *Related) Get(key ports.Key) ([]byte, bool, error) {
 // matches; a nil selector matches every object. The JSON is the cache's
 // own: nothing may modify it.
 func (r *Related) List(namespace string, selector labels.Selector) ([][]byte, error) {
+	ix, err := r.indexer()
+	if err != nil {
+		return nil, err
+	}
 	var items []any
 	if namespace == "" {
-		items = r.informer.GetIndexer().List()
-	} else {
-		var err error
-		if items, err = r.informer.GetIndexer().ByIndex(cache.NamespaceIndex, namespace); err != nil {
-			return nil, fmt.Errorf("the cache of %s: %w", r.c.Resource, err)
-		}
+		items = ix.List()
+	} else if items, err = ix.ByIndex(cache.NamespaceIndex, namespace); err != nil {
+		return nil, fmt.Errorf("the cache of %s: %w", r.c.Resource, err)
 	}
 	var out [][]byte
 	for _, item := range items {

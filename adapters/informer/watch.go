@@ -54,13 +54,16 @@ type WatchConfig struct {
 	Recorder ports.Recorder
 	// Logger receives client-go's records of the informers.
 	Logger logr.Logger
-	// Shared, when it is not nil, is the registry of the informers of the
-	// Watches built on one client: this Watch offers its reconciled
-	// resource's informers to the others' Owns, and each of its Owns
-	// reads such an informer of another Watch, or of its own, that lists
-	// and watches exactly what the Owns does, in place of an informer of
-	// its own. nil shares nothing.
-	Shared *Shared
+	// Registry, when it is not nil, is the registry of the informers of
+	// the Watches built on one client: this Watch offers its reconciled
+	// resource's informers to the others' Owns, each of its Owns reads
+	// such an informer of another Watch, or of its own, that lists and
+	// watches exactly what the Owns does, or else draws on the owned
+	// informer every Owns of that resource, view, namespace and selectors
+	// shares, and each related cache draws on the informer of its
+	// resource, view, namespace, selectors and transform. nil gives the
+	// Watch a registry of its own, shared with no other.
+	Registry *Registry
 	// Shards, when above zero, is a sharded controller's number of
 	// shards, a power of two: the Watch notifies only the changes of the
 	// objects of the shards Hold holds, and of the owned objects whose
@@ -96,9 +99,11 @@ type Watch struct {
 	// with, for one to be built again.
 	config  Config
 	indexes []Index
-	// offered holds the Shared entry of each of primary's informers, in
-	// its order, nil for one that isn't shared.
-	offered []*sharedEntry
+	// registry is the one the Watch draws its informers from.
+	registry *Registry
+	// offered holds the Registry's entry of each of primary's informers,
+	// in its order, nil for one that isn't shared.
+	offered []*entry
 	owned   []ownedWatch
 	related []*RelatedCache
 	// notify is set by Start, before any informer runs or any handler is
@@ -113,16 +118,16 @@ type Watch struct {
 	// registrations are the handlers Start registered, and acquired the
 	// shared informers it counted itself a user of, for Stop to undo.
 	registrations []registration
-	acquired      []*sharedEntry
+	acquired      []*entry
 }
 
-// ownedWatch is one owned resource in one namespace: its own informer,
-// and the key a shared informer must have to take its place.
+// ownedWatch is one owned resource in one namespace: the key of the
+// primary informer it reads when one is offered, and else of the owned
+// informer it draws on.
 type ownedWatch struct {
-	config   Config
-	resource schema.GroupVersionResource
-	informer cache.SharedIndexInformer
-	key      sharedKey
+	config       Config
+	resource     schema.GroupVersionResource
+	primary, key registryKey
 }
 
 // registration is a handler registered on an informer.
@@ -136,7 +141,10 @@ var _ ports.Watch = (*Watch)(nil)
 // NewWatch returns the informers c describes, not yet running. It fails
 // only when client-go refuses an informer's transform or handler.
 func NewWatch(c WatchConfig) (*Watch, error) {
-	w := &Watch{c: c}
+	w := &Watch{c: c, registry: c.Registry}
+	if w.registry == nil {
+		w.registry = NewRegistry()
+	}
 	cfg := Config{Resync: c.Resync, Notify: w.tell, Logger: c.Logger, Recorder: c.Recorder}
 	if c.Shards > 0 {
 		w.shards = newShardState(c.Shards)
@@ -154,11 +162,13 @@ func NewWatch(c WatchConfig) (*Watch, error) {
 		return nil, err
 	}
 	w.primary.shards = w.shards
-	w.offered = make([]*sharedEntry, len(w.primary.each))
-	if c.Shared != nil && w.shards == nil {
+	w.offered = make([]*entry, len(w.primary.each))
+	if w.shards == nil {
+		// A sharded Watch's informers may not hold every object: it
+		// offers none.
 		for i, ns := range watched(c.Namespaces) {
-			key := sharedKey{gvr: c.Resource, namespace: ns, labels: c.LabelSelector, fields: c.FieldSelector}
-			w.offered[i] = c.Shared.offer(key, w.primary.each[i].Informer())
+			key := registryKey{gvr: c.Resource, view: viewCompact, namespace: ns, labels: c.LabelSelector, fields: c.FieldSelector}
+			w.offered[i] = w.registry.offer(key, w.primary.each[i].Informer())
 		}
 	}
 	cfg.Resync = 0
@@ -167,21 +177,15 @@ func NewWatch(c WatchConfig) (*Watch, error) {
 		owned.LabelSelector, owned.FieldSelector, owned.Filters = oc.LabelSelector, oc.FieldSelector, oc.Filters
 		for _, ns := range watched(c.Namespaces) {
 			owned.Namespace = ns
-			o, err := NewOwned(c.Metadata, oc.Resource, c.Owner, owned)
-			if err != nil {
-				return nil, err
-			}
-			key := sharedKey{gvr: oc.Resource, namespace: ns, labels: oc.LabelSelector, fields: oc.FieldSelector}
-			w.owned = append(w.owned, ownedWatch{config: owned, resource: oc.Resource, informer: o.Informer(), key: key})
+			key := registryKey{gvr: oc.Resource, view: viewCompact, namespace: ns, labels: oc.LabelSelector, fields: oc.FieldSelector}
+			ow := ownedWatch{config: owned, resource: oc.Resource, primary: key, key: key}
+			ow.key.view = ownedView(oc.Filters)
+			w.owned = append(w.owned, ow)
 		}
 	}
 	src := relatedSource{dynamic: c.Dynamic, metadata: c.Metadata, primary: w.primary, recorder: c.Recorder, config: cfg}
 	for _, rc := range c.Related {
-		r, err := newRelatedCache(src, rc)
-		if err != nil {
-			return nil, err
-		}
-		w.related = append(w.related, r)
+		w.related = append(w.related, newRelatedCache(src, rc))
 	}
 	return w, nil
 }
@@ -254,9 +258,9 @@ func (w *Watch) Check(ctx context.Context) error {
 // Start runs every informer until ctx is done or Stop is called, telling
 // notify of each event. client-go's reflectors log through the Logger.
 //
-// A shared informer runs from the first Start of a Watch that uses it;
-// the handlers of this Watch are registered on it now, and a running one
-// hands them its cache first, as adds of its initial list.
+// A shared informer runs from the first Start of a Watch that draws on
+// it; the handlers of this Watch are registered on it now, and a running
+// one hands them its cache first, as adds of its initial list.
 func (w *Watch) Start(ctx context.Context, notify func(ports.Event)) {
 	w.notify = notify
 	ctx = klog.NewContext(ctx, w.c.Logger)
@@ -276,7 +280,7 @@ func (w *Watch) Start(ctx context.Context, notify func(ports.Event)) {
 		switch e := w.offered[i]; {
 		case e == nil:
 			own = append(own, p.Informer())
-		case w.c.Shared.acquire(ctx, e):
+		case w.registry.acquire(ctx, e):
 			w.acquired = append(w.acquired, e)
 		default:
 			// Another Watch ran the informer and stopped it before this
@@ -295,20 +299,49 @@ func (w *Watch) Start(ctx context.Context, notify func(ports.Event)) {
 		// resync of the Watch that reconciles the objects stays its own.
 		w.register(p.Informer(), p.handler, cache.HandlerOptions{Logger: &logger})
 	}
+	never := time.Duration(0)
+	opts := cache.HandlerOptions{Logger: &logger, ResyncPeriod: &never}
 	for _, o := range w.owned {
-		e := w.sharedOwned(o.key)
-		if e == nil || !w.c.Shared.acquire(ctx, e) {
-			own = append(own, o.informer)
-			continue
-		}
-		w.acquired = append(w.acquired, e)
-		never := time.Duration(0)
-		w.register(e.informer, sharedOwned(o.resource, w.c.Owner, o.config), cache.HandlerOptions{Logger: &logger, ResyncPeriod: &never})
+		w.startOwned(ctx, o, opts)
 	}
 	for _, r := range w.related {
-		own = append(own, r.Informers()...)
+		for _, rel := range r.each {
+			w.startRelated(ctx, rel, opts)
+		}
 	}
 	w.running = Start(ctx, own...)
+}
+
+// startOwned registers o's handler on the primary informer of o's
+// resource and selectors, when one is offered and still runs or has yet
+// to, and else on the owned informer of o's key, which it draws on.
+func (w *Watch) startOwned(ctx context.Context, o ownedWatch, opts cache.HandlerOptions) {
+	if e := w.registry.find(o.primary); e != nil && w.registry.acquire(ctx, e) {
+		w.acquired = append(w.acquired, e)
+		w.register(e.informer, sharedOwned(o.resource, w.c.Owner, o.config), opts)
+		return
+	}
+	e, err := w.registry.draw(ctx, o.key, func() (cache.SharedIndexInformer, error) {
+		return newOwnedInformer(w.c.Metadata, o.resource, o.config, o.key.view == viewOwnedMeta)
+	})
+	if err != nil {
+		w.c.Logger.Error(err, "building an owned informer", "resource", o.resource.String())
+		return
+	}
+	w.acquired = append(w.acquired, e)
+	w.register(e.informer, ownedHandler(o.resource, w.c.Owner, o.config), opts)
+}
+
+// startRelated draws rel's informer and registers rel's handler on it.
+func (w *Watch) startRelated(ctx context.Context, rel *Related, opts cache.HandlerOptions) {
+	e, err := w.registry.draw(ctx, rel.key(), rel.newInformer)
+	if err != nil {
+		w.c.Logger.Error(err, "building a related informer", "resource", rel.c.Resource.String())
+		return
+	}
+	w.acquired = append(w.acquired, e)
+	rel.drawn.Store(e)
+	w.register(e.informer, rel.handler(), opts)
 }
 
 // primaryConfig returns the Config p, one of the primary informers, was
@@ -317,15 +350,6 @@ func (w *Watch) primaryConfig(p *Primary) Config {
 	cfg := w.config
 	cfg.Namespace = p.namespace
 	return cfg
-}
-
-// sharedOwned returns the shared informer an owned resource's informer of
-// key gives way to, or nil when it runs its own.
-func (w *Watch) sharedOwned(key sharedKey) *sharedEntry {
-	if w.c.Shared == nil {
-		return nil
-	}
-	return w.c.Shared.find(key)
 }
 
 // register adds handler to inf, for Stop to remove. client-go refuses it
@@ -368,6 +392,6 @@ func (w *Watch) Stop() {
 	w.shards.stopShards()
 	w.running.Stop()
 	for _, e := range w.acquired {
-		w.c.Shared.release(e)
+		w.registry.release(e)
 	}
 }

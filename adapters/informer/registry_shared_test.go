@@ -34,7 +34,7 @@ func fullDeployment(name, rv string, refs ...metav1.OwnerReference) *unstructure
 	return u
 }
 
-// sharing is two Watches on one Shared registry, as two Controllers of
+// sharing is two Watches on one Registry, as two Controllers of
 // one Client: budget reconciles the Deployments managedBy selects, and
 // memcached reconciles Memcacheds and owns those Deployments, with the
 // selector given by owned.
@@ -54,16 +54,16 @@ func newSharing(t *testing.T, owned string) sharing {
 		versioned(object("ns", "m1", nil)), controlled, notControlled, otherKind)
 	meta := metadatafake.NewSimpleMetadataClient(metadataScheme(),
 		deployment("ns", "d1", ref("cache.example.com/v1alpha1", "Memcached", "m1", true)))
-	shared := informer.NewShared()
+	shared := informer.NewRegistry()
 	budget, err := informer.NewWatch(informer.WatchConfig{
 		Dynamic: dyn, Metadata: meta, Resource: deployments, Owner: deploymentKind,
-		LabelSelector: managedBy, Logger: logr.Discard(), Shared: shared,
+		LabelSelector: managedBy, Logger: logr.Discard(), Registry: shared,
 	})
 	require.NoError(t, err)
 	memcache, err := informer.NewWatch(informer.WatchConfig{
 		Dynamic: dyn, Metadata: meta, Resource: memcacheds, Owner: memcached,
 		Owns:   []informer.OwnedConfig{{Resource: deployments, LabelSelector: owned}},
-		Logger: logr.Discard(), Shared: shared,
+		Logger: logr.Discard(), Registry: shared,
 	})
 	require.NoError(t, err)
 	return sharing{dynamic: dyn, metadata: meta, budget: budget, memcache: memcache}

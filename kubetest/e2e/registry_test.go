@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/wait"
+)
+
+// watchesOf returns the watches of resource that passed through w.
+func watchesOf(w *wire, resource string) []wireRequest {
+	var out []wireRequest
+	for _, req := range w.all() {
+		if req.method == http.MethodGet && req.isWatch() && strings.HasSuffix(req.path, "/"+resource) {
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
+// An operator of three Controllers on one Client, each of which owns
+// Deployments, two of which read a Cache of Secrets, opens one watch of
+// each: the Client's registry gives every Owns, and every Cache without a
+// Transform, the one informer of their resource, view and selectors.
+func TestRegistry_three_Owns_and_two_Caches_on_one_Client_open_one_watch_of_each(t *testing.T) {
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installMemcached(t, c, ns)
+	w, conn := startWire(t, c)
+	secrets := kube.Kind[corev1.Secret]{GVR: corev1.SchemeGroupVersion.WithResource("secrets"), Kind: "Secret", Scope: kube.Namespaced}
+	noop := kube.ReconcilerFunc[memcachedSpec, memcachedStatus](func(context.Context, memcachedObject) (kube.Result[memcachedStatus], error) {
+		return kube.Result[memcachedStatus]{}, nil
+	})
+	var ctrls []*kube.Controller
+	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
+		client, err := kube.NewClient(s, conn)
+		if err != nil {
+			return nil, err
+		}
+		var services []app.Service
+		for i := range 3 {
+			settings := settingsFor(fmt.Sprintf("memcached-%d", i), ns, "pod-0")
+			settings.Namespace = ns
+			parts := []kube.Part{kube.Owns(deploymentsGVR)}
+			if i < 2 {
+				cache := kube.NewCache(secrets, kube.CacheOptions[corev1.Secret]{})
+				parts = append(parts, kube.Watches(cache, kube.MapFunc(func(metav1.Object) []kube.Key { return nil })))
+			}
+			ctrl, err := kube.NewController(s, client, settings, r, noop, parts...)
+			if err != nil {
+				return nil, err
+			}
+			ctrls = append(ctrls, ctrl)
+			services = append(services, ctrl)
+		}
+		return services, nil
+	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: &network{}})))
+	a.Setup()
+	require.Len(t, ctrls, 3, "Init failed; stderr: %s", a.Stderr())
+	wait.For(t, time.Minute, func() bool {
+		for _, ctrl := range ctrls {
+			if ok, _ := ctrl.Synced().Healthy(t.Context()); !ok {
+				return false
+			}
+		}
+		return true
+	}, "the Controllers never synced", &controllerApp{App: a})
+
+	require.Len(t, watchesOf(w, "deployments"), 1, "one watch of Deployments for three Owns: %v", watchesOf(w, "deployments"))
+	require.Len(t, watchesOf(w, "secrets"), 1, "one watch of Secrets for two Caches: %v", watchesOf(w, "secrets"))
+	require.Equal(t, 0, a.Stop())
+}
