@@ -119,3 +119,45 @@ func withEvents(ctx context.Context, e ports.Events, obj ports.Object, action st
 	}
 	return context.WithValue(ctx, eventContextKey{}, &eventContext{events: e, obj: obj, action: action})
 }
+
+// controllerEvents is how a Controller records Events.
+type controllerEvents struct {
+	// writer writes them: nil records none.
+	writer ports.EventWriter
+	// failures records the failed, timed-out and panicked passes: nil
+	// when Settings.FailureEvents is off, or there is no writer.
+	failures ports.Events
+	// handler is the Controller's Handler, whose calls' contexts carry
+	// the object for RecordEvent when there is a writer.
+	handler ports.Handler
+}
+
+// eventsOf returns how a Controller of t's objects, handled by h, records
+// Events on cl's events client: through nothing, and h as it is, when cl
+// has none.
+func eventsOf(cl clients, settings Settings, t target, tel telemetry, h ports.Handler) (controllerEvents, error) {
+	if cl.events == nil {
+		return controllerEvents{handler: h}, nil
+	}
+	w, err := events.NewObjects(events.Config{
+		Client: cl.events, Controller: settings.Name, Instance: settings.LeaderElection.Identity, Logger: tel.logger,
+	}, t.gvr.GroupVersion().String(), t.kind)
+	if err != nil {
+		return controllerEvents{}, fmt.Errorf("kube: the events writer: %w", err)
+	}
+	ev := controllerEvents{writer: w, handler: h}
+	if eh, ok := h.(eventsHandler); ok {
+		ev.handler = eh.recordingOn(w)
+	}
+	if settings.FailureEvents == FailureEventsOn {
+		ev.failures = w
+	}
+	return ev, nil
+}
+
+// eventsHandler is a Handler whose calls' contexts can carry the object
+// for RecordEvent: kube's handler.
+type eventsHandler interface {
+	ports.Handler
+	recordingOn(e ports.Events) ports.Handler
+}

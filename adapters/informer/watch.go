@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/loam-dev/loam/domain/owners"
+	"github.com/loam-dev/loam/domain/shard"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -393,5 +394,18 @@ func (w *Watch) Stop() {
 	w.running.Stop()
 	for _, e := range w.acquired {
 		w.registry.release(e)
+	}
+}
+
+// ShardOf returns what tells the shard, of count, that the object a key
+// names is in, as the Watch caches it, from the hash of its uid; false
+// when the cache holds no such object.
+func (w *Watch) ShardOf(count int) func(ports.Key) (int, bool) {
+	return func(key ports.Key) (int, bool) {
+		obj, found, err := w.Get(key)
+		if err != nil || !found {
+			return 0, false
+		}
+		return shard.Of(string(obj.UID), count), true
 	}
 }
