@@ -212,14 +212,16 @@ func (r Resource[Spec, Status]) managedBy(ctx context.Context, obj Object[Spec, 
 }
 
 // isReconciled reports whether obj, one of r's objects, is the object the
-// pass reconciles: it has its uid, or its namespace and name and r its
-// group and kind.
+// pass reconciles: it has its namespace and name, as the API server names
+// an object, and its uid or r its group and kind. A copy of the
+// reconciled object renamed to apply a sibling keeps the uid, but is
+// another object.
 func (r Resource[Spec, Status]) isReconciled(pass reconcile.Pass, obj Object[Spec, Status]) bool {
-	if obj.UID != "" && obj.UID == pass.UID {
-		return true
-	}
 	if (ports.Key{Namespace: obj.Namespace, Name: obj.Name}) != pass.Key {
 		return false
+	}
+	if obj.UID != "" && obj.UID == pass.UID {
+		return true
 	}
 	gk, ok := pass.GroupKind()
 	return ok && gk == schema.GroupKind{Group: r.Group, Kind: r.Kind}

@@ -107,7 +107,9 @@ type Config struct {
 	// records, Events' and the end user's: Serve starts it, and closes it
 	// last, once the workers have returned, the Lease is released and the
 	// informers stopped: within Shutdown's context when Shutdown stops
-	// Serve, within EventsFlushTimeout when Serve returns on its own.
+	// Serve, within EventsFlushTimeout when Serve returns on its own or
+	// Shutdown's context ends before Serve has stopped (a close within
+	// an ended context would write nothing).
 	EventWriter ports.EventWriter
 }
 
@@ -126,8 +128,9 @@ type Controller struct {
 	// serving is set once Serve is called; stopping once Shutdown is.
 	serving, stopping bool
 	// closesEvents is set once a Shutdown that saw Serve run is to close
-	// the EventWriter, within its own context, so Serve leaves it to it.
-	closesEvents bool
+	// the EventWriter, within its own context, so Serve leaves it to it;
+	// eventsDecided once Serve has read it, at the end of its stop.
+	closesEvents, eventsDecided bool
 	// stopServe ends Serve as the end of its context does.
 	stopServe context.CancelFunc
 	// crew is the leader's workers, once Serve has made them.
@@ -379,6 +382,7 @@ func (c *Controller) hire(w *crew) bool {
 // every one of its writes is: Serve's result is the controller's.
 func (c *Controller) closeEventsAlone(ctx context.Context) {
 	c.mu.Lock()
+	c.eventsDecided = true
 	shutdown := c.closesEvents
 	c.mu.Unlock()
 	if shutdown {
@@ -425,6 +429,14 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 	}
 	err := fmt.Errorf("controller %s: shutdown: %w", c.c.Name, ctx.Err())
 	c.mu.Lock()
+	// ctx has ended, so a close within it would write nothing of what is
+	// queued, the Warning Events of the passes cancelled below among
+	// them: Serve, still stopping, writes them within EventsFlushTimeout
+	// of its own, as when it returns alone.
+	handBack := !c.eventsDecided
+	if handBack {
+		c.closesEvents = false
+	}
 	w := c.crew
 	c.mu.Unlock()
 	if w != nil {
@@ -432,7 +444,11 @@ func (c *Controller) Shutdown(ctx context.Context) error {
 		w.cancel(err)
 		w.wait()
 	}
-	// The workers have returned: no pass records an Event any more, and
-	// what is queued is cut short, as ctx has ended.
-	return errors.Join(err, c.closeEvents(ctx))
+	if handBack {
+		return err
+	}
+	// Serve had already left the Events to this Shutdown when ctx ended.
+	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), EventsFlushTimeout)
+	defer cancel()
+	return errors.Join(err, c.closeEvents(flush))
 }

@@ -30,8 +30,13 @@
 // goes last. A new leader's thousands of initial keys so delay neither
 // the object a user just changed nor a key the controller asked to see
 // again at a given time, and the queue still hands each class its share.
-// A firing timer queues its key before a change can drop it, so a change
-// landing then doesn't reconcile the key twice.
+// A firing timer queues its key before a change's Notify can drop it, so
+// a change notified while the timer fires is reconciled once, by the
+// timer's pass or the next. The informer stores a change before it
+// notifies it, so a change stored just before the timer fired and
+// notified just after is seen by the timer's pass and queued once more:
+// the key is reconciled twice, the second time a no-op. Telling the two
+// apart would need the event's resourceVersion.
 //
 // A change of a related object, one the controller watches without owning
 // it, queues the keys it maps to like any change, and the Loop keeps it as

@@ -104,10 +104,21 @@ func checkFacadeFile(fset *token.FileSet, p, rel string) ([]FacadeViolation, err
 	if n := lineCount(src); n > MaxFacadeFileLines {
 		at(f.Package, "the file has %d lines: the facade's files hold at most %d", n, MaxFacadeFileLines)
 	}
+	// names maps the names the file gives "time" and "context" to their
+	// paths: both have an AfterFunc, which runs a function in a goroutine
+	// of its own without a go statement.
+	names := map[string]string{}
 	for _, spec := range f.Imports {
 		imp, err := strconv.Unquote(spec.Path.Value)
 		if err != nil {
 			return found, fmt.Errorf("%s: import %s: %w", rel, spec.Path.Value, err)
+		}
+		if imp == "time" || imp == "context" {
+			name := imp
+			if spec.Name != nil {
+				name = spec.Name.Name
+			}
+			names[name] = imp
 		}
 		switch {
 		case imp == "sync" || imp == "sync/atomic":
@@ -123,6 +134,10 @@ func checkFacadeFile(fset *token.FileSet, p, rel string) ([]FacadeViolation, err
 		switch n := n.(type) {
 		case *ast.GoStmt:
 			at(n.Go, "a go statement: the facade starts no goroutine; adapters own goroutines")
+		case *ast.SelectorExpr:
+			if x, ok := n.X.(*ast.Ident); ok && n.Sel.Name == "AfterFunc" && names[x.Name] != "" {
+				at(n.Pos(), "%s.AfterFunc: the facade starts no goroutine, not even through a timer; adapters own goroutines", names[x.Name])
+			}
 		case *ast.FuncDecl:
 			// A declaration without a body is implemented elsewhere.
 			if n.Body != nil && lines(n) > MaxFacadeFuncLines {

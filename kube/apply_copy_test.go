@@ -10,13 +10,12 @@ import (
 	"github.com/loam-dev/loam/kube"
 )
 
-// Review: a Reconciler that makes a sibling of the reconciled object by
-// copying it and renaming the copy (its ObjectMeta, uid included, comes
-// along) applies another object: Apply never sends the uid, and the API
-// server names objects by namespace and name. Yet Apply takes the copied
-// uid for the reconciled object's, so the field manager doesn't default
-// to Settings.Name and the apply is refused.
-func TestReview_Apply_of_a_renamed_copy_of_the_reconciled_object_is_another_object(t *testing.T) {
+// A Reconciler that makes a sibling of the reconciled object by copying
+// it and renaming the copy (its ObjectMeta, uid included, comes along)
+// applies another object: Apply never sends the uid, and the API server
+// names objects by namespace and name. So the field manager defaults to
+// Settings.Name, as for any object but the reconciled one.
+func TestApply_of_a_renamed_copy_of_the_reconciled_object_is_another_object(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &applyServer{}
 		c := startApplyServer(t, api, nil)
@@ -32,9 +31,9 @@ func TestReview_Apply_of_a_renamed_copy_of_the_reconciled_object_is_another_obje
 	})
 }
 
-// Review: the same copy under the controller's own name is refused as
-// "the object being reconciled", which it is not.
-func TestReview_Apply_of_a_renamed_copy_under_Settings_Name_is_not_refused(t *testing.T) {
+// The same copy under the controller's own name is not refused as "the
+// object being reconciled", which it is not.
+func TestApply_of_a_renamed_copy_under_Settings_Name_is_not_refused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &applyServer{}
 		c := startApplyServer(t, api, nil)

@@ -29,13 +29,11 @@ func (h *passHandler) Reconcile(ctx context.Context, _ ports.Object) (ports.Resu
 
 func (*passHandler) Finalize(context.Context, ports.Object) error { return nil }
 
-// Review: Resource.Apply's default field manager and its refusal of the
+// Resource.Apply's default field manager and its refusal of the
 // reconciled object under Settings.Name both read the Pass's Controller,
-// which only domain/controller's loop() passes to reconcile.Config.Name.
-// Deleting that one line left every test of ./domain/controller/ and
-// ./kube/ green (a mutant run): nothing checked that a controller's
-// reconciles are named. This test fails without it.
-func TestReview_a_controller_s_reconciles_carry_its_name(t *testing.T) {
+// which only domain/controller's loop passes to reconcile.Config.Name:
+// without it, every pass would be anonymous and Apply unbound.
+func TestController_s_reconciles_carry_its_name(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := &passHandler{}
 		r := newRig(t, 1, func(c *controller.Config) { c.Handler = h })

@@ -40,14 +40,12 @@ func (w *queuedWriter) Close(ctx context.Context) error {
 	return nil
 }
 
-// Review: before the move, kube.Controller.Serve flushed the Events
-// itself, within 5 s of its own, whenever its runtime returned, and
-// Shutdown flushed them within its context as well. Now a Shutdown whose
-// context has ended (an App's grace period run out) takes the flush over
-// with that ended context, and Serve, seeing a Shutdown, skips its own:
-// the Events still queued — the Warning Events of the very passes the
-// Shutdown cancelled among them — are never written.
-func TestReview_a_Shutdown_whose_context_ended_still_gets_the_queued_Events_written(t *testing.T) {
+// A Shutdown whose context has already ended (an App's grace period run
+// out) can't write anything within it: the Events still queued — the
+// Warning Events of the very passes the Shutdown cancelled among them —
+// are written by Serve, within EventsFlushTimeout of its own, once those
+// passes have returned.
+func TestShutdown_whose_context_ended_still_gets_the_queued_Events_written(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := &queuedWriter{}
 		r := newRig(t, 1, func(c *controller.Config) { c.EventWriter = w })
