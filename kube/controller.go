@@ -263,8 +263,9 @@ func (c *Controller) Serve(ctx context.Context) error {
 // reconciles in flight, releases the Lease and returns. It then writes
 // the Events still queued, and the count of every series, within ctx.
 // When ctx ends first, Shutdown cancels the reconciles in flight, waits
-// for them, and returns an error that wraps ctx's. It returns nil at once
-// when Serve never ran.
+// for them, and returns an error that wraps ctx's; Serve then writes the
+// Events still queued, within 5 seconds of its own. It returns nil at
+// once when Serve never ran.
 func (c *Controller) Shutdown(ctx context.Context) error {
 	return kubeError(c.runtime.Shutdown(ctx))
 }
