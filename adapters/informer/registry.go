@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -93,9 +95,25 @@ type entry struct {
 	done   chan struct{}
 }
 
+// canonical returns k with its selectors as the API server reads them,
+// each requirement once, sorted: "a=1,b=2" and "b=2, a=1" select the same
+// objects, and so key one store. A selector that doesn't parse, which the
+// Settings' and Caches' checks refuse before any Watch is built, is kept
+// as written.
+func (k registryKey) canonical() registryKey {
+	if l, err := labels.Parse(k.labels); err == nil {
+		k.labels = l.String()
+	}
+	if f, err := fields.ParseSelector(k.fields); err == nil {
+		k.fields = f.String()
+	}
+	return k
+}
+
 // offer registers inf, a primary informer of a Watch, as the informer of
 // key, and returns its entry, or nil when another informer has the key.
 func (s *Registry) offer(key registryKey, inf cache.SharedIndexInformer) *entry {
+	key = key.canonical()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, taken := s.entries[key]; taken && !e.ended {
@@ -108,6 +126,7 @@ func (s *Registry) offer(key registryKey, inf cache.SharedIndexInformer) *entry 
 
 // find returns the entry of key, or nil when there is none.
 func (s *Registry) find(key registryKey) *entry {
+	key = key.canonical()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.entries[key]
@@ -117,6 +136,7 @@ func (s *Registry) find(key registryKey) *entry {
 // there is none, or only one that stopped, and running it when this is
 // its first user. It fails only when build does.
 func (s *Registry) draw(ctx context.Context, key registryKey, build func() (cache.SharedIndexInformer, error)) (*entry, error) {
+	key = key.canonical()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entries[key]

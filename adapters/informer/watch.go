@@ -379,14 +379,21 @@ func (w *Watch) WaitForSync(ctx context.Context) bool {
 
 // Stop removes this Watch's handlers, stops every informer it runs, and
 // every shared one it was the last user of, and waits for their
-// goroutines to return. It does nothing before Start.
+// goroutines to return. It does nothing before Start, and nothing the
+// second time.
 func (w *Watch) Stop() {
 	if w.running == nil {
 		return
 	}
 	w.mu.Lock()
+	again := w.stopped
 	w.stopped = true
 	w.mu.Unlock()
+	if again {
+		// Its shared informers are released once: a second release would
+		// stop one under the other Watches that still draw on it.
+		return
+	}
 	for _, r := range w.registrations {
 		_ = r.informer.RemoveEventHandler(r.handle)
 	}
