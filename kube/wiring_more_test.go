@@ -195,7 +195,7 @@ func TestWiring_keeps_the_Controller_s_Indexes_over_its_objects(t *testing.T) {
 // Controller that trusts every object's scenario.
 func scenarioHarness(t *testing.T, settings Settings, rec Reconciler[cacheSpec, cacheStatus], objects ...runtime.Object) *harness {
 	t.Helper()
-	s := &app.Setup{Host: app.Host{Network: apptest.NewNetwork()}, Telemetry: apptest.NewTelemetry().Telemetry}
+	s := testSetup()
 	s.Faults, _ = faultsForTest(t)
 	trust := TrustScenario(scenarioAnnotation, func(metav1.Object) bool { return true })
 	return newHarnessWith(t, s, settings, rec, []Part{trust}, harnessOptions{}, objects...)
@@ -310,8 +310,7 @@ func TestWiring_campaigns_for_the_Lease_the_Settings_name(t *testing.T) {
 		coordination := kubefake.NewClientset()
 		var asked []lease.Config
 		calls := &reconciles{}
-		s := &app.Setup{Host: app.Host{Network: apptest.NewNetwork()}, Telemetry: apptest.NewTelemetry().Telemetry}
-		h := newHarnessWith(t, s, settings, statusReconciler{calls}, nil, harnessOptions{clients: func(cl *clients) {
+		h := newHarnessWith(t, testSetup(), settings, statusReconciler{calls}, nil, harnessOptions{clients: func(cl *clients) {
 			cl.elector = func(lc lease.Config) (ports.Elector, error) {
 				asked = append(asked, lc)
 				lc.Client = coordination.CoordinationV1()
