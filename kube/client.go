@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"net/http"
 
+	"go.opentelemetry.io/otel/attribute"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
 	"github.com/loam-dev/loam/adapters/apply"
 	"github.com/loam-dev/loam/adapters/informer"
+	reporting "github.com/loam-dev/loam/adapters/telemetry"
 	"github.com/loam-dev/loam/adapters/transport"
 	"github.com/loam-dev/loam/app"
 )
@@ -87,7 +89,10 @@ func NewClient(s *app.Setup, conn Connection) (*Client, error) {
 		t.CloseConnections()
 		return nil
 	})
-	c := &Client{server: conn.Server, transport: t, informers: informer.NewRegistry()}
+	// The shared informers are the Client's, not one Controller's: their
+	// client-go records name the Client's server, and each its store.
+	logger := reporting.NewLogger(loggerOf(s), attribute.String("server", conn.Server))
+	c := &Client{server: conn.Server, transport: t, informers: informer.NewRegistry(logger)}
 	c.applies = apply.Lazy(c.Config)
 	return c, nil
 }

@@ -276,5 +276,15 @@ func kubeError(err error) error {
 	if err == nil || errors.Is(err, ErrLostLeadership) {
 		return err
 	}
+	// A joined error, such as a Shutdown's whose context ended and whose
+	// Events' last write failed, reads as one line each: each says kube.
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		errs := joined.Unwrap()
+		out := make([]error, len(errs))
+		for i, e := range errs {
+			out[i] = fmt.Errorf("kube: %w", e)
+		}
+		return errors.Join(out...)
+	}
 	return fmt.Errorf("kube: %w", err)
 }

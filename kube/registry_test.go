@@ -5,6 +5,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,7 +50,7 @@ func TestControllers_of_one_Client_open_one_watch_per_owned_resource_and_Cache(t
 		require.NoError(t, metav1.AddMetaToScheme(scheme))
 		scheme.AddKnownTypeWithName(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, &metav1.PartialObjectMetadata{})
 		meta := metadatafake.NewSimpleMetadataClient(scheme, deploymentOf("a"))
-		registry := informer.NewRegistry()
+		registry := informer.NewRegistry(logr.Discard())
 
 		// Three Controllers of one Client, as an operator of three
 		// resources would run: each owns Deployments, and two read a

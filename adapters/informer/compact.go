@@ -152,10 +152,11 @@ type owned struct {
 	// when it has none: each Owns that reads the store finds in it an
 	// owner of its own kind, or none, so the store serves them all.
 	controller []metav1.OwnerReference
-	// meta is the object's metadata, but for managedFields, which the
-	// informer's filters read; nil when it has none, so that the cost of
-	// keeping it is paid only by the Owns that asks for filters.
-	meta *metav1.ObjectMeta
+	// json is the object's metadata, as a PartialObjectMetadata, but for
+	// managedFields, which the Owns' filters and the metadata-only Caches
+	// read; nil when the store keeps no metadata, so that the cost of
+	// keeping it is paid only when a consumer of the store reads it.
+	json []byte
 }
 
 // GetObjectKind returns an empty kind: nothing that reads the cache asks
@@ -173,7 +174,8 @@ func (o *owned) DeepCopyObject() runtime.Object {
 // resources' handlers read, its key and its controller owner reference,
 // so that no managedFields, labels, annotations or other owner
 // references are cached for the object, unless keepMeta asks for its
-// metadata, which filters read; managedFields are dropped even then. It
+// metadata, as JSON, which filters and metadata-only Caches read;
+// managedFields are dropped even then. It
 // is idempotent, as client-go asks.
 func slimOwned(keepMeta bool) func(obj any) (any, error) {
 	return func(obj any) (any, error) {
@@ -191,9 +193,13 @@ func slimOwned(keepMeta bool) func(obj any) (any, error) {
 			}
 		}
 		if keepMeta {
-			meta := m.ObjectMeta
-			meta.ManagedFields = nil
-			o.meta = &meta
+			cp := *m
+			cp.ManagedFields = nil
+			doc, err := json.Marshal(&cp)
+			if err != nil {
+				return nil, fmt.Errorf("encoding %s/%s: %w", m.Namespace, m.Name, err)
+			}
+			o.json = doc[:len(doc):len(doc)]
 		}
 		return o, nil
 	}

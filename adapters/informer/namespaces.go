@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/loam-dev/loam/ports"
 )
@@ -96,34 +95,32 @@ type PrimaryCache struct {
 	spread[*Primary]
 	// shards is a sharded Watch's shards; nil in an unsharded one.
 	shards *shardState
+	// suffix ends the name of each index of the Watch's in the store, so
+	// that the indexes of the Watches that share one never meet.
+	suffix string
 }
 
 var _ ports.ObjectSource = (*PrimaryCache)(nil)
 
 // newPrimaryCache returns the cache of gvr's objects in each of
 // namespaces, or in every namespace when namespaces is nil: a Primary of
-// each, built as NewPrimary builds one of c.Namespace, with indexes kept
-// over each, but with its handler not yet registered: the Watch registers
-// it when it starts. It fails as NewPrimary does.
-func newPrimaryCache(client dynamic.Interface, gvr schema.GroupVersionResource, namespaces []string, c Config, indexes ...Index) (*PrimaryCache, error) {
+// each, with its handler not yet registered: the Watch registers it when
+// it starts. Each is built as NewPrimary builds one of c.Namespace, with
+// indexes kept over each, when own is set; else it has no informer until
+// its Watch draws one from the Registry. It fails as NewPrimary does.
+func newPrimaryCache(client dynamic.Interface, gvr schema.GroupVersionResource, namespaces []string, own bool, c Config, indexes ...Index) (*PrimaryCache, error) {
 	s, err := spreadOver(namespaces, func(ns string) (*Primary, error) {
 		cfg := c
 		cfg.Namespace = ns
+		if !own {
+			return sharedPrimary(gvr, cfg), nil
+		}
 		return newPrimary(client, gvr, cfg, indexes...)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &PrimaryCache{gvr: gvr, spread: s}, nil
-}
-
-// Informers returns the client-go informers, for Start.
-func (p *PrimaryCache) Informers() []cache.SharedIndexInformer {
-	out := make([]cache.SharedIndexInformer, len(p.each))
-	for i, pr := range p.each {
-		out[i] = pr.Informer()
-	}
-	return out
 }
 
 // reading returns the caches a read goes through, one after the other:
@@ -175,7 +172,7 @@ func (p *PrimaryCache) primaries() []*Primary {
 func (p *PrimaryCache) ByIndex(name string, key ports.Key) ([][]byte, error) {
 	var out [][]byte
 	for _, pr := range p.primaries() {
-		docs, err := pr.ByIndex(name, key)
+		docs, err := pr.ByIndex(name+p.suffix, key)
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +186,7 @@ func (p *PrimaryCache) ByIndex(name string, key ports.Key) ([][]byte, error) {
 func (p *PrimaryCache) indexKeys(name string, key ports.Key) []ports.Key {
 	var out []ports.Key
 	for _, pr := range p.primaries() {
-		out = append(out, pr.indexKeys(name, key)...)
+		out = append(out, pr.indexKeys(name+p.suffix, key)...)
 	}
 	return out
 }
@@ -198,7 +195,11 @@ func (p *PrimaryCache) indexKeys(name string, key ports.Key) []ports.Key {
 // by namespace.
 func (p *PrimaryCache) eachObject(f func(key ports.Key, uid string)) {
 	for _, one := range p.primaries() {
-		for _, item := range one.informer.GetStore().List() {
+		ix, started := one.indexer()
+		if !started {
+			continue
+		}
+		for _, item := range ix.List() {
 			if c, ok := item.(*cached); ok {
 				f(ports.Key{Namespace: c.namespace, Name: c.name}, string(c.uid))
 			}

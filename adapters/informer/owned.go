@@ -31,7 +31,7 @@ type Owned struct {
 //
 // Without Config.Filters, each object is cached as its key and its
 // controller reference; with them, its metadata too, but for
-// managedFields, for the filters to read.
+// managedFields, as JSON, for the filters to read.
 func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner owners.Owner, c Config) (*Owned, error) {
 	inf, err := newOwnedInformer(client, gvr, c, len(c.Filters) > 0)
 	if err != nil {
@@ -126,17 +126,8 @@ func (f filters) skipOwned(old, obj any) bool {
 	}
 	o, okOld := old.(*owned)
 	n, okNew := obj.(*owned)
-	if !okOld || !okNew || o.meta == nil || n.meta == nil {
+	if !okOld || !okNew || o.json == nil || n.json == nil {
 		return false
 	}
-	return f.skip(ports.Key{Namespace: n.namespace, Name: n.name}, o.meta, n.meta)
-}
-
-// ownedView returns the view of an Owns' store: with the metadata its
-// filters read, or without it.
-func ownedView(filters []Filter) view {
-	if len(filters) > 0 {
-		return viewOwnedMeta
-	}
-	return viewOwned
+	return f.skipJSON(ports.Key{Namespace: n.namespace, Name: n.name}, o.json, n.json)
 }

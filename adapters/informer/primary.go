@@ -3,6 +3,8 @@ package informer
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +31,9 @@ type Primary struct {
 	// handler when it starts.
 	handler cache.ResourceEventHandlerDetailedFuncs
 	logger  logr.Logger
+	// drawn is the Registry's whole store the Primary reads, for an
+	// unsharded Watch's, whose informer is nil: set when its Watch starts.
+	drawn atomic.Pointer[entry]
 }
 
 var _ ports.ObjectSource = (*Primary)(nil)
@@ -56,6 +61,26 @@ func NewPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 // newPrimary returns the Primary NewPrimary does, with its handler not
 // yet registered.
 func newPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Config, indexes ...Index) (*Primary, error) {
+	inf, err := primaryInformer(client, gvr, c, c.Resync, indexers(indexes))
+	if err != nil {
+		return nil, err
+	}
+	p := sharedPrimary(gvr, c)
+	p.informer = inf
+	return p, nil
+}
+
+// sharedPrimary returns the Primary of gvr's objects in c.Namespace, with
+// its handler and no informer: its Watch draws one when it starts.
+func sharedPrimary(gvr schema.GroupVersionResource, c Config) *Primary {
+	return &Primary{gvr: gvr, namespace: c.Namespace, handler: primaryHandler(gvr, c), logger: c.Logger}
+}
+
+// primaryInformer returns the informer of gvr's objects in c.Namespace,
+// narrowed by c's selectors and shard, caching compact objects, with
+// indexers, checking for resyncs every resync, not yet running and with no
+// handler. It fails only when client-go refuses its transform.
+func primaryInformer(client dynamic.Interface, gvr schema.GroupVersionResource, c Config, resync time.Duration, indexers cache.Indexers) (cache.SharedIndexInformer, error) {
 	resource := client.Resource(gvr).Namespace(c.Namespace)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -75,10 +100,17 @@ func newPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 	// which the transform makes *cached too, so the reflector must not
 	// hold events to one type.
 	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), nil,
-		cache.SharedIndexInformerOptions{ResyncPeriod: c.Resync, Indexers: indexers(indexes), ObjectDescription: gvr.String()})
+		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers, ObjectDescription: gvr.String()})
 	if err := inf.SetTransform(compact); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
+	return inf, nil
+}
+
+// primaryHandler returns the handler of the primary informer of gvr's
+// objects: each add, change or deletion of an object c holds notifies
+// its key, unless c's filters skip the change.
+func primaryHandler(gvr schema.GroupVersionResource, c Config) cache.ResourceEventHandlerDetailedFuncs {
 	notify := func(obj any, ev ports.Event) {
 		if !c.holdsObject(obj) {
 			return
@@ -89,7 +121,7 @@ func newPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 		}
 	}
 	skips := newFilters(c.Filters, gvr, c.Recorder)
-	handler := cache.ResourceEventHandlerDetailedFuncs{
+	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) { notify(obj, ports.Event{Initial: initial}) },
 		UpdateFunc: func(old, obj any) {
 			resync := resynced(old, obj)
@@ -100,11 +132,25 @@ func newPrimary(client dynamic.Interface, gvr schema.GroupVersionResource, c Con
 		},
 		DeleteFunc: func(obj any) { notify(obj, ports.Event{}) },
 	}
-	return &Primary{gvr: gvr, namespace: c.Namespace, informer: inf, handler: handler, logger: c.Logger}, nil
 }
 
-// Informer returns the client-go informer, for Start.
-func (p *Primary) Informer() cache.SharedIndexInformer { return p.informer }
+// Informer returns the client-go informer the Primary reads: its own,
+// or the store its Watch drew; nil before an unsharded Watch starts.
+func (p *Primary) Informer() cache.SharedIndexInformer {
+	if e := p.drawn.Load(); e != nil {
+		return e.informer
+	}
+	return p.informer
+}
+
+// indexer returns the store p reads, and false before its Watch starts.
+func (p *Primary) indexer() (cache.Indexer, bool) {
+	inf := p.Informer()
+	if inf == nil {
+		return nil, false
+	}
+	return inf.GetIndexer(), true
+}
 
 // Get returns the cached object key names, and false when the cache holds
 // none. The Object's JSON, Status, Finalizers and Annotations are the
@@ -112,7 +158,11 @@ func (p *Primary) Informer() cache.SharedIndexInformer { return p.informer }
 // which is why the controller decodes the JSON into a value of the end
 // user's own. Get allocates nothing.
 func (p *Primary) Get(key ports.Key) (ports.Object, bool, error) {
-	item, found, err := p.informer.GetIndexer().GetByKey(key.String())
+	ix, started := p.indexer()
+	if !started {
+		return ports.Object{}, false, nil
+	}
+	item, found, err := ix.GetByKey(key.String())
 	if err != nil || !found {
 		return ports.Object{}, false, err
 	}
@@ -170,7 +220,11 @@ func indexers(indexes []Index) cache.Indexers {
 // indexKeys returns the keys of the cached objects whose index name holds
 // key.
 func (p *Primary) indexKeys(name string, key ports.Key) []ports.Key {
-	stored, err := p.informer.GetIndexer().IndexKeys(name, key.String())
+	ix, started := p.indexer()
+	if !started {
+		return nil
+	}
+	stored, err := ix.IndexKeys(name, key.String())
 	if err != nil {
 		return nil
 	}
@@ -188,7 +242,11 @@ func (p *Primary) indexKeys(name string, key ports.Key) []ports.Key {
 // key. The JSON is the cache's own: nothing may modify it. It fails when
 // the primary keeps no index of that name.
 func (p *Primary) ByIndex(name string, key ports.Key) ([][]byte, error) {
-	items, err := p.informer.GetIndexer().ByIndex(name, key.String())
+	ix, started := p.indexer()
+	if !started {
+		return nil, fmt.Errorf("the cache of %s has not started", p.gvr)
+	}
+	items, err := ix.ByIndex(name, key.String())
 	if err != nil {
 		return nil, fmt.Errorf("the cache of %s: %w", p.gvr, err)
 	}
@@ -204,7 +262,10 @@ func (p *Primary) ByIndex(name string, key ports.Key) ([][]byte, error) {
 }
 
 // Synced reports whether the cache holds what its first list returned.
-func (p *Primary) Synced() bool { return p.informer.HasSynced() }
+func (p *Primary) Synced() bool {
+	inf := p.Informer()
+	return inf != nil && inf.HasSynced()
+}
 
 // skipCached is skip for the primary's objects, which the cache holds as
 // JSON: their metadata is decoded only when there is a filter to read it.

@@ -4,66 +4,82 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/loam-dev/loam/domain/owners"
 	"github.com/loam-dev/loam/ports"
 )
 
 // Registry is one Client's informers, shared by every Watch built on the
-// Client: each informer lists and watches one resource in one form (a
-// view), one namespace, with one label and one field selector, and, for a
-// related resource, through one transform, and every consumer of exactly
-// that draws on it with a handler of its own, so the API server serves the
-// Client one list and one watch of it, and the process caches its objects
-// once. A Registry is per Client, never per process: Clients differ in
-// identity, and so in what they may list.
+// Client: each informer lists and watches one resource in one view —
+// whole objects, or their metadata alone —, one namespace, with one label
+// and one field selector, and, for a related resource, through one
+// transform, and every consumer of exactly that draws on it with a
+// handler of its own, so the API server serves the Client one list and one
+// watch of it, and the process caches its objects once. A Registry is per
+// Client, never per process: Clients differ in identity, and so in what
+// they may list.
 //
-// The views are the forms a store's objects take. A primary informer
-// caches compact objects, decoded by its own dynamic client, with the
-// indexes and the resync of the Watch that reconciles them: it is the
-// Watch's own, which it offers to the Owns of every Watch that read the
-// same resource and selectors (an owned handler reads the owner reference
-// of the cached JSON). Owned informers cache the slimmed metadata of
-// metadata-only lists, with the metadata filters read or without it, and
-// related informers the JSON of their objects, as the end user's
-// transform left it: a cache with a transform of its own keys a store of
-// its own.
+// The consumers of a whole store are the primaries of every unsharded
+// Watch of the resource, each with its indexes (named apart, so two
+// Watches' indexes of one name don't meet) and its resync on its own
+// handler, the Owns that read the resource whole because a primary or a
+// Cache does, and the related caches without a transform. The consumers
+// of a metadata store are the other Owns, with their update filters or
+// without, and the metadata-only related caches. A cache with a transform
+// of its own keys a store of its own: client-go allows one transform per
+// informer.
+//
+// What a store keeps — a metadata store each object's metadata or only
+// its controller reference, a whole store a resync check or none — is
+// what the consumers the Watches built so far claimed (NewWatch claims,
+// Stop withdraws), decided when the store is built at its first
+// consumer's Start. A consumer that a running store can't serve, a Watch
+// built after it started that asks for more, draws on a store of its own.
 //
 // An informer runs from the first Start of a Watch that draws on it until
-// the last one's Stop, in a goroutine the Registry owns and stops; an
-// informer that stopped never runs again, so a Watch that starts after it
-// stopped draws on a new one.
+// the last one's Stop, in a goroutine the Registry owns and stops, and
+// logs through the Registry's logger, with the key it lists: it is no one
+// Controller's. An informer that stopped never runs again, so a Watch
+// that starts after it stopped draws on a new one.
 type Registry struct {
-	mu      sync.Mutex
+	logger logr.Logger
+	mu     sync.Mutex
+	// entries is the shared store of each key; live every store that
+	// runs, a shared one or one of its own.
 	entries map[registryKey]*entry
+	live    map[*entry]struct{}
+	claims  map[*claim]struct{}
+	// ids names the Watches apart, in their index names.
+	ids int
 }
 
-// NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{entries: map[registryKey]*entry{}} }
+// NewRegistry returns an empty registry, whose informers log client-go's
+// records through logger.
+func NewRegistry(logger logr.Logger) *Registry {
+	return &Registry{logger: logger, entries: map[registryKey]*entry{}, live: map[*entry]struct{}{}, claims: map[*claim]struct{}{}}
+}
 
 // view is the form of a store's objects, and the client that lists them.
 type view uint8
 
 const (
-	// viewCompact is a primary informer's: compact objects, listed through
-	// the dynamic client.
-	viewCompact view = iota + 1
-	// viewOwned and viewOwnedMeta are an Owns': an object's key and
-	// controller reference, listed through the metadata client, and its
-	// metadata too for the Owns' filters.
-	viewOwned
-	viewOwnedMeta
-	// viewRelated and viewRelatedMeta are a related cache's: the JSON of
-	// each object, listed through the dynamic client, or of its metadata
-	// alone, through the metadata client.
-	viewRelated
-	viewRelatedMeta
+	// viewFull is whole objects, listed through the dynamic client: in a
+	// shared store compact objects, in a store with a transform related
+	// objects.
+	viewFull view = iota + 1
+	// viewMeta is metadata, listed through the metadata client: in a
+	// shared store owned objects, in a store with a transform related
+	// objects.
+	viewMeta
 )
 
 // registryKey is what an informer lists and watches, and how it caches
@@ -77,22 +93,13 @@ type registryKey struct {
 	transform any
 }
 
-// String names the key in errors.
+// String names the key in errors and logs.
 func (k registryKey) String() string {
-	return fmt.Sprintf("%s in namespace %q, labels %q, fields %q", k.gvr, k.namespace, k.labels, k.fields)
-}
-
-// entry is one informer of the Registry and who runs it.
-type entry struct {
-	key      registryKey
-	informer cache.SharedIndexInformer
-	// users counts the Watches that started with it and haven't
-	// stopped; ended is set when the last of them stopped it. Both are
-	// guarded by Registry.mu.
-	users  int
-	ended  bool
-	cancel context.CancelFunc
-	done   chan struct{}
+	v := "whole objects"
+	if k.view == viewMeta {
+		v = "metadata"
+	}
+	return fmt.Sprintf("%s (%s) in namespace %q, labels %q, fields %q", k.gvr, v, k.namespace, k.labels, k.fields)
 }
 
 // canonical returns k with its selectors as the API server reads them,
@@ -110,73 +117,162 @@ func (k registryKey) canonical() registryKey {
 	return k
 }
 
-// offer registers inf, a primary informer of a Watch, as the informer of
-// key, and returns its entry, or nil when another informer has the key.
-func (s *Registry) offer(key registryKey, inf cache.SharedIndexInformer) *entry {
-	key = key.canonical()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, taken := s.entries[key]; taken && !e.ended {
-		return nil
+// form is what a store keeps beyond its objects' keys.
+type form struct {
+	// resync is a whole store's resync check period, the shortest resync
+	// of its primaries; 0 never resyncs any.
+	resync time.Duration
+	// meta is set when a metadata store keeps each object's metadata, for
+	// an Owns' filters or a metadata-only Cache, and not its controller
+	// reference alone.
+	meta bool
+}
+
+// serves reports whether a store of form f serves a consumer that claimed
+// want: it keeps the metadata the consumer reads, and checks for resyncs
+// at least as often as the consumer resyncs.
+func (f form) serves(want form) bool {
+	return (!want.meta || f.meta) && (want.resync == 0 || (f.resync > 0 && f.resync <= want.resync))
+}
+
+// union returns the form that serves both f and g.
+func (f form) union(g form) form {
+	if g.resync > 0 && (f.resync == 0 || g.resync < f.resync) {
+		f.resync = g.resync
 	}
-	e := &entry{key: key, informer: inf}
-	s.entries[key] = e
-	return e
+	f.meta = f.meta || g.meta
+	return f
 }
 
-// find returns the entry of key, or nil when there is none.
-func (s *Registry) find(key registryKey) *entry {
+// claim is what one consumer of a Watch asks of the store of its key.
+type claim struct {
+	key  registryKey
+	want form
+}
+
+// entry is one informer of the Registry and who runs it.
+type entry struct {
+	key      registryKey
+	form     form
+	informer cache.SharedIndexInformer
+	// users counts the Watches that drew on it and haven't stopped; ended
+	// is set when the last of them stopped it. Both are guarded by
+	// Registry.mu, as are the indexers added to the informer.
+	users  int
+	ended  bool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// newID returns a number no other Watch of the Registry has.
+func (s *Registry) newID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids++
+	return s.ids
+}
+
+// claim records what a consumer asks of the store of key, for the store
+// to keep it when it is built.
+func (s *Registry) claim(key registryKey, want form) *claim {
+	c := &claim{key: key.canonical(), want: want}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claims[c] = struct{}{}
+	return c
+}
+
+// withdraw forgets c.
+func (s *Registry) withdraw(c *claim) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.claims, c)
+}
+
+// claimed reports whether a store of key runs, or a consumer claimed one.
+func (s *Registry) claimed(key registryKey) bool {
 	key = key.canonical()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.entries[key]
+	if e := s.entries[key]; e != nil && !e.ended {
+		return true
+	}
+	for c := range s.claims {
+		if c.key == key {
+			return true
+		}
+	}
+	return false
 }
 
-// draw counts a user of the informer of key, building it with build when
-// there is none, or only one that stopped, and running it when this is
-// its first user. It fails only when build does.
-func (s *Registry) draw(ctx context.Context, key registryKey, build func() (cache.SharedIndexInformer, error)) (*entry, error) {
-	key = key.canonical()
+// draw counts c's consumer a user of the store of c's key, and runs it
+// when this is its first user. A store that runs and serves c is shared;
+// else build builds one, of the form every claim of the key asks, shared
+// from then on, or, when a running store of the key can't serve c, of
+// c's own. indexers are added to the store, once each. draw fails only
+// when build or client-go does.
+func (s *Registry) draw(c *claim, build func(form) (cache.SharedIndexInformer, error), indexers cache.Indexers) (*entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.entries[key]
-	if e == nil || e.ended {
-		inf, err := build()
+	e := s.entries[c.key]
+	if e == nil || e.ended || !e.form.serves(c.want) {
+		f := c.want
+		for other := range s.claims {
+			if other.key == c.key {
+				f = f.union(other.want)
+			}
+		}
+		inf, err := build(f)
 		if err != nil {
 			return nil, err
 		}
-		e = &entry{key: key, informer: inf}
-		s.entries[key] = e
+		own := e != nil && !e.ended
+		e = &entry{key: c.key, form: f, informer: inf}
+		if !own {
+			s.entries[c.key] = e
+		}
 	}
-	s.acquireLocked(ctx, e)
+	if err := e.addIndexers(indexers); err != nil {
+		return nil, err
+	}
+	if e.users == 0 {
+		s.run(e)
+	}
+	e.users++
 	return e, nil
 }
 
-// acquire counts a user of e, and runs its informer when it is the
-// first, until the last user releases it; ctx carries the logger, not
-// the informer's lifetime, which outlives the Watch that started it. It
-// returns false, counting none, when e's informer ran and stopped.
-func (s *Registry) acquire(ctx context.Context, e *entry) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e.ended {
-		return false
+// addIndexers adds to e each of indexers it lacks, with the Registry's
+// lock held, under which alone indexers are added: an indexer added to a
+// running store indexes what it holds.
+func (e *entry) addIndexers(indexers cache.Indexers) error {
+	has := e.informer.GetIndexer().GetIndexers()
+	add := cache.Indexers{}
+	for name, f := range indexers {
+		if _, ok := has[name]; !ok {
+			add[name] = f
+		}
 	}
-	s.acquireLocked(ctx, e)
-	return true
+	if len(add) == 0 {
+		return nil
+	}
+	if err := e.informer.AddIndexers(add); err != nil {
+		return fmt.Errorf("the informer of %s: %w", e.key, err)
+	}
+	return nil
 }
 
-// acquireLocked is acquire, with s.mu held and e running or not yet run.
-func (s *Registry) acquireLocked(ctx context.Context, e *entry) {
-	if e.users == 0 {
-		run, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		e.cancel, e.done = cancel, make(chan struct{})
-		go func(done chan struct{}) {
-			defer close(done)
-			e.informer.RunWithContext(run)
-		}(e.done)
-	}
-	e.users++
+// run runs e's informer until its last user releases it, logging
+// through the Registry's logger; s.mu is held.
+func (s *Registry) run(e *entry) {
+	ctx := klog.NewContext(context.Background(), s.logger.WithValues("informer", e.key.String()))
+	ctx, e.cancel = context.WithCancel(ctx)
+	e.done = make(chan struct{})
+	s.live[e] = struct{}{}
+	go func(done chan struct{}) {
+		defer close(done)
+		e.informer.RunWithContext(ctx)
+	}(e.done)
 }
 
 // release counts one user of e fewer, and stops its informer, waiting
@@ -188,6 +284,7 @@ func (s *Registry) release(e *entry) {
 	last := e.users == 0
 	if last {
 		e.ended = true
+		delete(s.live, e)
 		if s.entries[e.key] == e {
 			delete(s.entries, e.key)
 		}
@@ -204,19 +301,13 @@ func (s *Registry) release(e *entry) {
 func (s *Registry) running() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, e := range s.entries {
-		if e.users > 0 {
-			n++
-		}
-	}
-	return n
+	return len(s.live)
 }
 
-// sharedOwned returns the handler of an Owns that reads a primary
-// informer's objects: each add, change or deletion notifies the key of
-// the object of owner's kind its controller owner reference names, as
-// Owned's handler does, the reference read from the cached JSON.
+// sharedOwned returns the handler of an Owns that reads a whole store's
+// objects: each add, change or deletion notifies the key of the object of
+// owner's kind its controller owner reference names, as Owned's handler
+// does, the reference read from the cached JSON.
 func sharedOwned(gvr schema.GroupVersionResource, owner owners.Owner, c Config) cache.ResourceEventHandlerDetailedFuncs {
 	skips := newFilters(c.Filters, gvr, c.Recorder)
 	notify := func(key ports.Key, initial, resync bool) {
@@ -252,8 +343,8 @@ func sharedOwned(gvr schema.GroupVersionResource, owner owners.Owner, c Config) 
 }
 
 // cachedOwner returns the key and uid of the object of owner's kind that
-// controls obj, a primary informer's cached object or the tombstone of
-// one, from the owner references of its JSON.
+// controls obj, a whole store's cached object or the tombstone of one,
+// from the owner references of its JSON.
 func cachedOwner(owner owners.Owner, obj any) (ports.Key, types.UID, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj

@@ -42,29 +42,13 @@ func watchesOfBoth(dyn *dynamicfake.FakeDynamicClient, meta *metadatafake.FakeMe
 	return len(namespacesOf(dyn.Actions(), "watch", resource)) + len(namespacesOf(meta.Actions(), "watch", resource))
 }
 
-// The issue: "an informer registry on the Client ... that every primary,
-// Owns, Watches and related Cache draws from: one list+watch and one store
-// per (resource, view, namespace set, selector, shards, transform)", and
-// DESIGN.md: "every primary, Owns, Watches and related Cache draws from
-// [the] registry". Two Controllers of one Client that reconcile the same
-// resource with the same selectors each open a watch of it.
-// The issue's key has two views, "metadata-only or full". Three Owns of
-// Deployments, one of which filters its updates, are all metadata-only,
-// yet open two watches.
-// An Owns and a metadata-only Cache of one resource are both the
-// metadata-only view, listed through the same metadata client, yet open
-// two watches; an Owns and a whole Cache of one resource are two views and
-// may not share.
-// A Controller of Deployments and another Controller's Cache of
-// Deployments, with the same selectors and no Transform, are both the
-// full view of one resource, yet open two watches.
 // Two Owns whose label selectors select the same objects, written in
 // another order, open one watch: the registry keys an informer by the
 // selectors as the API server reads them.
 func TestOwns_with_one_selector_written_two_ways_open_one_watch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dyn, meta := edgeClients()
-		registry := informer.NewRegistry()
+		registry := informer.NewRegistry(logr.Discard())
 		for _, sel := range []string{"a=1,b=2", "b=2, a=1"} {
 			w, err := informer.NewWatch(informer.WatchConfig{
 				Dynamic: dyn, Metadata: meta, Resource: memcacheds, Owner: memcached,
@@ -78,9 +62,6 @@ func TestOwns_with_one_selector_written_two_ways_open_one_watch(t *testing.T) {
 	})
 }
 
-// ports.Watch.Start: "runs every informer ... until ctx is done or Stop
-// is called". A Watch whose context is done still hears the shared
-// informer's events: its handler stays registered, and it stays a user.
 // Owns of two kinds share one owned store: each hears only the owner of
 // its own kind and group, whatever the name.
 func TestOwns_of_two_kinds_sharing_a_store_each_hear_their_own_owner(t *testing.T) {
@@ -90,7 +71,7 @@ func TestOwns_of_two_kinds_sharing_a_store_each_hear_their_own_owner(t *testing.
 			deployment("ns", "d1", ref("cache.example.com/v1alpha1", "Memcached", "x", true)),
 			deployment("ns", "d2", ref("other.example.com/v1", "Memcached", "x", true)),
 			deployment("ns", "d3", ref("cache.example.com/v1", "Redis", "x", true)))
-		registry := informer.NewRegistry()
+		registry := informer.NewRegistry(logr.Discard())
 		redis := owners.Owner{Group: "cache.example.com", Kind: "Redis", Namespaced: true}
 		var qs [2]keys
 		for i, o := range []owners.Owner{memcached, redis} {
@@ -122,7 +103,7 @@ func TestOwns_of_two_kinds_sharing_a_store_each_hear_their_own_owner(t *testing.
 func TestWatches_starting_and_stopping_concurrently(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dyn, meta := edgeClients()
-		registry := informer.NewRegistry()
+		registry := informer.NewRegistry(logr.Discard())
 		var wg sync.WaitGroup
 		for i := range 8 {
 			wg.Go(func() {
@@ -162,7 +143,7 @@ func TestWatches_starting_and_stopping_concurrently(t *testing.T) {
 func TestA_second_Stop_of_one_Watch_leaves_the_shared_informer_to_the_other(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dyn, meta := edgeClients()
-		registry := informer.NewRegistry()
+		registry := informer.NewRegistry(logr.Discard())
 		var ws [2]*informer.Watch
 		var qs [2]keys
 		for i := range ws {
@@ -188,7 +169,7 @@ func TestA_second_Stop_of_one_Watch_leaves_the_shared_informer_to_the_other(t *t
 func TestAn_Owns_on_a_resyncing_primary_informer_never_resyncs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dyn, meta := edgeClients()
-		registry := informer.NewRegistry()
+		registry := informer.NewRegistry(logr.Discard())
 		budget, err := informer.NewWatch(informer.WatchConfig{
 			Dynamic: dyn, Metadata: meta, Resource: deployments, Owner: deploymentKind,
 			Resync: time.Hour, Logger: logr.Discard(), Registry: registry,
@@ -221,7 +202,7 @@ func TestAn_Owns_on_a_resyncing_primary_informer_never_resyncs(t *testing.T) {
 func TestA_sharded_and_an_unsharded_Owns_share_one_informer_each_with_its_shards(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dyn, meta := edgeClients()
-		registry := informer.NewRegistry()
+		registry := informer.NewRegistry(logr.Discard())
 		var ws [2]*informer.Watch
 		var qs [2]keys
 		for i := range ws {

@@ -116,7 +116,7 @@ func measureRegistry(t testing.TB, rc registryCase, shared bool, n int) registry
 	registries := make([]*informer.Registry, rc.watches)
 	for i := range registries {
 		if i == 0 || !shared {
-			registries[i] = informer.NewRegistry()
+			registries[i] = informer.NewRegistry(logr.Discard())
 		} else {
 			registries[i] = registries[0]
 		}

@@ -54,7 +54,7 @@ func newSharing(t *testing.T, owned string) sharing {
 		versioned(object("ns", "m1", nil)), controlled, notControlled, otherKind)
 	meta := metadatafake.NewSimpleMetadataClient(metadataScheme(),
 		deployment("ns", "d1", ref("cache.example.com/v1alpha1", "Memcached", "m1", true)))
-	shared := informer.NewRegistry()
+	shared := informer.NewRegistry(logr.Discard())
 	budget, err := informer.NewWatch(informer.WatchConfig{
 		Dynamic: dyn, Metadata: meta, Resource: deployments, Owner: deploymentKind,
 		LabelSelector: managedBy, Logger: logr.Discard(), Registry: shared,

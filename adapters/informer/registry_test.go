@@ -42,7 +42,7 @@ type registered struct {
 
 func newRegistered(t *testing.T, related func(i int) []informer.RelatedConfig) *registered {
 	t.Helper()
-	r := &registered{registry: informer.NewRegistry()}
+	r := &registered{registry: informer.NewRegistry(logr.Discard())}
 	r.dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{memcacheds: "MemcachedList", secrets: "SecretList"},
 		versioned(object("ns", "m1", nil)), secret("s1", map[string]any{"a": "YQ==", "b": "Yg=="}))

@@ -63,12 +63,16 @@ type RelatedConfig struct {
 
 // Related watches a related resource in one namespace, and is its
 // cache: Get and List read the JSON of its objects. Its informer is drawn
-// from a Registry when its Watch starts, and may be shared with every
-// other cache of the same resource, view, namespace and selectors without
-// a transform; it reads nothing before.
+// from a Registry when its Watch starts, and it reads nothing before.
+// Without a transform, the store is shared with every other consumer of
+// the same resource, view, namespace and selectors: a whole one with the
+// primaries and the Owns that read the resource whole, a metadata one
+// with the Owns that read its metadata.
 type Related struct {
 	c   RelatedConfig
 	src relatedSource
+	// claim is what the Related asked of the Registry's store.
+	claim *claim
 	// drawn is the Registry's entry whose informer the Related reads;
 	// nil before its Watch starts.
 	drawn atomic.Pointer[entry]
@@ -119,9 +123,9 @@ func newRelated(src relatedSource, c RelatedConfig) *Related {
 // key returns what r's informer lists and watches: a Related with a
 // transform of its own keys a store of its own.
 func (r *Related) key() registryKey {
-	k := registryKey{gvr: r.c.Resource, view: viewRelated, namespace: r.src.config.Namespace, labels: r.c.LabelSelector, fields: r.c.FieldSelector}
+	k := registryKey{gvr: r.c.Resource, view: viewFull, namespace: r.src.config.Namespace, labels: r.c.LabelSelector, fields: r.c.FieldSelector}
 	if r.c.MetadataOnly {
-		k.view = viewRelatedMeta
+		k.view = viewMeta
 	}
 	if r.c.Reshape != nil {
 		k.transform = r
@@ -129,10 +133,11 @@ func (r *Related) key() registryKey {
 	return k
 }
 
-// newInformer returns the informer of r's key, not yet running, with no
-// handler. A transform's panics are recorded through r's recorder: a
-// store with a transform has one consumer.
-func (r *Related) newInformer() (cache.SharedIndexInformer, error) {
+// newInformer returns the informer of r's key when r has a transform of
+// its own, caching related objects, not yet running, with no handler. A
+// transform's panics are recorded through r's recorder: a store with a
+// transform has one consumer. The form is r's own.
+func (r *Related) newInformer(form) (cache.SharedIndexInformer, error) {
 	c, src := r.c, r.src
 	tweak := func(opts *metav1.ListOptions) {
 		opts.LabelSelector = c.LabelSelector
@@ -186,7 +191,7 @@ func (r *Related) handler() cache.ResourceEventHandlerDetailedFuncs {
 // standalone gives r an informer of its own, with its handler, which its
 // caller runs: for the tests that measure a related cache alone.
 func (r *Related) standalone() error {
-	inf, err := r.newInformer()
+	inf, err := r.newInformer(form{})
 	if err != nil {
 		return err
 	}
@@ -233,11 +238,27 @@ func (r *Related) Get(key ports.Key) ([]byte, bool, error) {
 	if err != nil || !found {
 		return nil, false, err
 	}
-	o, ok := item.(*relatedObject)
+	doc, _, ok := docOf(item)
 	if !ok {
 		return nil, false, fmt.Errorf("the cache of %s holds a %T, not a related object", r.c.Resource, item)
 	}
-	return o.json, true, nil
+	return doc, true, nil
+}
+
+// docOf returns the JSON of item, an object of a related cache's store, as
+// the cache reads it, and its labels when the store keeps them apart:
+// a related object, an object of a whole store, or of a metadata store
+// that keeps the metadata.
+func docOf(item any) (doc []byte, labels map[string]string, ok bool) {
+	switch o := item.(type) {
+	case *relatedObject:
+		return o.json, o.labels, true
+	case *cached:
+		return o.json, readLabels(o.json), true
+	case *owned:
+		return o.json, readLabels(o.json), o.json != nil
+	}
+	return nil, nil, false
 }
 
 // List returns the JSON of every cached object in namespace, or in every
@@ -257,14 +278,14 @@ func (r *Related) List(namespace string, selector labels.Selector) ([][]byte, er
 	}
 	var out [][]byte
 	for _, item := range items {
-		o, ok := item.(*relatedObject)
+		doc, set, ok := docOf(item)
 		if !ok {
 			return nil, fmt.Errorf("the cache of %s holds a %T, not a related object", r.c.Resource, item)
 		}
-		if selector != nil && !selector.Matches(labels.Set(o.labels)) {
+		if selector != nil && !selector.Empty() && !selector.Matches(labels.Set(set)) {
 			continue
 		}
-		out = append(out, o.json)
+		out = append(out, doc)
 	}
 	return out, nil
 }
@@ -361,13 +382,13 @@ func (r *Related) mapped(rec ports.Recorder, cause ports.Cause, obj any) []ports
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	o, ok := obj.(*relatedObject)
+	doc, _, ok := docOf(obj)
 	if !ok {
 		// A tombstone without its object: nothing to map but its key,
 		// which an index mapping has used already.
 		return nil
 	}
-	meta, err := decodeMeta(o.json)
+	meta, err := decodeMeta(doc)
 	if err != nil {
 		rec.MappingPanicked(context.Background(), fmt.Sprintf("the mapping of %s", r.c.Resource.GroupResource()), cause,
 			&ports.Panic{Value: fmt.Errorf("decoding the metadata: %w", err)})
@@ -387,12 +408,13 @@ func (f filters) skipRelated(old, obj any) bool {
 	if len(f.list) == 0 {
 		return false
 	}
-	o, okOld := old.(*relatedObject)
-	n, okNew := obj.(*relatedObject)
-	if !okOld || !okNew {
+	o, _, okOld := docOf(old)
+	n, _, okNew := docOf(obj)
+	key, okKey := keyOf(obj)
+	if !okOld || !okNew || !okKey {
 		return false
 	}
-	return f.skipJSON(ports.Key{Namespace: n.namespace, Name: n.name}, o.json, n.json)
+	return f.skipJSON(key, o, n)
 }
 
 // cause names o as the cause of what its change queues.

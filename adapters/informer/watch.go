@@ -96,39 +96,44 @@ type Watch struct {
 	primary *PrimaryCache
 	// shards is a sharded Watch's shards; nil in an unsharded one.
 	shards *shardState
-	// config and indexes are what the primary informers were built
-	// with, for one to be built again.
+	// config and indexes are what the primary informers are built with,
+	// indexes named with the Watch's suffix.
 	config  Config
 	indexes []Index
-	// registry is the one the Watch draws its informers from.
+	// registry is the one the Watch draws its informers from, and claims
+	// what each of its consumers asked of it, one per primary, Owns and
+	// related informer, in Start's order.
 	registry *Registry
-	// offered holds the Registry's entry of each of primary's informers,
-	// in its order, nil for one that isn't shared.
-	offered []*entry
-	owned   []ownedWatch
-	related []*RelatedCache
+	claims   []*claim
+	owned    []ownedWatch
+	related  []*RelatedCache
 	// notify is set by Start, before any informer runs or any handler is
 	// registered on a shared one, and called by their handlers.
 	notify  func(ports.Event)
 	running *Running
 	// mu guards stopped: a handler removed from a shared informer, which
 	// keeps running, may still be handing over one event when Stop
-	// returns, and tell drops it once Stop has begun.
-	mu      sync.RWMutex
-	stopped bool
+	// returns, and tell drops it once Stop has begun. Its indexes, which
+	// stay on a shared store until the store stops, index nothing from
+	// then on. stopDone is closed when the first Stop has returned.
+	mu       sync.RWMutex
+	stopped  bool
+	stopDone chan struct{}
 	// registrations are the handlers Start registered, and acquired the
-	// shared informers it counted itself a user of, for Stop to undo.
+	// shared informers it counted itself a user of, for Stop to undo;
+	// unwatch stops Stop from being called when Start's context ends.
 	registrations []registration
 	acquired      []*entry
+	unwatch       func() bool
 }
 
 // ownedWatch is one owned resource in one namespace: the key of the
-// primary informer it reads when one is offered, and else of the owned
-// informer it draws on.
+// whole store it reads when a primary or a Cache of its resource claims
+// one, and else of the metadata store it draws on.
 type ownedWatch struct {
-	config       Config
-	resource     schema.GroupVersionResource
-	primary, key registryKey
+	config      Config
+	resource    schema.GroupVersionResource
+	whole, meta *claim
 }
 
 // registration is a handler registered on an informer.
@@ -139,37 +144,38 @@ type registration struct {
 
 var _ ports.Watch = (*Watch)(nil)
 
-// NewWatch returns the informers c describes, not yet running. It fails
+// NewWatch returns the informers c describes, not yet running, and
+// claims from the Registry what each of them asks of its store. It fails
 // only when client-go refuses an informer's transform or handler.
 func NewWatch(c WatchConfig) (*Watch, error) {
-	w := &Watch{c: c, registry: c.Registry}
+	w := &Watch{c: c, registry: c.Registry, stopDone: make(chan struct{})}
 	if w.registry == nil {
-		w.registry = NewRegistry()
+		w.registry = NewRegistry(c.Logger)
 	}
 	cfg := Config{Resync: c.Resync, Notify: w.tell, Logger: c.Logger, Recorder: c.Recorder}
 	if c.Shards > 0 {
 		w.shards = newShardState(c.Shards)
 		cfg.Holds = w.shards.holds
 	}
+	suffix := fmt.Sprintf("#%d", w.registry.newID())
 	indexes := make([]Index, len(c.Indexes))
 	for i, ix := range c.Indexes {
-		indexes[i] = Index{Name: ix.Name, Keys: ix.Keys, Panicked: panicked(c.Recorder, c.Resource, ix.Name)}
+		indexes[i] = Index{Name: ix.Name + suffix, Keys: w.indexing(ix.Keys), Panicked: panicked(c.Recorder, c.Resource, ix.Name)}
 	}
 	primary := cfg
 	primary.LabelSelector, primary.FieldSelector, primary.Filters = c.LabelSelector, c.FieldSelector, c.Filters
 	w.config, w.indexes = primary, indexes
 	var err error
-	if w.primary, err = newPrimaryCache(c.Dynamic, c.Resource, c.Namespaces, primary, indexes...); err != nil {
+	// A sharded Watch's informers may not hold every object: they are its
+	// own.
+	if w.primary, err = newPrimaryCache(c.Dynamic, c.Resource, c.Namespaces, w.shards != nil, primary, indexes...); err != nil {
 		return nil, err
 	}
-	w.primary.shards = w.shards
-	w.offered = make([]*entry, len(w.primary.each))
+	w.primary.shards, w.primary.suffix = w.shards, suffix
 	if w.shards == nil {
-		// A sharded Watch's informers may not hold every object: it
-		// offers none.
-		for i, ns := range watched(c.Namespaces) {
-			key := registryKey{gvr: c.Resource, view: viewCompact, namespace: ns, labels: c.LabelSelector, fields: c.FieldSelector}
-			w.offered[i] = w.registry.offer(key, w.primary.each[i].Informer())
+		for _, ns := range watched(c.Namespaces) {
+			key := registryKey{gvr: c.Resource, view: viewFull, namespace: ns, labels: c.LabelSelector, fields: c.FieldSelector}
+			w.claims = append(w.claims, w.registry.claim(key, form{resync: c.Resync}))
 		}
 	}
 	cfg.Resync = 0
@@ -178,17 +184,38 @@ func NewWatch(c WatchConfig) (*Watch, error) {
 		owned.LabelSelector, owned.FieldSelector, owned.Filters = oc.LabelSelector, oc.FieldSelector, oc.Filters
 		for _, ns := range watched(c.Namespaces) {
 			owned.Namespace = ns
-			key := registryKey{gvr: oc.Resource, view: viewCompact, namespace: ns, labels: oc.LabelSelector, fields: oc.FieldSelector}
-			ow := ownedWatch{config: owned, resource: oc.Resource, primary: key, key: key}
-			ow.key.view = ownedView(oc.Filters)
+			key := registryKey{gvr: oc.Resource, view: viewFull, namespace: ns, labels: oc.LabelSelector, fields: oc.FieldSelector}
+			ow := ownedWatch{config: owned, resource: oc.Resource, whole: &claim{key: key.canonical()}}
+			key.view = viewMeta
+			ow.meta = w.registry.claim(key, form{meta: len(oc.Filters) > 0})
+			w.claims = append(w.claims, ow.meta)
 			w.owned = append(w.owned, ow)
 		}
 	}
 	src := relatedSource{dynamic: c.Dynamic, metadata: c.Metadata, primary: w.primary, recorder: c.Recorder, config: cfg}
 	for _, rc := range c.Related {
-		w.related = append(w.related, newRelatedCache(src, rc))
+		rel := newRelatedCache(src, rc)
+		for _, r := range rel.each {
+			r.claim = w.registry.claim(r.key(), form{meta: rc.MetadataOnly})
+			w.claims = append(w.claims, r.claim)
+		}
+		w.related = append(w.related, rel)
 	}
 	return w, nil
+}
+
+// indexing returns keys, which indexes nothing once the Watch has
+// stopped: its index stays on a shared store until the store stops.
+func (w *Watch) indexing(keys func([]byte) []ports.Key) func([]byte) []ports.Key {
+	return func(doc []byte) []ports.Key {
+		w.mu.RLock()
+		stopped := w.stopped
+		w.mu.RUnlock()
+		if stopped {
+			return nil
+		}
+		return keys(doc)
+	}
 }
 
 // panicked returns the recorder of a panic in the end user's index
@@ -257,87 +284,113 @@ func (w *Watch) Check(ctx context.Context) error {
 }
 
 // Start runs every informer until ctx is done or Stop is called, telling
-// notify of each event. client-go's reflectors log through the Logger.
+// notify of each event: when ctx is done, the Watch stops as Stop stops
+// it. client-go's reflectors log through the Registry's logger, those of
+// a sharded Watch's own primaries through the Watch's Logger; every
+// handler of the Watch logs through its Logger.
 //
-// A shared informer runs from the first Start of a Watch that draws on
-// it; the handlers of this Watch are registered on it now, and a running
-// one hands them its cache first, as adds of its initial list.
+// Each store is drawn from the Registry, which runs it from the first
+// Start of a Watch that draws on it; the handlers of this Watch are
+// registered on it now, and a running one hands them its cache first, as
+// adds of its initial list.
 func (w *Watch) Start(ctx context.Context, notify func(ports.Event)) {
 	w.notify = notify
-	ctx = klog.NewContext(ctx, w.c.Logger)
-	var own []cache.SharedIndexInformer
 	logger := w.c.Logger
-	primaries := w.primary.each
+	w.mu.RLock()
+	stopped := w.stopped
+	w.mu.RUnlock()
+	if stopped {
+		// Stopped before it started: it runs nothing.
+		w.running = Start(ctx)
+		return
+	}
+	var own []cache.SharedIndexInformer
 	if w.shards != nil {
 		w.shards.mu.Lock()
-		w.shards.ctx = ctx
+		w.shards.ctx = klog.NewContext(ctx, logger)
 		w.shards.mu.Unlock()
-		if w.shards.isSplit() {
-			// Each shard held has informers of its own, which Hold starts.
-			primaries = nil
+		// Each shard held has informers of its own, which Hold starts,
+		// when the API server serves sharded watches.
+		if !w.shards.isSplit() {
+			own = w.startOwnPrimaries(logger)
 		}
-	}
-	for i, p := range primaries {
-		switch e := w.offered[i]; {
-		case e == nil:
-			own = append(own, p.Informer())
-		case w.registry.acquire(ctx, e):
-			w.acquired = append(w.acquired, e)
-		default:
-			// Another Watch ran the informer and stopped it before this
-			// one started, and a stopped informer never runs again: a new
-			// one of its own takes its place, which nothing of this Watch
-			// has read yet.
-			np, err := newPrimary(w.c.Dynamic, w.c.Resource, w.primaryConfig(p), w.indexes...)
-			if err != nil {
-				w.c.Logger.Error(err, "rebuilding the informer")
-				continue
-			}
-			w.primary.each[i], p = np, np
-			own = append(own, p.Informer())
-		}
-		// The informer's own resync period is this handler's, so the
-		// resync of the Watch that reconciles the objects stays its own.
-		w.register(p.Informer(), p.handler, cache.HandlerOptions{Logger: &logger})
+	} else {
+		w.startSharedPrimaries(logger)
 	}
 	never := time.Duration(0)
 	opts := cache.HandlerOptions{Logger: &logger, ResyncPeriod: &never}
 	for _, o := range w.owned {
-		w.startOwned(ctx, o, opts)
+		w.startOwned(o, opts)
 	}
 	for _, r := range w.related {
 		for _, rel := range r.each {
-			w.startRelated(ctx, rel, opts)
+			w.startRelated(rel, opts)
 		}
 	}
-	w.running = Start(ctx, own...)
+	w.running = Start(klog.NewContext(ctx, logger), own...)
+	w.unwatch = context.AfterFunc(ctx, w.Stop)
 }
 
-// startOwned registers o's handler on the primary informer of o's
-// resource and selectors, when one is offered and still runs or has yet
-// to, and else on the owned informer of o's key, which it draws on.
-func (w *Watch) startOwned(ctx context.Context, o ownedWatch, opts cache.HandlerOptions) {
-	if e := w.registry.find(o.primary); e != nil && w.registry.acquire(ctx, e) {
-		w.acquired = append(w.acquired, e)
-		w.register(e.informer, sharedOwned(o.resource, w.c.Owner, o.config), opts)
-		return
+// startOwnPrimaries registers the handler of each of a sharded Watch's
+// primaries on its own informer, and returns the informers to run.
+func (w *Watch) startOwnPrimaries(logger logr.Logger) []cache.SharedIndexInformer {
+	var own []cache.SharedIndexInformer
+	for _, p := range w.primary.each {
+		own = append(own, p.informer)
+		w.register(p.informer, p.handler, cache.HandlerOptions{Logger: &logger})
 	}
-	e, err := w.registry.draw(ctx, o.key, func() (cache.SharedIndexInformer, error) {
-		return newOwnedInformer(w.c.Metadata, o.resource, o.config, o.key.view == viewOwnedMeta)
-	})
+	return own
+}
+
+// startSharedPrimaries draws the whole store of each primary, with the
+// Watch's indexes, and registers the primary's handler on it, which
+// resyncs at the Watch's own period.
+func (w *Watch) startSharedPrimaries(logger logr.Logger) {
+	resync := w.c.Resync
+	opts := cache.HandlerOptions{Logger: &logger, ResyncPeriod: &resync}
+	for i, p := range w.primary.each {
+		cfg := w.config
+		cfg.Namespace = p.namespace
+		e, err := w.registry.draw(w.claims[i], func(f form) (cache.SharedIndexInformer, error) {
+			return primaryInformer(w.c.Dynamic, w.c.Resource, cfg, f.resync, cache.Indexers{})
+		}, indexers(w.indexes))
+		if err != nil {
+			w.c.Logger.Error(err, "drawing the informer of the reconciled resource", "resource", w.c.Resource.String())
+			continue
+		}
+		w.acquired = append(w.acquired, e)
+		p.drawn.Store(e)
+		w.register(e.informer, p.handler, opts)
+	}
+}
+
+// startOwned registers o's handler on the whole store of o's resource
+// and selectors, when a primary or a Cache of another Watch, or of this
+// one, claimed it, and else on the metadata store of o's key.
+func (w *Watch) startOwned(o ownedWatch, opts cache.HandlerOptions) {
+	c, handler := o.meta, cache.ResourceEventHandler(ownedHandler(o.resource, w.c.Owner, o.config))
+	if w.registry.claimed(o.whole.key) {
+		c, handler = o.whole, sharedOwned(o.resource, w.c.Owner, o.config)
+	}
+	e, err := w.registry.draw(c, w.standard(c.key, o.config), nil)
 	if err != nil {
-		w.c.Logger.Error(err, "building an owned informer", "resource", o.resource.String())
+		w.c.Logger.Error(err, "drawing an owned informer", "resource", o.resource.String())
 		return
 	}
 	w.acquired = append(w.acquired, e)
-	w.register(e.informer, ownedHandler(o.resource, w.c.Owner, o.config), opts)
+	w.register(e.informer, handler, opts)
 }
 
 // startRelated draws rel's informer and registers rel's handler on it.
-func (w *Watch) startRelated(ctx context.Context, rel *Related, opts cache.HandlerOptions) {
-	e, err := w.registry.draw(ctx, rel.key(), rel.newInformer)
+func (w *Watch) startRelated(rel *Related, opts cache.HandlerOptions) {
+	build := rel.newInformer
+	if rel.c.Reshape == nil {
+		build = w.standard(rel.claim.key, rel.src.config)
+	}
+	namespaces := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	e, err := w.registry.draw(rel.claim, build, namespaces)
 	if err != nil {
-		w.c.Logger.Error(err, "building a related informer", "resource", rel.c.Resource.String())
+		w.c.Logger.Error(err, "drawing a related informer", "resource", rel.c.Resource.String())
 		return
 	}
 	w.acquired = append(w.acquired, e)
@@ -345,18 +398,25 @@ func (w *Watch) startRelated(ctx context.Context, rel *Related, opts cache.Handl
 	w.register(e.informer, rel.handler(), opts)
 }
 
-// primaryConfig returns the Config p, one of the primary informers, was
-// built with.
-func (w *Watch) primaryConfig(p *Primary) Config {
-	cfg := w.config
-	cfg.Namespace = p.namespace
-	return cfg
+// standard returns the builder of the shared store of key, a whole or a
+// metadata one, in cfg's namespace.
+func (w *Watch) standard(key registryKey, cfg Config) func(form) (cache.SharedIndexInformer, error) {
+	cfg.LabelSelector, cfg.FieldSelector = key.labels, key.fields
+	cfg.Namespace = key.namespace
+	if key.view == viewMeta {
+		return func(f form) (cache.SharedIndexInformer, error) {
+			return newOwnedInformer(w.c.Metadata, key.gvr, cfg, f.meta)
+		}
+	}
+	return func(f form) (cache.SharedIndexInformer, error) {
+		return primaryInformer(w.c.Dynamic, key.gvr, cfg, f.resync, cache.Indexers{})
+	}
 }
 
 // register adds handler to inf, for Stop to remove. client-go refuses it
 // only on an informer that stopped, which a Watch that counts itself its
 // user never meets: the informer is then left out of WaitForSync's wait
-// and the error recorded through the informer's logger.
+// and the error recorded through the Watch's logger.
 func (w *Watch) register(inf cache.SharedIndexInformer, handler cache.ResourceEventHandler, opts cache.HandlerOptions) {
 	h, err := inf.AddEventHandlerWithOptions(handler, opts)
 	if err != nil {
@@ -378,21 +438,30 @@ func (w *Watch) WaitForSync(ctx context.Context) bool {
 }
 
 // Stop removes this Watch's handlers, stops every informer it runs, and
-// every shared one it was the last user of, and waits for their
-// goroutines to return. It does nothing before Start, and nothing the
-// second time.
+// every shared one it was the last user of, waits for their goroutines to
+// return, and withdraws what the Watch claimed of the Registry, started
+// or not. A second Stop, or one called as Start's context ends, waits for
+// the first to return and does nothing more: the shared stores are
+// released once, since a second release would stop one under the other
+// Watches that still draw on it.
 func (w *Watch) Stop() {
-	if w.running == nil {
-		return
-	}
 	w.mu.Lock()
 	again := w.stopped
 	w.stopped = true
 	w.mu.Unlock()
 	if again {
-		// Its shared informers are released once: a second release would
-		// stop one under the other Watches that still draw on it.
+		<-w.stopDone
 		return
+	}
+	defer close(w.stopDone)
+	for _, c := range w.claims {
+		w.registry.withdraw(c)
+	}
+	if w.running == nil {
+		return
+	}
+	if w.unwatch != nil {
+		w.unwatch()
 	}
 	for _, r := range w.registrations {
 		_ = r.informer.RemoveEventHandler(r.handle)

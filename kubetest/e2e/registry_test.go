@@ -81,3 +81,56 @@ func TestRegistry_three_Owns_and_two_Caches_on_one_Client_open_one_watch_of_each
 	require.Len(t, watchesOf(w, "secrets"), 1, "one watch of Secrets for two Caches: %v", watchesOf(w, "secrets"))
 	require.Equal(t, 0, a.Stop())
 }
+
+// Two Controllers of one resource on one Client, one of which owns
+// Deployments with an update filter and the other without, open one watch
+// of the resource and one of Deployments: the primaries share a store,
+// each with its own handler, and the Owns share one metadata store, each
+// with its own filters.
+func TestRegistry_two_Controllers_of_one_resource_open_one_watch_of_it_and_of_what_they_own(t *testing.T) {
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installMemcached(t, c, ns)
+	w, conn := startWire(t, c)
+	noop := kube.ReconcilerFunc[memcachedSpec, memcachedStatus](func(context.Context, memcachedObject) (kube.Result[memcachedStatus], error) {
+		return kube.Result[memcachedStatus]{}, nil
+	})
+	var ctrls []*kube.Controller
+	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
+		client, err := kube.NewClient(s, conn)
+		if err != nil {
+			return nil, err
+		}
+		var services []app.Service
+		for i := range 2 {
+			settings := settingsFor(fmt.Sprintf("memcached-%d", i), ns, "pod-0")
+			settings.Namespace = ns
+			owns := kube.Owns(deploymentsGVR)
+			if i == 1 {
+				owns = kube.Owns(deploymentsGVR, kube.SkipStatusOnly())
+			}
+			ctrl, err := kube.NewController(s, client, settings, r, noop, owns)
+			if err != nil {
+				return nil, err
+			}
+			ctrls = append(ctrls, ctrl)
+			services = append(services, ctrl)
+		}
+		return services, nil
+	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: &network{}})))
+	a.Setup()
+	require.Len(t, ctrls, 2, "Init failed; stderr: %s", a.Stderr())
+	wait.For(t, time.Minute, func() bool {
+		for _, ctrl := range ctrls {
+			if ok, _ := ctrl.Synced().Healthy(t.Context()); !ok {
+				return false
+			}
+		}
+		return true
+	}, "the Controllers never synced", &controllerApp{App: a})
+
+	resource := r.GVR().Resource
+	require.Len(t, watchesOf(w, resource), 1, "one watch of %s for two Controllers: %v", resource, watchesOf(w, resource))
+	require.Len(t, watchesOf(w, "deployments"), 1, "one watch of Deployments for an Owns with a filter and one without: %v", watchesOf(w, "deployments"))
+	require.Equal(t, 0, a.Stop())
+}
