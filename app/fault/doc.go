@@ -39,6 +39,14 @@
 // loam.fit.ends (string, the end in RFC 3339), and the point meets the
 // zero Fault. The Injector reads the time from the Settings' Now.
 //
+// A delay in progress ends early when failure injection is turned off or
+// its scenario reaches its end: the call then goes on unfaulted, and the
+// span gets the event loam.fit.lifted, with loam.fit.point, loam.fit.delay
+// (the delay met), loam.fit.waited (double, seconds: how long it lasted)
+// and loam.fit.reason ("off" or "expired"), and the Logger an INFO record,
+// "injected delay lifted: the call goes on unfaulted", with the same
+// attributes. A delay its context ends fails the call (Inject).
+//
 // A scenario with an ID (fit.Scenario.ID) puts it on every one of these
 // events as loam.fit.experiment, and in every *InjectedError it causes.
 // Each abort, status and delay a point meets is also an INFO record,

@@ -27,14 +27,15 @@ func (i *Injector) Eval(ctx context.Context, point string) fit.Fault {
 	return f
 }
 
-// eval is Eval, which also returns the scenario's ID.
-func (i *Injector) eval(ctx context.Context, point string) (fit.Fault, string) {
+// eval is Eval, which also returns the scenario, for its ID and its end:
+// the zero Scenario when ctx carries none or it can't be decoded.
+func (i *Injector) eval(ctx context.Context, point string) (fit.Fault, fit.Scenario) {
 	if !i.On() {
-		return fit.Fault{}, ""
+		return fit.Fault{}, fit.Scenario{}
 	}
 	b := baggage.FromContext(ctx)
 	if !i.holds(b) {
-		return fit.Fault{}, ""
+		return fit.Fault{}, fit.Scenario{}
 	}
 	span := trace.SpanFromContext(ctx)
 	s, err := i.decode(b)
@@ -49,14 +50,14 @@ func (i *Injector) eval(ctx context.Context, point string) (fit.Fault, string) {
 				errorMessageKey.String(err.Error()),
 			))
 		}
-		return fit.Fault{}, ""
+		return fit.Fault{}, fit.Scenario{}
 	}
 	if s.Expired(i.now()) {
 		if span.IsRecording() {
 			attrs := []attribute.KeyValue{PointKey.String(point), ExpiredKey.Bool(true), EndsKey.String(s.Ends.UTC().Format(time.RFC3339Nano))}
 			span.AddEvent(StripEvent, trace.WithAttributes(withExperiment(attrs, s.ID)...))
 		}
-		return fit.Fault{}, s.ID
+		return fit.Fault{}, s
 	}
 	rule, f := i.decide(b, s, point)
 	if span.IsRecording() {
@@ -72,7 +73,7 @@ func (i *Injector) eval(ctx context.Context, point string) (fit.Fault, string) {
 	if !f.IsZero() && i.logger != nil {
 		i.record(ctx, point, f, s.ID)
 	}
-	return f, s.ID
+	return f, s
 }
 
 // decode returns the scenario b carries, refusing one without an end when

@@ -77,6 +77,10 @@ type Injector struct {
 	// off is the kill switch: while it is set, every point evaluates as
 	// if no scenario were present.
 	off atomic.Bool
+	// lifted is closed when the switch turns off, and replaced by an open
+	// one when it turns on again: a delay in progress waits on the one of
+	// its start, so it ends as the switch turns off.
+	lifted atomic.Pointer[chan struct{}]
 	// watchers are told of each change of off; see OnChange.
 	watchers watchers
 
@@ -120,7 +124,7 @@ func New(settings Settings) (*Injector, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Injector{
+	i := &Injector{
 		decoder:    settings.Decoder,
 		members:    members,
 		now:        now,
@@ -129,7 +133,10 @@ func New(settings Settings) (*Injector, error) {
 		logger:     settings.Logger,
 		rand:       r,
 		counts:     newCountCache(maxCountedScenarios),
-	}, nil
+	}
+	lifted := make(chan struct{})
+	i.lifted.Store(&lifted)
+	return i, nil
 }
 
 // Inert returns an Injector that evaluates every point to the zero Fault,
@@ -146,7 +153,8 @@ func (i *Injector) Enabled() bool {
 
 // SetOn turns failure injection on or off while the App runs: off, every
 // point evaluates to the zero Fault as if no scenario were present, and
-// records nothing, at the cost of a context without one. Scenarios are
+// records nothing, at the cost of a context without one, and a delay in
+// progress ends at once, its call going on unfaulted. Scenarios are
 // still stripped where they must not go. An Injector New builds starts
 // on; an inert one ignores it. A change is told to every OnChange
 // function, in the caller's goroutine, before SetOn returns.
@@ -160,6 +168,12 @@ func (i *Injector) SetOn(on bool) {
 	defer i.watchers.mu.Unlock()
 	if i.off.Swap(!on) == !on {
 		return
+	}
+	if on {
+		lifted := make(chan struct{})
+		i.lifted.Store(&lifted)
+	} else {
+		close(*i.lifted.Load())
 	}
 	for _, f := range i.watchers.fs {
 		f(on)

@@ -77,3 +77,29 @@ func (i *Injector) record(ctx context.Context, point string, f fit.Fault, id str
 	}, f), id)...)
 	i.logger.Emit(ctx, r)
 }
+
+// LiftedEvent is recorded when a delay a point met ends before its time
+// because failure injection was turned off or the scenario ended: the
+// call then goes on unfaulted.
+const LiftedEvent = "loam.fit.lifted"
+
+// LiftedBody is the body of the INFO record of a lifted delay.
+const LiftedBody = "injected delay lifted: the call goes on unfaulted"
+
+// The attributes of LiftedEvent, besides PointKey, DelayKey (the delay
+// the point met) and ExperimentKey.
+const (
+	// ReasonKey (string) says why the delay was lifted: LiftedOff or
+	// LiftedExpired.
+	ReasonKey = attribute.Key("loam.fit.reason")
+	// WaitedKey (double, seconds) is how long the delay had lasted.
+	WaitedKey = attribute.Key("loam.fit.waited")
+)
+
+// The values of ReasonKey.
+const (
+	// LiftedOff: failure injection was turned off.
+	LiftedOff = "off"
+	// LiftedExpired: the scenario reached its end (fit.Scenario.Ends).
+	LiftedExpired = "expired"
+)
