@@ -47,9 +47,10 @@ func (i *Injector) StripContext(ctx context.Context) context.Context {
 }
 
 // Ends returns when the scenario b carries ends, and false when it
-// carries none, or one without an end, or one the Decoder can't read.
+// carries none, or one without an end, or one the Decoder can't read, or
+// while failure injection is off, when it decodes nothing.
 func (i *Injector) Ends(b baggage.Baggage) (time.Time, bool) {
-	if !i.Enabled() || !i.holds(b) {
+	if !i.On() || !i.holds(b) {
 		return time.Time{}, false
 	}
 	s, err := i.decode(b)

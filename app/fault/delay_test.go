@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
 
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/app/fault"
@@ -110,4 +111,22 @@ func TestInjectDelaySwitchedOffAndOnAgain(t *testing.T) {
 		require.NoError(t, i.Inject(ctx, "p"))
 		require.Equal(t, time.Minute, time.Since(start), "on again, a new delay runs in full")
 	})
+}
+
+// Off, an Injector reads no scenario: Carries is false, so nothing is
+// carried on to children, and Ends decodes nothing. Strip still strips.
+func TestOffCarriesNothing(t *testing.T) {
+	i := injector(t, nil)
+	ctx := withScenario(t.Context(), t, fit.Scenario{Ends: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)})
+	b := baggage.FromContext(ctx)
+	require.True(t, i.Carries(ctx))
+	_, ok := i.Ends(b)
+	require.True(t, ok)
+
+	i.SetOn(false)
+	require.False(t, i.Carries(ctx), "off, a context carries no scenario")
+	_, ok = i.Ends(b)
+	require.False(t, ok, "off, no end is decoded")
+	require.Zero(t, i.Strip(t.Context(), b).Len(), "off, the scenario is still stripped")
+	require.Zero(t, baggage.FromContext(i.StripContext(ctx)).Len())
 }

@@ -234,11 +234,13 @@ func (i *Injector) Decoder() fit.Decoder {
 	return i.decoder
 }
 
-// Carries reports whether ctx's baggage holds any of the Decoder's members:
-// whether evaluating a point in ctx consults a scenario. It is false for an
-// inert Injector.
+// Carries reports whether ctx's baggage holds any of the Decoder's members
+// while failure injection is on: whether evaluating a point in ctx
+// consults a scenario, and whether a child applied in ctx gets it. It is
+// false for an inert Injector, and while the switch is off (SetOn), when
+// no scenario is read or carried on; Strip still strips one.
 func (i *Injector) Carries(ctx context.Context) bool {
-	return i.Enabled() && i.holds(baggage.FromContext(ctx))
+	return i.On() && i.holds(baggage.FromContext(ctx))
 }
 
 // holds reports whether b has any of i's members.
