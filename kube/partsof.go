@@ -114,8 +114,15 @@ func partsOf[T any](ps []Part) (parts[T], error) {
 		if p.kind != partTrustScenario || p.cache == nil {
 			continue
 		}
-		if !slices.ContainsFunc(ps, func(w Part) bool { return w.kind == partWatches && w.cache == p.cache }) {
+		w := slices.IndexFunc(ps, func(w Part) bool { return w.kind == partWatches && w.cache == p.cache })
+		if w < 0 {
 			errs = append(errs, fmt.Errorf("kube: Part %d, %v: the Controller doesn't Watch %s, which the owners are read from: pass kube.Watches(owners, …) with it too", i, p, p.cache.String()))
+			continue
+		}
+		// The Watches' mapping names each owner's children; only the
+		// first TrustScenario is taken.
+		if out.trust != nil && p.owners != nil && i == slices.IndexFunc(ps, func(t Part) bool { return t.kind == partTrustScenario }) {
+			out.trust.trust = p.owners(ps[w].mapping)
 		}
 	}
 	return out, errors.Join(errs...)

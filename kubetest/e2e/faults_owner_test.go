@@ -75,7 +75,7 @@ func TestFaults_TrustOwnerScenario_trusts_a_child_only_while_it_says_what_its_ow
 			kube.Watches(owners, kube.MapFunc(func(m metav1.Object) []kube.Key {
 				return []kube.Key{{Namespace: m.GetNamespace(), Name: m.GetName()}}
 			})),
-			kube.TrustOwnerScenario(scenarioAnnotation, owners),
+			kube.TrustOwnerScenario(scenarioAnnotation, owners, inNamespace(ns)),
 		)
 		if err != nil {
 			return nil, err
