@@ -108,8 +108,15 @@ func partsOf[T any](ps []Part) (parts[T], error) {
 		}
 		errs = append(errs, fmt.Errorf("kube: Part %d, %v: the Controller keeps no %v: pass kube.Indexes with it too", i, p, p.mapping.index))
 	}
-	// A TrustOwnerScenario reads the owners the Controller's Watches
-	// keep, which may come after it.
+	errs = append(errs, out.bindOwners(ps)...)
+	return out, errors.Join(errs...)
+}
+
+// bindOwners gives a TrustOwnerScenario among ps, which reads the owners
+// the Controller's Watches keep, the mapping of that Watches, which may
+// come after it, and returns an error for each that has none.
+func (c *commonParts) bindOwners(ps []Part) []error {
+	var errs []error
 	for i, p := range ps {
 		if p.kind != partTrustScenario || p.cache == nil {
 			continue
@@ -121,11 +128,11 @@ func partsOf[T any](ps []Part) (parts[T], error) {
 		}
 		// The Watches' mapping names each owner's children; only the
 		// first TrustScenario is taken.
-		if out.trust != nil && p.owners != nil && i == slices.IndexFunc(ps, func(t Part) bool { return t.kind == partTrustScenario }) {
-			out.trust.trust = p.owners(ps[w].mapping)
+		if c.trust != nil && p.owners != nil && i == slices.IndexFunc(ps, func(t Part) bool { return t.kind == partTrustScenario }) {
+			c.trust.trust = p.owners(ps[w].mapping)
 		}
 	}
-	return out, errors.Join(errs...)
+	return errs
 }
 
 // addWatches adds p, a Watches, and returns what is wrong with it.
