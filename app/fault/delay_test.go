@@ -48,7 +48,7 @@ func TestInjectDelayEndsWhenSwitchedOff(t *testing.T) {
 		require.Equal(t, fault.LiftedBody, records[1].Body().AsString())
 		fields := map[string]string{}
 		records[1].WalkAttributes(func(kv attribute.KeyValue) bool {
-			fields[string(kv.Key)] = kv.Value.Emit()
+			fields[string(kv.Key)] = kv.Value.String()
 			return true
 		})
 		require.Equal(t, map[string]string{
