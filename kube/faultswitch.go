@@ -43,8 +43,10 @@ const DefaultFaultSwitchKey = "switch"
 // change is a record, as the file switch's are (see fault.Switch), with
 // loam.fit.switch naming the ConfigMap and key.
 //
-// Off, every point evaluates as if no scenario were present; scenarios
-// are still stripped wherever they must not go; and each Controller that
+// Off, every point evaluates as if no scenario were present, and a delay
+// already running ends at once, its request going on unfaulted; no
+// scenario is decoded or carried on to children; scenarios are still
+// stripped wherever they must not go; and each Controller that
 // takes scenarios reconciles at once the objects whose latest reconcile
 // failed under one, rather than at their retry. In an App without
 // failure injection a FaultSwitch watches nothing and serves until it is
@@ -54,8 +56,12 @@ const DefaultFaultSwitchKey = "switch"
 // narrow to the one name (resourceNames), since its list and watch ask
 // for that name alone. A list or watch that fails, one RBAC refuses
 // included, is retried as an informer's is, and logged through the
-// Setup's LoggerProvider; meanwhile failure injection stays as the last
-// read left it, or off before the first.
+// Setup's LoggerProvider. It fails closed: each watch lasts 10 seconds
+// at most, so RBAC is checked again by the next, and once no list or
+// watch has read the ConfigMap for 30 seconds — RBAC revoked, a watch
+// that hangs, the API server out of reach — failure injection is off,
+// with the WARN record above naming the last error, until a list or a
+// watch reads it again.
 type FaultSwitch struct {
 	s *faultswitch.Switch
 }

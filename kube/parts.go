@@ -32,10 +32,14 @@ type Part struct {
 	fn        any
 	fnType    reflect.Type
 	// annotation and trust are a TrustScenario's; byOwner says it is a
-	// TrustOwnerScenario, whose owners are cache.
+	// TrustOwnerScenario, whose owners are cache, and ownerTrust their
+	// own controller's rule; owners makes its trust from the mapping of
+	// the Watches of cache.
 	annotation string
 	trust      func(metav1.Object) bool
 	byOwner    bool
+	ownerTrust func(metav1.Object) bool
+	owners     func(Mapping) func(metav1.Object) bool
 	// cache and mapping are a Watches's; index an Indexes's.
 	cache   cacheHandle
 	mapping Mapping

@@ -108,17 +108,31 @@ func partsOf[T any](ps []Part) (parts[T], error) {
 		}
 		errs = append(errs, fmt.Errorf("kube: Part %d, %v: the Controller keeps no %v: pass kube.Indexes with it too", i, p, p.mapping.index))
 	}
-	// A TrustOwnerScenario reads the owners the Controller's Watches
-	// keep, which may come after it.
+	errs = append(errs, out.bindOwners(ps)...)
+	return out, errors.Join(errs...)
+}
+
+// bindOwners gives a TrustOwnerScenario among ps, which reads the owners
+// the Controller's Watches keep, the mapping of that Watches, which may
+// come after it, and returns an error for each that has none.
+func (c *commonParts) bindOwners(ps []Part) []error {
+	var errs []error
 	for i, p := range ps {
 		if p.kind != partTrustScenario || p.cache == nil {
 			continue
 		}
-		if !slices.ContainsFunc(ps, func(w Part) bool { return w.kind == partWatches && w.cache == p.cache }) {
+		w := slices.IndexFunc(ps, func(w Part) bool { return w.kind == partWatches && w.cache == p.cache })
+		if w < 0 {
 			errs = append(errs, fmt.Errorf("kube: Part %d, %v: the Controller doesn't Watch %s, which the owners are read from: pass kube.Watches(owners, …) with it too", i, p, p.cache.String()))
+			continue
+		}
+		// The Watches' mapping names each owner's children; only the
+		// first TrustScenario is taken.
+		if c.trust != nil && p.owners != nil && i == slices.IndexFunc(ps, func(t Part) bool { return t.kind == partTrustScenario }) {
+			c.trust.trust = p.owners(ps[w].mapping)
 		}
 	}
-	return out, errors.Join(errs...)
+	return errs
 }
 
 // addWatches adds p, a Watches, and returns what is wrong with it.

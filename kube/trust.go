@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,37 +62,54 @@ func TrustScenario(annotation string, trust func(obj metav1.Object) bool) Part {
 
 // TrustOwnerScenario is TrustScenario for a controller of children, such
 // as the Deployments a Memcached controls: it trusts a child's annotation
-// only when it says what its controller owner's says now. A child is
-// trusted when its controller owner reference names an object of owners'
-// kind and group that owners holds, by its namespace, name and uid, and
-// every baggage member of the child's annotation is in the owner's
-// annotation with the same value — the members the Client carried on to
-// the child, which are the owner's that the Decoder owns. So whoever can
-// write the child, but not its owner, can't put the child under a
-// scenario, and once the owner's experiment ends, its children's does.
+// only when it says what its controller owner's says now, and only where
+// the owner's own controller would trust the owner with it. A child is
+// trusted when:
+//
+//   - its controller owner reference names an object of owners' kind and
+//     group that owners holds, by its namespace, name and uid;
+//   - every baggage member of the child's annotation is in the owner's
+//     annotation with the same value — the members the Client carried on
+//     to the child, which are the owner's that the Decoder owns;
+//   - the Controller's Watches(owners, MapFunc(f)) maps the owner to the
+//     child: f(owner) holds the child's key, so the owner's value copied
+//     onto another child, even one whose controller reference was set to
+//     the owner, is trusted in nothing (a Watches by ByIndex names every
+//     child its index holds, and adds nothing here);
+//   - trust, the owners' own controller's rule, as its TrustScenario has
+//     it, trusts the owner: an owner outside the namespace its controller
+//     takes scenarios in vouches for no child. trust is handed its own
+//     copy of the owner as owners holds it, an *unstructured.Unstructured.
+//
+// So whoever can write the child, but not its owner, can't put the child
+// under a scenario, and once the owner's experiment ends, its children's
+// does.
 //
 // owners is read from the Controller's own cache: the Controller must
 // also Watch it (Watches(owners, …)), so that an owner's change, its
 // annotation's included, reconciles its children; NewController and
 // NewKindController report a TrustOwnerScenario whose Cache it doesn't
-// Watch, and a nil Cache, with TrustScenario's own mistakes. A Cache of
-// metav1.PartialObjectMetadata is enough. An owner not in the cache, or
-// one that can't be read, is trusted in nothing.
-func TrustOwnerScenario[T any](annotation string, owners *Cache[T]) Part {
-	p := Part{kind: partTrustScenario, annotation: annotation, byOwner: true}
+// Watch, a nil Cache and a nil trust, with TrustScenario's own mistakes.
+// A Cache of metav1.PartialObjectMetadata is enough. An owner not in the
+// cache, or one that can't be read, is trusted in nothing.
+func TrustOwnerScenario[T any](annotation string, owners *Cache[T], trust func(owner metav1.Object) bool) Part {
+	p := Part{kind: partTrustScenario, annotation: annotation, byOwner: true, ownerTrust: trust}
 	if owners == nil {
 		return p
 	}
 	p.cache = owners
-	p.trust = ownersOf(owners, annotation).Trusts
+	if trust != nil {
+		p.owners = func(m Mapping) func(metav1.Object) bool { return ownersOf(owners, annotation, trust, m).Trusts }
+	}
 	return p
 }
 
 // ownersOf returns TrustOwnerScenario's rule over owners, read from the
-// Controller's cache of them once a Watches has bound it: until then, no
-// owner is cached.
-func ownersOf[T any](owners *Cache[T], annotation string) scenario.Owners {
-	return scenario.Owners{
+// Controller's cache of them once a Watches has bound it (until then, no
+// owner is cached), with trust, the owners' controller's rule, and m, the
+// Watches' mapping, naming each owner's children.
+func ownersOf[T any](owners *Cache[T], annotation string, trust func(metav1.Object) bool, m Mapping) scenario.Owners {
+	o := scenario.Owners{
 		Group: owners.gvr.Group, Kind: owners.kind, Namespaced: owners.scope != Cluster, Annotation: annotation,
 		Get: func(namespace, name string) ([]byte, bool, error) {
 			b := owners.binding()
@@ -100,7 +118,14 @@ func ownersOf[T any](owners *Cache[T], annotation string) scenario.Owners {
 			}
 			return b.store.Get(Key{Namespace: namespace, Name: name})
 		},
+		Trust: trust,
 	}
+	if m.kind == mappingFunc && m.fn != nil {
+		o.Names = func(owner, child metav1.Object) bool {
+			return slices.Contains(m.fn(owner), Key{Namespace: child.GetNamespace(), Name: child.GetName()})
+		}
+	}
+	return o
 }
 
 // scenarioTrust is what a Controller's TrustScenario says: the annotation
@@ -117,8 +142,13 @@ func (p Part) trustMistakes() []string {
 		mistakes = append(mistakes, "the annotation "+err.Error())
 	}
 	switch {
-	case p.byOwner && p.cache == nil:
-		mistakes = append(mistakes, "the Cache of owners is nil")
+	case p.byOwner:
+		if p.cache == nil {
+			mistakes = append(mistakes, "the Cache of owners is nil")
+		}
+		if p.ownerTrust == nil {
+			mistakes = append(mistakes, "the owners' trust is nil: pass the rule their own controller's TrustScenario trusts them by")
+		}
 	case p.trust == nil:
 		mistakes = append(mistakes, "trust is nil: a controller that takes scenarios decides whose to take")
 	}

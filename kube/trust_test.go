@@ -724,20 +724,24 @@ func TestTrustOwnerScenario_mistakes_are_reported_together_with_every_other(t *t
 	unwatched := NewCache(Kind[metav1.PartialObjectMetadata]{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Scope: Namespaced}, CacheOptions[metav1.PartialObjectMetadata]{})
 	var none *Cache[metav1.PartialObjectMetadata]
 	toOwner := MapFunc(func(m metav1.Object) []Key { return []Key{{Namespace: m.GetNamespace(), Name: m.GetName()}} })
+	staging := func(owner metav1.Object) bool { return owner.GetNamespace() == "staging" }
 	for _, tc := range []struct {
 		name  string
 		parts []Part
 		wants []string
 	}{
-		{"a nil Cache", []Part{TrustOwnerScenario(scenarioAnnotation, none)}, []string{
+		{"a nil Cache", []Part{TrustOwnerScenario(scenarioAnnotation, none, staging)}, []string{
 			`kube: Part 0, TrustOwnerScenario("acme.example.com/failure-scenario", Cache(nil)): the Cache of owners is nil`,
 		}},
-		{"a Cache the Controller doesn't Watch", []Part{TrustOwnerScenario(scenarioAnnotation, unwatched)}, []string{
+		{"a Cache the Controller doesn't Watch", []Part{TrustOwnerScenario(scenarioAnnotation, unwatched, staging)}, []string{
 			`kube: Part 0, TrustOwnerScenario("acme.example.com/failure-scenario", Cache(/v1, Resource=configmaps)): the Controller doesn't Watch Cache(/v1, Resource=configmaps), which the owners are read from: pass kube.Watches(owners, …) with it too`,
+		}},
+		{"a nil trust of the owners", []Part{Watches(owners, toOwner), TrustOwnerScenario(scenarioAnnotation, owners, nil)}, []string{
+			`kube: Part 1, TrustOwnerScenario("acme.example.com/failure-scenario", Cache(cache.example.com/v1alpha1, Resource=memcacheds)): the owners' trust is nil: pass the rule their own controller's TrustScenario trusts them by`,
 		}},
 		{"a bad annotation, and a TrustScenario beside it", []Part{
 			Watches(owners, toOwner),
-			TrustOwnerScenario("Bad Key!", owners),
+			TrustOwnerScenario("Bad Key!", owners, staging),
 			TrustScenario(scenarioAnnotation, func(metav1.Object) bool { return true }),
 		}, []string{
 			`kube: Part 1, TrustOwnerScenario("Bad Key!", Cache(cache.example.com/v1alpha1, Resource=memcacheds)): the annotation "Bad Key!" is not a valid annotation key`,
@@ -755,6 +759,30 @@ func TestTrustOwnerScenario_mistakes_are_reported_together_with_every_other(t *t
 	}
 
 	// Watched, it is no mistake.
-	_, err := NewController(s, c, settingsForTest(), caches, sightingReconciler{}, Watches(owners, toOwner), TrustOwnerScenario(scenarioAnnotation, owners))
+	_, err := NewController(s, c, settingsForTest(), caches, sightingReconciler{}, Watches(owners, toOwner), TrustOwnerScenario(scenarioAnnotation, owners, staging))
 	require.NoError(t, err)
+}
+
+// TrustOwnerScenario's rule names each owner's children by the mapping of
+// the Controller's Watches of the owners, and asks the owners' own rule.
+func TestTrustOwnerScenario_names_children_by_the_Watches_mapping(t *testing.T) {
+	owners := NewCache(Kind[metav1.PartialObjectMetadata]{GVR: caches.GVR(), Kind: caches.Kind, Scope: Namespaced}, CacheOptions[metav1.PartialObjectMetadata]{})
+	toOwner := MapFunc(func(m metav1.Object) []Key { return []Key{{Namespace: m.GetNamespace(), Name: m.GetName()}} })
+	staging := func(owner metav1.Object) bool { return owner.GetNamespace() == "staging" }
+	object := func(ns, name string) metav1.Object {
+		return &metav1.ObjectMeta{Namespace: ns, Name: name}
+	}
+
+	o := ownersOf(owners, scenarioAnnotation, staging, toOwner)
+	require.NotNil(t, o.Names)
+	require.True(t, o.Names(object("staging", "m"), object("staging", "m")), "the child the mapping names")
+	require.False(t, o.Names(object("staging", "m"), object("staging", "copy")), "another child")
+	require.True(t, o.Trust(object("staging", "m")))
+	require.False(t, o.Trust(object("prod", "m")))
+	require.Nil(t, ownersOf(owners, scenarioAnnotation, staging, ByIndex[metav1.PartialObjectMetadata](nil)).Names, "an index names nothing more")
+
+	p, err := partsOf[metav1.PartialObjectMetadata]([]Part{TrustOwnerScenario(scenarioAnnotation, owners, staging), Watches(owners, toOwner)})
+	require.NoError(t, err)
+	require.NotNil(t, p.trust)
+	require.NotNil(t, p.trust.trust, "the Watches' mapping makes the trust, whichever comes first")
 }

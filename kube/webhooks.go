@@ -81,7 +81,11 @@ func (s WebhookSettings) mistakes() []error {
 // the Setup's Host, with the serving certificate re-read as it rotates.
 // NewWebhooks makes one. Each review is a span, a duration and, when it is
 // denied or panics, a log record, as docs/kubernetes.md's webhook
-// telemetry says.
+// telemetry says. A review's trace context is taken from its headers, but
+// never a failure scenario: the members of the App's Decoder
+// (fault.Settings.Decoder) are stripped from its baggage before the hook
+// runs, so a hook, and the Client requests it makes, meet no fault from
+// a header.
 type Webhooks struct {
 	service *webhook.Service
 }
@@ -122,6 +126,7 @@ func NewWebhooks(s *app.Setup, settings WebhookSettings, hooks ...Hook) (*Webhoo
 		TracerProvider:  cmp.Or[trace.TracerProvider](t.TracerProvider, tracenoop.NewTracerProvider()),
 		MeterProvider:   cmp.Or[metric.MeterProvider](t.MeterProvider, metricnoop.NewMeterProvider()),
 		Propagator:      cmp.Or[propagation.TextMapPropagator](t.Propagator, propagation.TraceContext{}),
+		Faults:          s.Faults,
 		Logger:          logger,
 	})
 	if err != nil {

@@ -38,8 +38,12 @@ type Config struct {
 // Switch turns Config.Faults as the ConfigMap says: on while its key
 // holds "on", off while it holds "off", either with surrounding
 // whitespace; off, with a WARN record saying why, for anything else, a
-// missing key, or a ConfigMap that doesn't exist or is deleted. Serve
-// runs it; Shutdown stops it.
+// missing key, or a ConfigMap that doesn't exist or is deleted. It fails
+// closed: a ConfigMap that no list or watch has read for
+// informer.ConfigMapStale (30 s), because RBAC no longer grants it or the
+// watch is broken, turns it off too, with a WARN record naming the last
+// error, until a list or a watch reads it again. Serve runs it; Shutdown
+// stops it.
 type Switch struct {
 	c  Config
 	sw *fault.Switch
@@ -90,14 +94,17 @@ func (s *Switch) Serve(ctx context.Context) error {
 	// client-go's reflector logs a refused list, an RBAC mistake, through
 	// the context's logger: the App's records.
 	ctx = klog.NewContext(ctx, reporting.NewLogger(s.c.Logger, s.where))
-	return informer.WatchConfigMap(ctx, s.c.Client, s.c.Namespace, s.c.Name, func(data map[string]string, found bool) {
-		s.read(ctx, data, found)
+	return informer.WatchConfigMap(ctx, s.c.Client, s.c.Namespace, s.c.Name, func(data map[string]string, found bool, err error) {
+		s.read(ctx, data, found, err)
 	})
 }
 
-// read sets the switch as the ConfigMap's data says, found or not.
-func (s *Switch) read(ctx context.Context, data map[string]string, found bool) {
+// read sets the switch as the ConfigMap's data says, found or not, or
+// off when err says it can't be read.
+func (s *Switch) read(ctx context.Context, data map[string]string, found bool, err error) {
 	switch text, ok := data[s.c.Key]; {
+	case err != nil:
+		s.sw.Set(ctx, "", err)
 	case !found:
 		s.sw.Set(ctx, "", fmt.Errorf("configmap %s/%s: not found", s.c.Namespace, s.c.Name))
 	case !ok:

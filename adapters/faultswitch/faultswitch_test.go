@@ -7,9 +7,12 @@ import (
 	"testing/synctest"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/log/noop"
 	"go.uber.org/goleak"
 
+	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/app/fault"
 	"github.com/loam-dev/loam/app/fault/jsonscenario"
 )
@@ -58,7 +61,7 @@ func TestSwitch_reads_the_ConfigMap_s_key(t *testing.T) {
 			faults := enabled(t)
 			s := New(config(faults))
 			faults.SetOn(!tc.on)
-			s.read(t.Context(), tc.data, tc.found)
+			s.read(t.Context(), tc.data, tc.found, nil)
 			require.Equal(t, tc.on, faults.On())
 		})
 	}
@@ -98,4 +101,30 @@ func TestShutdown_returns_its_context_s_cause_when_Serve_does_not_return(t *test
 	cause := errors.New("the grace period is over")
 	cancel(cause)
 	require.ErrorIs(t, s.Shutdown(ctx), cause, "Serve never ran, so it never returned")
+}
+
+// A ConfigMap that can't be read turns the switch off, whatever it said
+// before, with a WARN record naming why.
+func TestSwitch_an_unreadable_ConfigMap_turns_it_off(t *testing.T) {
+	tel := apptest.NewTelemetry()
+	faults := enabled(t)
+	c := config(faults)
+	c.Logger = tel.LoggerProvider.Logger("test")
+	s := New(c)
+	s.read(t.Context(), map[string]string{"switch": "on"}, true, nil)
+	require.True(t, faults.On())
+	s.read(t.Context(), nil, false, errors.New("configmap ops/failure-injection: not read for 30s: forbidden"))
+	require.False(t, faults.On())
+	records := tel.Records()
+	require.Len(t, records, 2)
+	require.Equal(t, fault.SwitchUnreadBody, records[1].Body().AsString())
+	require.Equal(t, otellog.SeverityWarn, records[1].Severity())
+	var message string
+	records[1].WalkAttributes(func(kv attribute.KeyValue) bool {
+		if kv.Key == "exception.message" {
+			message = kv.Value.AsString()
+		}
+		return true
+	})
+	require.Contains(t, message, "not read for 30s: forbidden")
 }

@@ -17,6 +17,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/loam-dev/loam/app/fault"
+	"github.com/loam-dev/loam/app/fault/fit"
 	domain "github.com/loam-dev/loam/domain/scenario"
 	"github.com/loam-dev/loam/internal/reconciled"
 	"github.com/loam-dev/loam/ports"
@@ -51,12 +52,15 @@ func Until(t *Trust, faults *fault.Injector) func(context.Context) (time.Time, b
 // Carried reports whether a reconcile carries a scenario, so that an
 // object whose reconcile failed under one is reconciled at once when
 // failure injection is turned off (Lifts): nil when no reconcile carries
-// one.
+// one. It reads the context's baggage whether the switch is on or off,
+// unlike fault.Injector.Carries: a pass that carried a scenario when it
+// began, and ends after the switch turned off, is lifted too.
 func Carried(t *Trust, faults *fault.Injector) func(context.Context) bool {
 	if !takes(t, faults) {
 		return nil
 	}
-	return faults.Carries
+	dec := faults.Decoder()
+	return func(ctx context.Context) bool { return fit.Carries(baggage.FromContext(ctx), dec) }
 }
 
 // Lifts has lift called each time failure injection is turned off, so
@@ -78,7 +82,9 @@ func Lifts(t *Trust, faults *fault.Injector) func(lift func()) (stop func()) {
 
 // Prepare returns the step that reads each reconciled object's scenario
 // before anything else of the reconcile runs, as t says and
-// domain/scenario.Decide rules, reporting what it strips to rec. It
+// domain/scenario.Decide rules, reporting what it strips to rec. While
+// failure injection is off, it reads nothing: no annotation is decoded,
+// trust isn't asked, and the reconcile carries no scenario. It
 // returns nil, so that nothing is read at all, when t is nil (the
 // controller has no TrustScenario) or faults is inert (its App has no
 // failure injection).
@@ -87,6 +93,9 @@ func Prepare(t *Trust, faults *fault.Injector, rec ports.Recorder) func(context.
 		return nil
 	}
 	return func(ctx context.Context, obj ports.Object) context.Context {
+		if !faults.On() {
+			return ctx
+		}
 		outcome := domain.Decide(obj.Annotations[t.Annotation], faults.ScenarioFromBaggage, func() (bool, error) {
 			// Decoded from the cache's JSON, so trust has a copy of its
 			// own and can't change the cache's object. The error names

@@ -121,3 +121,34 @@ func TestUntil_of_a_context_without_a_scenario(t *testing.T) {
 	_, ends := scenario.Until(inNamespace("ns"), faults(t))(t.Context())
 	require.False(t, ends)
 }
+
+// With failure injection off, Prepare decodes nothing and asks trust
+// nothing: the reconcile carries no scenario and its children get none.
+// A pass that carried one before the switch turned off is still Carried,
+// so that Lift reconciles it again at once.
+func TestPrepare_decodes_nothing_while_failure_injection_is_off(t *testing.T) {
+	f := faults(t)
+	asked := 0
+	trust := &scenario.Trust{Annotation: annotation, Trust: func(metav1.Object) bool { asked++; return true }}
+	rec := portsmock.NewMockRecorder(gomock.NewController(t))
+	prepare := scenario.Prepare(trust, f, rec)
+	for _, v := range []string{value, "not baggage,,"} {
+		obj := ports.Object{UID: "u1", Annotations: map[string]string{annotation: v}, JSON: []byte(`{"metadata":{"namespace":"ns","name":"m","uid":"u1"}}`)}
+		f.SetOn(false)
+		ctx := prepare(t.Context(), obj)
+		require.Zero(t, asked, "trust isn't asked")
+		require.Zero(t, baggage.FromContext(ctx).Len(), "nothing joins the reconcile's baggage")
+		_, marked := reconciled.FromContext(ctx)
+		require.False(t, marked, "nothing is carried on to children")
+		f.SetOn(true)
+	}
+
+	rec.EXPECT().ScenarioStripped(gomock.Any(), gomock.Any()).Times(0)
+	obj := ports.Object{UID: "u1", Annotations: map[string]string{annotation: value}, JSON: []byte(`{"metadata":{"namespace":"ns","name":"m","uid":"u1"}}`)}
+	ctx := prepare(t.Context(), obj)
+	require.Equal(t, 1, asked)
+	f.SetOn(false)
+	require.True(t, scenario.Carried(trust, f)(ctx), "a pass that carried a scenario is lifted once the switch is off")
+	_, ends := scenario.Until(trust, f)(ctx)
+	require.False(t, ends, "an off switch decodes nothing, not even the end")
+}

@@ -50,7 +50,12 @@ const ApplyPatchYAML = "application/apply-patch+yaml"
 // A request whose context carries no scenario goes to the next layer
 // untouched, with no allocation, unless its baggage header holds one of
 // the Decoder's members anyway, set by hand: those are stripped, as in 2.
-// Every request goes on untouched when faults is inert.
+// While failure injection is off (fault.Injector.SetOn), a request whose
+// context carries a scenario is treated so too: no point is evaluated and
+// nothing is carried on, but the scenario is still stripped from its
+// header. A delay that the switch, or the scenario's end, cuts short lets
+// its request go on unfaulted, carrying nothing on once the switch is
+// off. Every request goes on untouched when faults is inert.
 //
 // The error of a failed request names its type for OpenTelemetry as
 // github.com/loam-dev/loam/app/fault.InjectedError, so the error.type of
@@ -184,7 +189,9 @@ func isApplyYAML(contentType string) bool {
 // as its controller. r's body is read, and sent on changed or not.
 func (i *injector) carryOn(ctx context.Context, r *http.Request) error {
 	mark, ok := reconciled.FromContext(ctx)
-	if !ok || mark.UID == "" || mark.Annotation == "" {
+	// Checked again here: a delay that the switch cut short comes this
+	// far, and nothing is carried on once failure injection is off.
+	if !ok || mark.UID == "" || mark.Annotation == "" || !i.faults.On() {
 		return nil
 	}
 	members := i.faults.Restrict(mark.Scenario)

@@ -22,6 +22,12 @@
 // fails or panics has the status Error. A path no Route has is answered
 // with 404 and reported nowhere.
 //
+// The baggage the Propagator finds goes on into the review's context, but
+// for the members of the App's failure-injection Decoder (Config.Faults):
+// a scenario in a review's header is stripped, with the event
+// loam.fit.strip on its span, so an Admitter or a Converter, and the
+// Client requests they make, never run under one.
+//
 // A denial is a WARN record "admission denied" with the message as
 // exception.message, as loam's records of a failure carry theirs; a review
 // that fails is a WARN record "review failed", the same way; a panic is an
@@ -61,6 +67,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/fault"
 	"github.com/loam-dev/loam/app/httpserve"
 	"github.com/loam-dev/loam/app/tlsfiles"
 	domain "github.com/loam-dev/loam/domain/webhook"
@@ -192,6 +199,11 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
 	Propagator     propagation.TextMapPropagator
+	// Faults is the App's failure injection, whose scenario a review's
+	// baggage header may carry: it is stripped before the review is
+	// decided, since scenarios come only from trusted objects. Nil is
+	// inert.
+	Faults *fault.Injector
 	// Logger takes the Server's records, and those of net/http.
 	Logger log.Logger
 }
@@ -205,6 +217,7 @@ type Server struct {
 	max         int64
 	tracer      trace.Tracer
 	propagator  propagation.TextMapPropagator
+	faults      *fault.Injector
 	logger      log.Logger
 
 	duration metric.Float64Histogram
@@ -235,6 +248,7 @@ func New(c Config) (*Server, error) {
 		max:         c.MaxRequestBytes,
 		tracer:      c.TracerProvider.Tracer(ScopeName),
 		propagator:  c.Propagator,
+		faults:      c.Faults,
 		logger:      c.Logger,
 	}
 	meter := c.MeterProvider.Meter(ScopeName)
@@ -383,6 +397,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, span := s.tracer.Start(ctx, rt.Type.verb(), trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(rt.attrs...))
 	defer span.End()
+	// A scenario comes only from a trusted object, never from a request's
+	// header: the review's own is stripped, as the Client strips one on
+	// the wire, with loam.fit.strip on the review's span, whether failure
+	// injection is on or off.
+	ctx = s.faults.StripContext(ctx)
 
 	o := s.review(ctx, rt, w, r)
 	if o.Kind != "" {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/trace"
@@ -24,6 +25,8 @@ import (
 
 	"github.com/loam-dev/loam/adapters/webhook"
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/app/fault"
+	"github.com/loam-dev/loam/app/fault/jsonscenario"
 	"github.com/loam-dev/loam/app/tlsfiles"
 	"github.com/loam-dev/loam/domain/jsonpatch"
 	"github.com/loam-dev/loam/ports"
@@ -45,6 +48,18 @@ const (
 // slow, which waits for its context to end and keeps why it did.
 type admitter struct {
 	cause chan error
+	// seen, for the object "baggage", gets the baggage the review's
+	// context carries and what a Client's request made in it would meet.
+	seen chan seen
+	// faults is the App's failure injection.
+	faults *fault.Injector
+}
+
+// seen is what the Admitter of the object "baggage" found in its context.
+type seen struct {
+	baggage baggage.Baggage
+	trace   trace.SpanContext
+	fault   error
 }
 
 func (a admitter) Admit(ctx context.Context, r ports.AdmissionRequest) (ports.AdmissionResult, error) {
@@ -57,6 +72,9 @@ func (a admitter) Admit(ctx context.Context, r ports.AdmissionRequest) (ports.Ad
 		return ports.AdmissionResult{Object: []byte(mutated)}, nil
 	case "panic":
 		panic("boom")
+	case "baggage":
+		a.seen <- seen{baggage.FromContext(ctx), trace.SpanContextFromContext(ctx), a.faults.Inject(ctx, "kube:pods:get")}
+		return ports.AdmissionResult{}, nil
 	case "slow":
 		<-ctx.Done()
 		a.cause <- context.Cause(ctx)
@@ -103,6 +121,8 @@ type fixture struct {
 	transport *http.Transport
 	base      string
 	causes    chan error
+	seen      chan seen
+	faults    *fault.Injector
 }
 
 // start serves the three Routes until the test ends.
@@ -121,20 +141,26 @@ func start(t *testing.T) *fixture {
 	cert, err := tlsfiles.New(t.Context(), host.Host(), settings, logger)
 	require.NoError(t, err)
 
-	f := &fixture{t: t, host: host, ca: ca, telemetry: tel, cert: cert, causes: make(chan error, 1)}
+	codec, err := jsonscenario.New("acme.fault")
+	require.NoError(t, err)
+	faults, err := fault.New(fault.Settings{Decoder: codec})
+	require.NoError(t, err)
+	f := &fixture{t: t, host: host, ca: ca, telemetry: tel, cert: cert, causes: make(chan error, 1), seen: make(chan seen, 1), faults: faults}
+	adm := admitter{cause: f.causes, seen: f.seen, faults: faults}
 	f.server, err = webhook.New(webhook.Config{
 		Network:     host.Network,
 		Address:     "localhost:9443",
 		Certificate: cert,
 		Routes: []webhook.Route{
-			{Path: validatePath, Name: "validate.v1.memcacheds.cache.example.com", Type: webhook.Validating, Admitter: admitter{f.causes}},
-			{Path: mutatePath, Name: "mutate.v1.memcacheds.cache.example.com", Type: webhook.Mutating, Admitter: admitter{f.causes}},
+			{Path: validatePath, Name: "validate.v1.memcacheds.cache.example.com", Type: webhook.Validating, Admitter: adm},
+			{Path: mutatePath, Name: "mutate.v1.memcacheds.cache.example.com", Type: webhook.Mutating, Admitter: adm},
 			{Path: convertPath, Name: "convert.memcacheds.cache.example.com", Type: webhook.Conversion, Converter: converter{}},
 		},
 		MaxRequestBytes: maxBytes,
 		TracerProvider:  tel.TracerProvider,
 		MeterProvider:   tel.MeterProvider,
 		Propagator:      tel.Propagator,
+		Faults:          faults,
 		Logger:          logger,
 	})
 	require.NoError(t, err)
@@ -479,4 +505,38 @@ func TestNew_reports_every_mistake(t *testing.T) {
 
 	_, err = webhook.New(webhook.Config{})
 	require.ErrorContains(t, err, "Config.Routes is empty")
+}
+
+// A review's own baggage header never puts its Admitter under a scenario:
+// the scenario's members are stripped, with loam.fit.strip on the review's
+// span, before the Admitter runs, so a Client it calls meets no fault.
+// The trace and every other member go on.
+func TestServer_strips_the_scenario_from_a_review_s_baggage(t *testing.T) {
+	f := start(t)
+	scenario, err := baggage.NewMemberRaw("acme.fault", `{"rules":[{"point":"*","abort":true}]}`)
+	require.NoError(t, err)
+	tenant, err := baggage.NewMemberRaw("tenant", "a")
+	require.NoError(t, err)
+	b, err := baggage.New(scenario, tenant)
+	require.NoError(t, err)
+	parent := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled,
+	})
+	for _, path := range []string{validatePath, mutatePath} {
+		resp, _ := f.do(http.MethodPost, path, "application/json", admissionReview("baggage"),
+			"traceparent", fmt.Sprintf("00-%s-%s-01", parent.TraceID(), parent.SpanID()), "baggage", b.String())
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		got := <-f.seen
+		require.Empty(t, got.baggage.Member("acme.fault").Key(), "the scenario is stripped")
+		require.Equal(t, "a", got.baggage.Member("tenant").Value(), "other members go on")
+		require.Equal(t, parent.TraceID(), got.trace.TraceID(), "the trace goes on")
+		require.NoError(t, got.fault, "a Client called in the review meets no fault")
+	}
+	spans := f.telemetry.SpansNamed("validate Memcached")
+	require.Len(t, spans, 1)
+	var names []string
+	for _, e := range spans[0].Events {
+		names = append(names, e.Name)
+	}
+	require.Contains(t, names, fault.StripEvent)
 }

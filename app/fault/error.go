@@ -2,6 +2,7 @@ package fault
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/loam-dev/loam/app/fault/fit"
 )
@@ -55,3 +56,23 @@ func (e *InjectedError) Unwrap() error { return e.Cause }
 // github.com/loam-dev/loam/app/fault.InjectedError, on a request's span and
 // in its metrics alike.
 func (e *InjectedError) ErrorType() string { return ErrorType(e) }
+
+// ErrorType returns the value of the error.type attribute OpenTelemetry's
+// semantic conventions give err: the package path and name of err's own
+// type, without a pointer, such as
+// github.com/loam-dev/loam/app/fault.InjectedError. It doesn't look
+// inside a wrapped error; use errors.As first to name one. A nil err has
+// no type, and returns "".
+func ErrorType(err error) string {
+	if err == nil {
+		return ""
+	}
+	t := reflect.TypeOf(err)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.PkgPath() == "" || t.Name() == "" {
+		return t.String()
+	}
+	return t.PkgPath() + "." + t.Name()
+}

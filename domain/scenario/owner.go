@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/otel/baggage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -26,12 +27,25 @@ type Owners struct {
 	// cluster-scoped one) as the JSON of its object, found false when it
 	// isn't cached, or an error when it can't be read.
 	Get func(namespace, name string) (doc []byte, found bool, err error)
+	// Trust is the owners' own controller's rule, its TrustScenario's
+	// trust: an owner it wouldn't trust with a scenario vouches for no
+	// child either. It is handed a copy of the owner of its own, decoded
+	// from Get's JSON. Nil trusts no owner.
+	Trust func(owner metav1.Object) bool
+	// Names, when not nil, reports whether owner names child as one of
+	// its children, as the mapping from owners to the children their
+	// changes reconcile does: a child it doesn't name is trusted in
+	// nothing, even with the owner's value copied onto it and its
+	// controller reference set to the owner by whoever can write it.
+	Names func(owner, child metav1.Object) bool
 }
 
 // Trusts reports whether child's scenario is what its controller owner
-// says now: child's controller owner reference names an object of o's
-// group and kind that Get holds, by its namespace, name and uid, and the
-// owner's annotation holds every member of the child's (OwnerSays). An
+// says now, and whether the owner's own controller would trust the owner
+// with it: child's controller owner reference names an object of o's
+// group and kind that Get holds, by its namespace, name and uid; the
+// owner's annotation holds every member of the child's (OwnerSays); Names,
+// when set, names child as the owner's; and Trust trusts the owner. An
 // owner not cached, or one that can't be read or decoded, is trusted in
 // nothing: Trusts returns false.
 func (o Owners) Trusts(child metav1.Object) bool {
@@ -50,16 +64,20 @@ func (o Owners) Trusts(child metav1.Object) bool {
 	if err != nil || !found {
 		return false
 	}
-	var owner struct {
-		Metadata struct {
-			UID         string            `json:"uid"`
-			Annotations map[string]string `json:"annotations"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(doc, &owner); err != nil || owner.Metadata.UID != string(ref.UID) {
+	var content map[string]any
+	if err := json.Unmarshal(doc, &content); err != nil {
 		return false
 	}
-	return OwnerSays(child.GetAnnotations()[o.Annotation], owner.Metadata.Annotations[o.Annotation])
+	owner := &unstructured.Unstructured{Object: content}
+	if owner.GetUID() != ref.UID || !OwnerSays(child.GetAnnotations()[o.Annotation], owner.GetAnnotations()[o.Annotation]) {
+		return false
+	}
+	if o.Names != nil && !o.Names(owner, child) {
+		return false
+	}
+	// Asked last, so the end user's rule meets only owners that vouch
+	// for this child, and about a copy the checks above didn't read.
+	return o.Trust != nil && o.Trust(owner.DeepCopy())
 }
 
 // OwnerSays reports whether the scenario a child's annotation holds,

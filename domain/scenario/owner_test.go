@@ -92,8 +92,50 @@ func TestOwners_Trusts_a_child_that_says_what_its_cached_owner_says(t *testing.T
 					doc, found := tc.cached[namespace+"/"+name]
 					return []byte(doc), found, tc.err
 				},
+				Trust: func(metav1.Object) bool { return true },
 			}
 			require.Equal(t, tc.want, o.Trusts(tc.child))
+		})
+	}
+}
+
+// The owner vouches for a child only where its own controller would trust
+// the owner itself (Trust), and only for a child it names (Names): a
+// child of an owner outside staging, or another child the owner's value
+// was copied onto, is trusted in nothing.
+func TestOwners_Trusts_only_what_the_owner_s_controller_would(t *testing.T) {
+	ownerIn := func(ns string) string {
+		return `{"metadata":{"namespace":"` + ns + `","name":"m","uid":"u1","annotations":{"` + annotation + `":"` + scenarioA + `"}}}`
+	}
+	memcached := controllerRef("cache.example.com/v1alpha1", "Memcached", "m", "u1")
+	copied := child("staging", memcached, scenarioA)
+	copied.SetName("copy")
+	staging := func(owner metav1.Object) bool { return owner.GetNamespace() == "staging" }
+	sameName := func(owner, child metav1.Object) bool { return child.GetName() == owner.GetName() }
+	for _, tc := range []struct {
+		name  string
+		child metav1.Object
+		owner string
+		want  bool
+		asked []string // the owners Trust is asked about
+	}{
+		{"an owner in staging, its child", child("staging", memcached, scenarioA), ownerIn("staging"), true, []string{"staging/m"}},
+		{"an owner outside staging", child("prod", memcached, scenarioA), ownerIn("prod"), false, []string{"prod/m"}},
+		{"the owner's value copied onto another child", copied, ownerIn("staging"), false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked []string
+			o := scenario.Owners{
+				Group: "cache.example.com", Kind: "Memcached", Namespaced: true, Annotation: annotation,
+				Get: func(namespace, name string) ([]byte, bool, error) { return []byte(tc.owner), true, nil },
+				Trust: func(owner metav1.Object) bool {
+					asked = append(asked, owner.GetNamespace()+"/"+owner.GetName())
+					return staging(owner)
+				},
+				Names: sameName,
+			}
+			require.Equal(t, tc.want, o.Trusts(tc.child))
+			require.Equal(t, tc.asked, asked, "the owner's own rule is asked about the owner, once it vouches for the child")
 		})
 	}
 }

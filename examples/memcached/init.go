@@ -260,6 +260,9 @@ func keepData(cm *corev1.ConfigMap) {
 // Memcacheds that name it.
 func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.Settings, kc kubernetes.Interface, experiments string, parts ...kube.Part) (*kube.Controller, *kube.Controller, error) {
 	configMaps := kube.NewCache(ConfigMaps, kube.CacheOptions[corev1.ConfigMap]{Transform: keepData})
+	// The Memcached controller's trust, which Budget's asks of each
+	// Deployment's Memcached too.
+	inExperiments := func(obj metav1.Object) bool { return obj.GetNamespace() == experiments }
 	byConfigMap := kube.NewIndex(configMapIndex, configMapOf)
 	memcacheds, err := kube.NewController(s, client, settings, Memcached, Reconciler{Kube: kc, ConfigMaps: configMaps}, append([]kube.Part{
 		// Only the Deployments the Reconciler applied, which it labels.
@@ -272,16 +275,15 @@ func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.S
 		kube.FilterUpdates(kube.SkipStatusOnly()),
 		// An admission policy lets only the chaos harness set the annotation
 		// in scenarioNamespace, which Init passes as experiments.
-		kube.TrustScenario(ScenarioAnnotation, func(obj metav1.Object) bool {
-			return obj.GetNamespace() == experiments
-		}),
+		kube.TrustScenario(ScenarioAnnotation, inExperiments),
 	}, parts...)...)
 	if err != nil {
 		return nil, nil, err
 	}
 	// The Memcacheds' metadata, so Budget trusts a Deployment's scenario
-	// only while its Memcached carries the same one: anyone who can write
-	// Deployments, but not Memcacheds, can't put Budget under a scenario.
+	// only while its Memcached carries the same one, names it, and is one
+	// the Memcached controller trusts: anyone who can write Deployments,
+	// but not Memcacheds, can't put Budget under a scenario.
 	// The admission policy of deploy/admission.yaml keeps the annotation
 	// on Deployments to the operator's ServiceAccount too.
 	owners := kube.NewCache(MemcachedMetadata, kube.CacheOptions[metav1.PartialObjectMetadata]{})
@@ -292,7 +294,7 @@ func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.S
 		kube.Watches(owners, kube.MapFunc(func(m metav1.Object) []kube.Key {
 			return []kube.Key{{Namespace: m.GetNamespace(), Name: m.GetName()}}
 		})),
-		kube.TrustOwnerScenario(ScenarioAnnotation, owners),
+		kube.TrustOwnerScenario(ScenarioAnnotation, owners, inExperiments),
 	)
 	if err != nil {
 		return nil, nil, err

@@ -47,8 +47,9 @@ func (c *childFaults) of(name string) []fit.Fault {
 // applied, whose annotation is the owner's scenario, and its reconciles
 // meet it; a Deployment written by someone else, controlled by the same
 // Memcached, uid and all, but annotated with a scenario the Memcached
-// doesn't carry, is trusted in nothing. When the owner's experiment
-// ends, its child's ends with it.
+// doesn't carry, is trusted in nothing, and so is one the owner's own
+// value is copied onto, which the owner's mapping doesn't name. When the
+// owner's experiment ends, its child's ends with it.
 func TestFaults_TrustOwnerScenario_trusts_a_child_only_while_it_says_what_its_owner_says(t *testing.T) {
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
@@ -75,7 +76,7 @@ func TestFaults_TrustOwnerScenario_trusts_a_child_only_while_it_says_what_its_ow
 			kube.Watches(owners, kube.MapFunc(func(m metav1.Object) []kube.Key {
 				return []kube.Key{{Namespace: m.GetNamespace(), Name: m.GetName()}}
 			})),
-			kube.TrustOwnerScenario(scenarioAnnotation, owners),
+			kube.TrustOwnerScenario(scenarioAnnotation, owners, inNamespace(ns)),
 		)
 		if err != nil {
 			return nil, err
@@ -105,6 +106,18 @@ func TestFaults_TrustOwnerScenario_trusts_a_child_only_while_it_says_what_its_ow
 	wait.For(t, time.Minute, func() bool { return len(met.of("rogue")) > 0 }, "the rogue Deployment is never reconciled", wait.App(a))
 	for _, f := range met.of("rogue") {
 		require.False(t, f.Abort, "a scenario its owner doesn't carry is trusted in nothing")
+	}
+
+	// The owner's own value copied onto another Deployment, controlled by
+	// the same Memcached: the owner's mapping doesn't name it, so it is
+	// trusted in nothing either.
+	copied := memcached.Deployment(m)
+	copied.WithName("copy").WithAnnotations(map[string]string{scenarioAnnotation: value})
+	_, err = admin.kube.AppsV1().Deployments(ns).Apply(t.Context(), copied, metav1.ApplyOptions{FieldManager: "someone-else", Force: true})
+	require.NoError(t, err)
+	wait.For(t, time.Minute, func() bool { return len(met.of("copy")) > 0 }, "the copied Deployment is never reconciled", wait.App(a))
+	for _, f := range met.of("copy") {
+		require.False(t, f.Abort, "the owner's value on a child it doesn't name is trusted in nothing")
 	}
 
 	// The owner's experiment ends: its child's reconciles meet nothing,
