@@ -77,6 +77,11 @@ type Config struct {
 	Retry backoff.Policy
 	// Lease is the Elector's timings.
 	Lease Lease
+	// DrainTimeout bounds a Lease's hand-off (handoff.go): the passes
+	// still in flight that long after the hand-off began, at a stop or a
+	// shard's rebalance, are cancelled with ErrDrainTimeout; the Lease is
+	// renewed until they return either way. 0 cancels none.
+	DrainTimeout time.Duration
 	// Finalizer is the Finalize's finalizer, "" without one.
 	Finalizer string
 	// Prepare, when not nil, runs first in every pass that does something.
@@ -334,10 +339,9 @@ func (c *Controller) lead(stop, background context.Context, w *crew) error {
 
 	select {
 	case <-stop.Done():
-		// Stop taking keys, let the reconciles in flight finish, and only
-		// then release the Lease.
-		w.stop()
-		w.wait()
+		// Stop taking keys, let the reconciles in flight finish with the
+		// Lease renewed, and only then release it.
+		w.drain(c.c.Clock, c.c.DrainTimeout)
 		stopElecting()
 		<-elected
 	case <-elected:
