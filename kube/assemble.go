@@ -137,6 +137,9 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Events:           ev.failures,
 		EventWriter:      ev.writer,
 		Gates:            gatesOf(s, settings.Name, p.awaits),
+
+		// NewController checked it is at least RetryPeriod.
+		DrainTimeout: le.DrainTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)

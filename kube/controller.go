@@ -24,6 +24,13 @@ import (
 // reconciles in flight are cancelled with it as their context's cause.
 var ErrLostLeadership = controller.ErrLostLeadership
 
+// ErrDrainTimeout is the cause a reconcile's context is cancelled with
+// when it still runs Settings.LeaderElection.DrainTimeout after its
+// Lease's hand-off began: SIGTERM, or a rebalance that gives its shard to
+// another replica. The Lease is renewed until the reconcile returns all
+// the same, so it never overlaps the next holder's.
+var ErrDrainTimeout = controller.ErrDrainTimeout
+
 // ErrShardCount is what Serve returns when a sharded replica finds a
 // running replica of its controller with another Settings.Shards: their
 // shards' ranges overlap, so two replicas could reconcile one object at
