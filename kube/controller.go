@@ -54,8 +54,10 @@ type Controller struct {
 	name    string
 	gvr     schema.GroupVersionResource
 	runtime *controller.Controller
-	synced  *health.Flag
-	logger  logr.Logger
+	// ready is the Flag Serve marks once the caches synced, and the held
+	// shards' caches synced.
+	ready  health.Monitor
+	logger logr.Logger
 }
 
 // target is what a Controller reconciles: a Resource's or a Kind's names.
@@ -215,10 +217,12 @@ func (c *Controller) String() string {
 // caches have synced, and healthy from then until Serve returns, on every
 // replica, leader or not; a sharded replica is healthy once its caches
 // have synced and it has announced itself, whether or not it holds a
-// shard yet. It goes in the readiness of whatever serves the
-// pod's probes. It may be called before Serve, and its Monitor never
-// returns an error.
-func (c *Controller) Synced() health.Monitor { return c.synced }
+// shard yet, and, when the API server serves sharded watches, while the
+// informer of each shard it holds has listed its objects: a shard just
+// taken makes it unready until its cache is whole. It goes in the
+// readiness of whatever serves the pod's probes. It may be called before
+// Serve, and its Monitor never returns an error.
+func (c *Controller) Synced() health.Monitor { return c.ready }
 
 // Serve runs the Controller until ctx is done, Shutdown is called, or the
 // Lease is lost.

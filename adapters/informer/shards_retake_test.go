@@ -53,3 +53,25 @@ func TestWatch_a_shard_held_again_before_its_release_stays_watched(t *testing.T)
 		})
 	}
 }
+
+// TestWatch_sharded_by_the_server_is_unsynced_while_a_held_shard_lists:
+// the primary cache, which a sharded replica's readiness reads, is synced
+// only once every held shard's informer has listed; holding none, it is.
+func TestWatch_sharded_by_the_server_is_unsynced_while_a_held_shard_lists(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		one := nameIn("m", 1, 2)
+		fake := memcachedClient(versioned(object("ns", one, nil)))
+		client := &shardingClient{Interface: fake, hold: make(chan struct{})}
+		var queued keys
+		w, _ := shardedWatch(t, client, &queued)
+		require.True(t, w.Primary().Synced(), "no shard held")
+
+		w.Hold(1)
+		synctest.Wait()
+		require.False(t, w.Primary().Synced(), "shard 1 still lists")
+		close(client.hold)
+		synctest.Wait()
+		require.True(t, w.Primary().Synced())
+		require.Equal(t, []ports.Key{{Namespace: "ns", Name: one}}, queued.take(t))
+	})
+}
