@@ -57,7 +57,7 @@ func (w *crew) drain(clock ports.Clock, timeout time.Duration) {
 // DrainTimeout has passed. It returns once none is in flight. When
 // leading ends with electing alive, the Lease is lost: handOff cancels
 // the passes at once with ErrLostLeadership, and reports true.
-func (r *sharded) handOff(s int, leading, electing context.Context) bool {
+func (r *sharded) handOff(leading, electing context.Context, s int) bool {
 	empty := r.gate.leave(s)
 	defer r.gate.forget(s)
 	count := r.c.c.Shards

@@ -328,7 +328,7 @@ func (r *sharded) campaign(handOff context.Context, s int) {
 		case <-lead.Done():
 		case <-handOff.Done():
 		}
-		lost = r.handOff(s, lead, electing)
+		lost = r.handOff(lead, electing, s)
 		r.c.c.Watch.Release(s)
 		stopElecting()
 	}, func() {})
