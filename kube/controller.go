@@ -252,12 +252,16 @@ func (c *Controller) Synced() health.Monitor { return c.ready }
 // lost Lease does.
 //
 // When ctx is done, the Controller stops taking keys, lets the reconciles
-// in flight finish, releases the Lease, stops its informers and returns
-// nil. When the Lease is lost, it stops taking keys, cancels the
+// in flight finish with the Lease renewed, cancels those still running
+// Settings.LeaderElection.DrainTimeout after with ErrDrainTimeout, and
+// only once they returned releases the Lease, stops its informers and
+// returns nil; a sharded replica hands a shard off the same way on a
+// rebalance. When the Lease is lost, it stops taking keys, cancels the
 // reconciles in flight, and returns ErrLostLeadership. The work queue is
 // shut down, never drained: the next leader lists every object. A
-// reconcile's context is cancelled only by a lost Lease, a Shutdown whose
-// context ends first, or Settings.ReconcileTimeout, never by ctx. A
+// reconcile's context is cancelled only by a lost Lease, DrainTimeout, a
+// Shutdown whose context ends first, or Settings.ReconcileTimeout, never
+// by ctx. A
 // Reconciler or Finalize that ignores its context keeps its worker until
 // it returns.
 //
