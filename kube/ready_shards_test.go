@@ -39,7 +39,9 @@ func (d splitServer) Resource(gvr schema.GroupVersionResource) dynamic.Namespace
 
 func (d splitServer) IsWatchListSemanticsUnSupported() bool { return true }
 
-type echoing struct{ dynamic.NamespaceableResourceInterface }
+type echoing struct {
+	dynamic.NamespaceableResourceInterface
+}
 
 func (r echoing) Namespace(ns string) dynamic.ResourceInterface {
 	return echoingIn{ResourceInterface: r.NamespaceableResourceInterface.Namespace(ns)}
