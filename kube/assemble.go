@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -137,6 +138,9 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		Events:           ev.failures,
 		EventWriter:      ev.writer,
 		Gates:            gatesOf(s, settings.Name, p.awaits),
+
+		// NewController checked it is at least RetryPeriod.
+		DrainTimeout: le.DrainTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
@@ -144,7 +148,10 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 	if err := bindHandles(settings.Name, settings, p, watch); err != nil {
 		return nil, err
 	}
-	return &Controller{name: settings.Name, gvr: t.gvr, runtime: rt, synced: synced, logger: tel.logger}, nil
+	// A sharded Watch's primary cache is each held shard's, when the
+	// server shards watches: whole once each has listed.
+	caches := health.MonitorFunc(func(context.Context) (bool, error) { return watch.Primary().Synced(), nil })
+	return &Controller{name: settings.Name, gvr: t.gvr, runtime: rt, ready: health.All(synced, caches), logger: tel.logger}, nil
 }
 
 // queueOf returns what makes the Controller's work queue once Serve

@@ -24,6 +24,13 @@ import (
 // reconciles in flight are cancelled with it as their context's cause.
 var ErrLostLeadership = controller.ErrLostLeadership
 
+// ErrDrainTimeout is the cause a reconcile's context is cancelled with
+// when it still runs Settings.LeaderElection.DrainTimeout after its
+// Lease's hand-off began: SIGTERM, or a rebalance that gives its shard to
+// another replica. The Lease is renewed until the reconcile returns all
+// the same, so it never overlaps the next holder's.
+var ErrDrainTimeout = controller.ErrDrainTimeout
+
 // ErrShardCount is what Serve returns when a sharded replica finds a
 // running replica of its controller with another Settings.Shards: their
 // shards' ranges overlap, so two replicas could reconcile one object at
@@ -47,8 +54,10 @@ type Controller struct {
 	name    string
 	gvr     schema.GroupVersionResource
 	runtime *controller.Controller
-	synced  *health.Flag
-	logger  logr.Logger
+	// ready is the Flag Serve marks once the caches synced, and the held
+	// shards' caches synced.
+	ready  health.Monitor
+	logger logr.Logger
 }
 
 // target is what a Controller reconciles: a Resource's or a Kind's names.
@@ -208,10 +217,12 @@ func (c *Controller) String() string {
 // caches have synced, and healthy from then until Serve returns, on every
 // replica, leader or not; a sharded replica is healthy once its caches
 // have synced and it has announced itself, whether or not it holds a
-// shard yet. It goes in the readiness of whatever serves the
-// pod's probes. It may be called before Serve, and its Monitor never
-// returns an error.
-func (c *Controller) Synced() health.Monitor { return c.synced }
+// shard yet, and, when the API server serves sharded watches, while the
+// informer of each shard it holds has listed its objects: a shard just
+// taken makes it unready until its cache is whole. It goes in the
+// readiness of whatever serves the pod's probes. It may be called before
+// Serve, and its Monitor never returns an error.
+func (c *Controller) Synced() health.Monitor { return c.ready }
 
 // Serve runs the Controller until ctx is done, Shutdown is called, or the
 // Lease is lost.
@@ -241,12 +252,16 @@ func (c *Controller) Synced() health.Monitor { return c.synced }
 // lost Lease does.
 //
 // When ctx is done, the Controller stops taking keys, lets the reconciles
-// in flight finish, releases the Lease, stops its informers and returns
-// nil. When the Lease is lost, it stops taking keys, cancels the
+// in flight finish with the Lease renewed, cancels those still running
+// Settings.LeaderElection.DrainTimeout after with ErrDrainTimeout, and
+// only once they returned releases the Lease, stops its informers and
+// returns nil; a sharded replica hands a shard off the same way on a
+// rebalance. When the Lease is lost, it stops taking keys, cancels the
 // reconciles in flight, and returns ErrLostLeadership. The work queue is
 // shut down, never drained: the next leader lists every object. A
-// reconcile's context is cancelled only by a lost Lease, a Shutdown whose
-// context ends first, or Settings.ReconcileTimeout, never by ctx. A
+// reconcile's context is cancelled only by a lost Lease, DrainTimeout, a
+// Shutdown whose context ends first, or Settings.ReconcileTimeout, never
+// by ctx. A
 // Reconciler or Finalize that ignores its context keeps its worker until
 // it returns.
 //

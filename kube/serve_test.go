@@ -475,7 +475,10 @@ func (r *blockingReconciler) Reconcile(ctx context.Context, m cacheObject) (Resu
 func TestShutdown_cancels_the_reconciles_in_flight_when_its_context_ends_first(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := newBlocking()
-		h := newHarness(t, settingsForTest(), rec, nil, memcached("a", 1))
+		s := settingsForTest()
+		// Longer than the grace period, which ends first.
+		s.LeaderElection.DrainTimeout = time.Minute
+		h := newHarness(t, s, rec, nil, memcached("a", 1))
 		ctx, stop := context.WithCancel(t.Context())
 		h.serve(ctx)
 		close(h.elector.grant)
@@ -493,6 +496,31 @@ func TestShutdown_cancels_the_reconciles_in_flight_when_its_context_ends_first(t
 		require.Equal(t, 20*time.Second, time.Since(start))
 		cause := <-rec.ended
 		require.ErrorIs(t, cause, context.DeadlineExceeded, "cancelled, with Shutdown's error as the cause")
+		require.NoError(t, <-h.served)
+		require.True(t, h.elector.wasReleased())
+	})
+}
+
+// At SIGTERM, a reconcile still running DrainTimeout (15s by default)
+// after the hand-off began is cancelled with ErrDrainTimeout, within the
+// App's 20-second grace period, and the Lease is released once it
+// returned.
+func TestShutdown_cancels_a_reconcile_still_running_DrainTimeout_after_SIGTERM(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newBlocking()
+		h := newHarness(t, settingsForTest(), rec, nil, memcached("a", 1))
+		ctx, stop := context.WithCancel(t.Context())
+		h.serve(ctx)
+		close(h.elector.grant)
+		<-rec.started
+
+		stop()
+		grace, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		start := time.Now()
+		require.NoError(t, h.ctrl.Shutdown(grace))
+		require.Equal(t, DefaultSettings().LeaderElection.DrainTimeout, time.Since(start))
+		require.ErrorIs(t, <-rec.ended, ErrDrainTimeout)
 		require.NoError(t, <-h.served)
 		require.True(t, h.elector.wasReleased())
 	})

@@ -135,3 +135,11 @@ func CheckRenewDeadline(d time.Duration) error { return settings.CheckPositive(d
 // CheckRetryPeriod reports whether d can be a candidate's retry period:
 // longer than zero. It returns nil when it can.
 func CheckRetryPeriod(d time.Duration) error { return settings.CheckPositive(d) }
+
+// CheckDrainTimeout reports whether d can bound a Lease's hand-off whose
+// Lease is renewed every retryPeriod: at least a RetryPeriod, since a
+// shorter drain cancels the reconciles in flight before the Lease's next
+// renewal, as a lost Lease would. It returns nil when it can.
+func CheckDrainTimeout(d, retryPeriod time.Duration) error {
+	return settings.CheckDrainTimeout(d, retryPeriod)
+}

@@ -30,7 +30,7 @@ func TestDefaultSettings(t *testing.T) {
 		RetryRate:        10,
 		RetryBurst:       100,
 		ReconcileTimeout: 5 * time.Minute,
-		LeaderElection:   LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+		LeaderElection:   LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second, DrainTimeout: 15 * time.Second},
 	}, d)
 
 	// The fields with no default are the only mistakes in the defaults.

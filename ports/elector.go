@@ -16,7 +16,9 @@ type Elector interface {
 	// Lease guards outlives the leadership, and only then releases the
 	// Lease, if it still holds it. It calls onStopped as it returns,
 	// whether or not it ever led. Run's caller tells a lost Lease from a
-	// done ctx by ctx.Err().
+	// done ctx by ctx.Err(). The renewals go on however long onStarted
+	// runs, and after it returns, until ctx is done: a caller hands the
+	// Lease off by draining its work before it ends ctx.
 	Run(ctx context.Context, onStarted func(ctx context.Context), onStopped func())
 }
 

@@ -65,11 +65,14 @@ type Watch interface {
 	// Hold makes a sharded controller's Watch hold shard s: it notifies
 	// the changes of the shard's objects, and of the objects they own,
 	// from now on, and every object of the shard it caches as an initial
-	// event, as a start-up does. It must not block for long. An unsharded
-	// Watch ignores it.
+	// event, as a start-up does. It must not block for long. Holds of
+	// one shard count: the shard is given up at the last of as many
+	// Releases, so a Hold that runs before the previous holding's
+	// Release leaves it held and watched. An unsharded Watch ignores it.
 	Hold(s int)
-	// Release makes a sharded controller's Watch give up shard s: it no
-	// longer notifies the changes of the shard's objects, and may drop
-	// them from its cache. An unsharded Watch ignores it.
+	// Release makes a sharded controller's Watch give up shard s, at the
+	// last Release of its Holds: it no longer notifies the changes of the
+	// shard's objects, and may drop them from its cache. An unsharded
+	// Watch ignores it.
 	Release(s int)
 }

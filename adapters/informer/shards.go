@@ -151,6 +151,11 @@ type shardState struct {
 	// Check found the API server allows.
 	split bool
 	held  map[int]*heldShard
+	// holdings counts each held shard's Holds not yet Released: a shard is
+	// given up at its last Release, so a Hold that runs before the
+	// Release of the holding before it (a shard taken back while it
+	// drains) never leaves it held but unwatched.
+	holdings map[int]int
 	// ctx is Start's, which the shards' informers run in, and stopped
 	// whether Stop has begun, after which Hold starts nothing.
 	ctx     context.Context
@@ -166,7 +171,7 @@ type heldShard struct {
 }
 
 func newShardState(count int) *shardState {
-	return &shardState{count: count, held: map[int]*heldShard{}}
+	return &shardState{count: count, held: map[int]*heldShard{}, holdings: map[int]int{}}
 }
 
 // holds reports whether the replica holds the shard of uid.
@@ -231,21 +236,24 @@ func (w *Watch) probe(ctx context.Context) error {
 
 // Hold makes the replica hold shard s of a sharded Watch, and notifies
 // its objects as initial events: those its new informers list, when the
-// API server serves sharded watches, or those the whole cache holds. It
-// does nothing in an unsharded Watch, for a shard held already, or once
-// Stop has begun.
+// API server serves sharded watches, or those the whole cache holds. A
+// shard held already is held once more, until as many Releases, and its
+// cached objects are notified again. It does nothing in an unsharded
+// Watch, or once Stop has begun.
 func (w *Watch) Hold(s int) {
 	st := w.shards
 	if st == nil {
 		return
 	}
 	st.mu.Lock()
-	if _, ok := st.held[s]; ok || st.stopped {
+	if st.stopped {
 		st.mu.Unlock()
 		return
 	}
-	if !st.split {
-		st.held[s] = nil
+	st.holdings[s]++
+	if h, ok := st.held[s]; ok || !st.split {
+		// h is nil in a Watch that caches the whole resource.
+		st.held[s] = h
 		st.mu.Unlock()
 		w.primary.eachObject(func(key ports.Key, uid string) {
 			if shard.Of(uid, st.count) == s {
@@ -256,6 +264,7 @@ func (w *Watch) Hold(s int) {
 	}
 	h, err := w.startShard(st.ctx, s)
 	if err != nil {
+		st.holdings[s]--
 		st.mu.Unlock()
 		w.c.Logger.Error(err, "starting the informers of a shard", "shard", s)
 		return
@@ -295,16 +304,22 @@ func (w *Watch) startShard(ctx context.Context, s int) (*heldShard, error) {
 	return h, nil
 }
 
-// Release makes the replica give up shard s of a sharded Watch: its
-// objects' changes are no longer notified and, when it has informers of
-// its own, they stop and its cache is dropped. It does nothing for a
-// shard not held.
+// Release makes the replica give up shard s of a sharded Watch, at the
+// last Release of its Holds: its objects' changes are no longer notified
+// and, when it has informers of its own, they stop and its cache is
+// dropped. It does nothing for a shard not held.
 func (w *Watch) Release(s int) {
 	st := w.shards
 	if st == nil {
 		return
 	}
 	st.mu.Lock()
+	if st.holdings[s] > 1 {
+		st.holdings[s]--
+		st.mu.Unlock()
+		return
+	}
+	delete(st.holdings, s)
 	h, ok := st.held[s]
 	delete(st.held, s)
 	st.mu.Unlock()
@@ -330,6 +345,7 @@ func (s *shardState) stopShards() {
 	s.stopped = true
 	held := s.held
 	s.held = map[int]*heldShard{}
+	s.holdings = map[int]int{}
 	s.mu.Unlock()
 	for _, h := range held {
 		if h != nil {

@@ -34,6 +34,9 @@ type shardingClient struct {
 	dynamic.Interface
 	mu    sync.Mutex
 	calls []string
+	// hold, when not nil, holds each list of the resource of a selector
+	// until it is closed.
+	hold chan struct{}
 }
 
 // IsWatchListSemanticsUnSupported tells client-go's reflector to list and
@@ -76,6 +79,13 @@ type shardingNamespace struct {
 }
 
 func (r shardingNamespace) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	if r.c.hold != nil && opts.ShardSelector != "" && r.resource != "leases" {
+		select {
+		case <-r.c.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	l, err := r.ResourceInterface.List(ctx, opts)
 	if err != nil || opts.ShardSelector == "" {
 		return l, err

@@ -77,6 +77,11 @@ type Config struct {
 	Retry backoff.Policy
 	// Lease is the Elector's timings.
 	Lease Lease
+	// DrainTimeout bounds a Lease's hand-off (handoff.go): the passes
+	// still in flight that long after the hand-off began, at a stop or a
+	// shard's rebalance, are cancelled with ErrDrainTimeout; the Lease is
+	// renewed until they return either way. 0 cancels none.
+	DrainTimeout time.Duration
 	// Finalizer is the Finalize's finalizer, "" without one.
 	Finalizer string
 	// Prepare, when not nil, runs first in every pass that does something.
@@ -189,14 +194,16 @@ func New(c Config) (*Controller, error) {
 // a standby keeps its caches warm.
 //
 // When ctx is done or Shutdown is called, the Controller stops taking
-// keys, lets the reconciles in flight finish, releases the Lease, stops
-// its informers and returns nil. When the Lease is lost, it stops taking
+// keys, lets the reconciles in flight finish with the Lease renewed,
+// cancels those still running DrainTimeout after with ErrDrainTimeout,
+// and only once they returned releases the Lease, stops its informers
+// and returns nil (handoff.go). When the Lease is lost, it stops taking
 // keys, cancels the reconciles in flight, and returns an error that wraps
 // ErrLostLeadership. The work queue is shut down, never drained, and the
 // pending retries and Afters are dropped: the next leader lists every
-// object. A reconcile's context is cancelled only by a lost Lease, a
-// Shutdown whose context ends first, or its ReconcileTimeout, never by
-// ctx. A reconciler that ignores its context keeps its worker until it
+// object. A reconcile's context is cancelled only by a lost Lease,
+// DrainTimeout, a Shutdown whose context ends first, or its
+// ReconcileTimeout, never by ctx. A reconciler that ignores its context keeps its worker until it
 // returns, cancelled or not.
 //
 // Serve runs once: a second call fails.
@@ -334,10 +341,9 @@ func (c *Controller) lead(stop, background context.Context, w *crew) error {
 
 	select {
 	case <-stop.Done():
-		// Stop taking keys, let the reconciles in flight finish, and only
-		// then release the Lease.
-		w.stop()
-		w.wait()
+		// Stop taking keys, let the reconciles in flight finish with the
+		// Lease renewed, and only then release it.
+		w.drain(c.c.Clock, c.c.DrainTimeout)
 		stopElecting()
 		<-elected
 	case <-elected:

@@ -82,6 +82,8 @@ func (e *elector) Run(ctx context.Context, onStarted func(context.Context), onSt
 	}()
 	select {
 	case <-ctx.Done():
+		// client-go's renew loop ends with the elector's context.
+		e.j.add("stop renewing")
 	case <-e.take:
 		e.j.add("lost")
 	}
@@ -167,6 +169,7 @@ func (q *queue) ShutDown() {
 type handler struct {
 	j       *journal
 	release chan struct{}
+	freed   sync.Once
 
 	mu       sync.Mutex
 	calls    map[string][]time.Duration
@@ -207,6 +210,10 @@ func (h *handler) Reconcile(ctx context.Context, obj ports.Object) (ports.Result
 	}
 	return ports.Result{}, nil
 }
+
+// free releases the held reconciles, once however often it is called, so
+// a test that fails with reconciles held still ends.
+func (h *handler) free() { h.freed.Do(func() { close(h.release) }) }
 
 func (h *handler) record(cause error) {
 	h.mu.Lock()

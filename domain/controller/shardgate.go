@@ -15,19 +15,25 @@ import (
 type shardGate struct {
 	count int
 
-	mu     sync.Mutex
-	shards map[int]*heldShard
+	mu sync.Mutex
+	// shards are the shards held; left those that stopped admitting
+	// passes and still drain.
+	shards, left map[int]*heldShard
 }
 
 // heldShard is a shard the replica holds, and its passes in flight.
 type heldShard struct {
-	wg     sync.WaitGroup
-	next   uint64
-	passes map[uint64]context.CancelCauseFunc
+	inFlight int
+	next     uint64
+	passes   map[uint64]context.CancelCauseFunc
+	// left is set once the shard stopped admitting passes; empty is
+	// closed once it has and none is in flight.
+	left  bool
+	empty chan struct{}
 }
 
 func newShardGate(count int) *shardGate {
-	return &shardGate{count: count, shards: map[int]*heldShard{}}
+	return &shardGate{count: count, shards: map[int]*heldShard{}, left: map[int]*heldShard{}}
 }
 
 // admit returns the context a pass over obj runs in, carrying its shard
@@ -46,13 +52,16 @@ func (g *shardGate) admit(ctx context.Context, obj ports.Object) (context.Contex
 	h.next++
 	id := h.next
 	h.passes[id] = cancel
-	h.wg.Add(1)
+	h.inFlight++
 	return ctx, func() {
 		g.mu.Lock()
 		delete(h.passes, id)
+		h.inFlight--
+		if h.left && h.inFlight == 0 {
+			close(h.empty)
+		}
 		g.mu.Unlock()
 		cancel(nil)
-		h.wg.Done()
 	}, true
 }
 
@@ -61,26 +70,46 @@ func (g *shardGate) hold(s int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, ok := g.shards[s]; !ok {
-		g.shards[s] = &heldShard{passes: map[uint64]context.CancelCauseFunc{}}
+		g.shards[s] = &heldShard{passes: map[uint64]context.CancelCauseFunc{}, empty: make(chan struct{})}
 	}
 }
 
-// drain stops admitting passes over shard s's objects and waits for those
-// in flight to return, cancelling them with cause first when cause isn't
-// nil.
-func (g *shardGate) drain(s int, cause error) {
+// leave stops admitting passes over shard s's objects, and returns the
+// channel closed once none of its passes is in flight: closed already
+// when the replica didn't hold s.
+func (g *shardGate) leave(s int) <-chan struct{} {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	h, ok := g.shards[s]
+	if !ok {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
 	delete(g.shards, s)
-	if ok && cause != nil {
+	h.left = true
+	g.left[s] = h
+	if h.inFlight == 0 {
+		close(h.empty)
+	}
+	return h.empty
+}
+
+// cancel cancels, with cause, the passes of shard s in flight since it
+// left.
+func (g *shardGate) cancel(s int, cause error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if h, ok := g.left[s]; ok {
 		for _, cancel := range h.passes {
 			cancel(cause)
 		}
 	}
-	g.mu.Unlock()
-	if ok {
-		// No pass is admitted to h once it left the map, so the count only
-		// falls.
-		h.wg.Wait()
-	}
+}
+
+// forget drops what the gate knows of shard s once it has drained.
+func (g *shardGate) forget(s int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.left, s)
 }

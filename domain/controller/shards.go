@@ -50,17 +50,25 @@ type sharded struct {
 	ended sync.WaitGroup
 }
 
-// campaign is one shard's Elector run.
+// campaign is one shard's Elector run. It stays among the run's
+// campaigns until its goroutine has returned, and the Lease is released,
+// so a shard is never campaigned for twice at once: a shard taken back
+// while it drains is campaigned for again once the drain is over.
 type campaign struct {
-	cancel context.CancelFunc
-	// held is set once the run is told the shard was acquired.
-	held bool
+	// handOff asks the campaign to end: a held shard hands its Lease off
+	// (handoff.go) before the Elector releases it.
+	handOff context.CancelFunc
+	// held is set once the run is told the shard was acquired; ending
+	// once handOff was called.
+	held, ending bool
 }
 
-// shardEvent is a campaign's news: its shard acquired, or lost.
+// shardEvent is a campaign's news: its shard acquired or lost, or, with
+// ended, its goroutine about to return.
 type shardEvent struct {
 	shard  int
 	change ports.ShardChange
+	ended  bool
 }
 
 // shard runs w's workers on the shards this replica holds, until stop
@@ -149,6 +157,10 @@ func (c *Controller) shard(stop, background context.Context, w *crew, gate *shar
 			r.end(true)
 			return fmt.Errorf("controller %s: its membership Lease: %w", c.c.Name, ErrLostLeadership)
 		case e := <-r.events:
+			if e.ended {
+				delete(r.campaigns, e.shard)
+				break
+			}
 			if e.change == ports.ShardLost {
 				r.end(true)
 				return fmt.Errorf("controller %s: shard %d of %d: %w", c.c.Name, e.shard, c.c.Shards, ErrLostLeadership)
@@ -260,46 +272,65 @@ func (r *sharded) view(obs shard.Observation) shard.View {
 
 // act carries d out: a campaign for each shard to take, and the end of
 // each campaign to abandon or shard to release. A released shard's
-// campaign drains its passes before its Lease is given up.
+// campaign hands its Lease off (handoff.go): its Lease is renewed until
+// its passes are done.
 func (r *sharded) act(d shard.Decision) {
 	for _, s := range slices.Concat(d.Abandon, d.Release) {
-		if p, ok := r.campaigns[s]; ok {
-			p.cancel()
-			delete(r.campaigns, s)
+		if p, ok := r.campaigns[s]; ok && !p.ending {
+			p.ending = true
+			p.handOff()
 		}
 	}
 	for _, s := range d.Take {
-		ctx, cancel := context.WithCancel(r.background)
-		p := &campaign{cancel: cancel}
-		r.campaigns[s] = p
+		if _, ok := r.campaigns[s]; ok {
+			continue
+		}
+		ctx, handOff := context.WithCancel(r.background)
+		r.campaigns[s] = &campaign{handOff: handOff}
 		r.ended.Add(1)
 		go r.campaign(ctx, s)
 	}
 }
 
-// campaign runs shard s's Elector until ctx ends or its Lease is lost.
-// Holding the Lease, it admits the shard's passes and has the Watch hold
-// the shard, which queues its objects; once the Lease ends, it drains the
-// shard's passes, cancelling them when the Lease was lost, and has the
-// Watch give the shard up, before the Elector may release the Lease.
-func (r *sharded) campaign(ctx context.Context, s int) {
+// campaign runs shard s's Elector until handOff ends or its Lease is
+// lost. Holding the Lease, it admits the shard's passes and has the
+// Watch hold the shard, which queues its objects. Once handOff ends, it
+// hands the Lease off: the shard's passes drain with the Lease renewed,
+// the Watch gives the shard up, and only then does the Elector stop
+// renewing and release the Lease. A Lease lost cancels the shard's
+// passes at once.
+func (r *sharded) campaign(handOff context.Context, s int) {
 	defer r.ended.Done()
 	count := r.c.c.Shards
+	electing, stopElecting := context.WithCancel(r.background)
+	defer stopElecting()
+	// A campaign that holds nothing yet ends at once.
+	var mu sync.Mutex
+	leading := false
+	defer context.AfterFunc(handOff, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !leading {
+			stopElecting()
+		}
+	})()
 	held, lost := false, false
-	r.leases.Shard(s, r.expired).Run(ctx, func(leading context.Context) {
+	r.leases.Shard(s, r.expired).Run(electing, func(lead context.Context) {
+		mu.Lock()
+		leading = true
+		mu.Unlock()
 		held = true
 		r.gate.hold(s)
 		r.c.c.Recorder.ShardChanged(r.background, ports.ShardAcquired, s, count)
 		r.send(shardEvent{shard: s, change: ports.ShardAcquired})
 		r.c.c.Watch.Hold(s)
-		<-leading.Done()
-		if ctx.Err() == nil {
-			lost = true
-			r.gate.drain(s, fmt.Errorf("shard %d of %d: %w", s, count, ErrLostLeadership))
-		} else {
-			r.gate.drain(s, nil)
+		select {
+		case <-lead.Done():
+		case <-handOff.Done():
 		}
+		lost = r.handOff(lead, electing, s)
 		r.c.c.Watch.Release(s)
+		stopElecting()
 	}, func() {})
 	switch {
 	case lost:
@@ -308,6 +339,7 @@ func (r *sharded) campaign(ctx context.Context, s int) {
 	case held:
 		r.c.c.Recorder.ShardChanged(r.background, ports.ShardReleased, s, count)
 	}
+	r.send(shardEvent{shard: s, ended: true})
 }
 
 // expired reports whether the replica saw the Lease as l reads unrenewed
@@ -327,18 +359,20 @@ func (r *sharded) send(e shardEvent) {
 }
 
 // end stops the run: the workers stop taking keys and the passes in
-// flight finish, or, when lost, are cancelled with ErrLostLeadership, and
-// only then are the shards' Leases released.
+// flight finish, with the shards' Leases renewed, and are cancelled with
+// ErrDrainTimeout if they still run DrainTimeout after; when lost, they
+// are cancelled with ErrLostLeadership at once. Only then are the
+// shards' Leases released.
 func (r *sharded) end(lost bool) {
 	if lost {
 		r.w.lose()
+		r.w.wait()
 	} else {
-		r.w.stop()
+		r.w.drain(r.c.c.Clock, r.c.c.DrainTimeout)
 	}
-	r.w.wait()
 	close(r.quit)
 	for _, p := range r.campaigns {
-		p.cancel()
+		p.handOff()
 	}
 	r.ended.Wait()
 }

@@ -30,13 +30,23 @@ type leaseServer struct {
 	holders map[string]string
 	counts  map[string]int
 	watches []func()
+	// stopped is when each Lease's holder stopped renewing it, as
+	// client-go's renew loop stops once its elector's context ends, while
+	// it still holds it; running counts each Lease's electors of one
+	// holder running at once, and most the highest count.
+	stopped map[string]time.Time
+	running map[string]int
+	most    map[string]int
 	// changed is closed and replaced at every change, for electors that
 	// wait for a free Lease.
 	changed chan struct{}
 }
 
 func newLeaseServer(j *journal) *leaseServer {
-	return &leaseServer{j: j, holders: map[string]string{}, counts: map[string]int{}, changed: make(chan struct{})}
+	return &leaseServer{
+		j: j, holders: map[string]string{}, counts: map[string]int{}, changed: make(chan struct{}),
+		stopped: map[string]time.Time{}, running: map[string]int{}, most: map[string]int{},
+	}
 }
 
 // set makes holder, running with count shards, hold the Lease name; ""
@@ -45,6 +55,7 @@ func (s *leaseServer) set(name, holder string, count int) {
 	s.mu.Lock()
 	s.holders[name] = holder
 	s.counts[name] = count
+	delete(s.stopped, name)
 	close(s.changed)
 	s.changed = make(chan struct{})
 	watches := slices.Clone(s.watches)
@@ -69,6 +80,43 @@ func (s *leaseServer) acquire(name, holder string, count int) (bool, <-chan stru
 	s.set(name, holder, count)
 	s.j.add(holder + " acquired " + name)
 	return true, nil
+}
+
+// stopRenewing records that holder stopped renewing the Lease name, if
+// it holds it.
+func (s *leaseServer) stopRenewing(name, holder string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holders[name] == holder {
+		s.stopped[name] = time.Now()
+		s.j.add(holder + " stops renewing " + name)
+	}
+}
+
+// takeable reports whether another replica could take the Lease name
+// now: it is free, or its holder stopped renewing it at least
+// LeaseDuration ago.
+func (s *leaseServer) takeable(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.stopped[name]
+	return s.holders[name] == "" || ok && time.Since(at) >= fenced.LeaseDuration
+}
+
+// electing counts an elector of name that starts (+1) or returns (-1).
+func (s *leaseServer) electing(name string, d int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running[name] += d
+	s.most[name] = max(s.most[name], s.running[name])
+}
+
+// mostElectors returns the most electors of one replica that ran at once
+// for the Lease name.
+func (s *leaseServer) mostElectors(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.most[name]
 }
 
 func (s *leaseServer) holder(name string) string {
@@ -124,6 +172,8 @@ type leaseElector struct {
 func (e *leaseElector) Run(ctx context.Context, onStarted func(context.Context), onStopped func()) {
 	defer onStopped()
 	srv := e.l.srv
+	srv.electing(e.name, 1)
+	defer srv.electing(e.name, -1)
 	for {
 		held, changed := srv.acquire(e.name, e.l.holder, e.l.count)
 		if held {
@@ -150,6 +200,10 @@ func (e *leaseElector) Run(ctx context.Context, onStarted func(context.Context),
 		case <-changed:
 		case <-ctx.Done():
 		}
+	}
+	if ctx.Err() != nil {
+		// client-go's renew loop ends with the elector's context.
+		srv.stopRenewing(e.name, e.l.holder)
 	}
 	cancel()
 	<-returned
@@ -186,13 +240,13 @@ func objectOf(prefix string, s, count int) string {
 // newShardedRig returns a rig whose Controller is replica "a" of a
 // controller with count shards on srv's Leases. Its journal records each
 // shard the Watch is told to hold and release.
-func newShardedRig(t *testing.T, srv *leaseServer, count int) *rig {
+func newShardedRig(t *testing.T, srv *leaseServer, count int, with ...func(*controller.Config)) *rig {
 	t.Helper()
-	r := newRig(t, 2, func(c *controller.Config) {
+	r := newRig(t, 2, append([]func(*controller.Config){func(c *controller.Config) {
 		c.Elector = nil
 		c.Shards = count
 		c.ShardLeases = &leases{srv: srv, identity: "a", holder: "a_1", count: count}
-	})
+	}}, with...)...)
 	srv.j = r.j
 	r.rec.EXPECT().ShardChanged(gomock.Any(), gomock.Any(), gomock.Any(), count).Do(func(_ context.Context, c ports.ShardChange, s, _ int) {
 		r.j.add(fmt.Sprintf("shard %d %s", s, c))

@@ -158,6 +158,13 @@ type LeaderElection struct {
 	RenewDeadline time.Duration
 	// RetryPeriod is how long a candidate waits between tries.
 	RetryPeriod time.Duration
+	// DrainTimeout bounds a Lease's hand-off, the leader's at SIGTERM and
+	// a shard's on a rebalance: the replica stops taking the Lease's
+	// objects and keeps renewing the Lease while the reconciles in flight
+	// return, cancels those still running DrainTimeout after the hand-off
+	// began, and releases the Lease once they have all returned. It is at
+	// least RetryPeriod.
+	DrainTimeout time.Duration
 }
 
 // Default returns the Default constants as Settings. Name,
@@ -176,6 +183,7 @@ func Default() Settings {
 			LeaseDuration: DefaultLeaseDuration,
 			RenewDeadline: DefaultRenewDeadline,
 			RetryPeriod:   DefaultRetryPeriod,
+			DrainTimeout:  DefaultDrainTimeout,
 		},
 	}
 }
@@ -227,6 +235,9 @@ func Validate(s Settings) error {
 	}
 	if renewOK && retryOK {
 		check("LeaderElection.RenewDeadline", CheckRenewDeadline(le.RenewDeadline, le.RetryPeriod))
+	}
+	if retryOK {
+		check("LeaderElection.DrainTimeout", CheckDrainTimeout(le.DrainTimeout, le.RetryPeriod))
 	}
 	if s.Shards != 0 && shardsOK && nameOK && identityOK {
 		errs = append(errs, checkShardLeases(s.Name, le.Identity, s.Shards)...)

@@ -31,7 +31,7 @@ func TestDefault(t *testing.T) {
 		RetryRate:        10,
 		RetryBurst:       100,
 		ReconcileTimeout: 5 * time.Minute,
-		LeaderElection:   settings.LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second},
+		LeaderElection:   settings.LeaderElection{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second, DrainTimeout: 15 * time.Second},
 	}, d)
 	require.True(t, settings.Fenced(d.LeaderElection.LeaseDuration, d.LeaderElection.RenewDeadline, d.LeaderElection.RetryPeriod))
 }

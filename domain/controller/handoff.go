@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/loam-dev/loam/ports"
+)
+
+// ErrDrainTimeout is the cause a pass's context is cancelled with when it
+// still runs DrainTimeout after its Lease's hand-off began: a rebalance
+// gives the pass's shard to another replica, or Serve stops. The Lease is
+// renewed until the pass has returned all the same, so the pass never
+// overlaps the next holder's; the cancel bounds how long the hand-off
+// waits for a pass that heeds its context. Its text names kube, which
+// re-exports it.
+var ErrDrainTimeout = errors.New("kube: the reconcile still ran when its Lease's hand-off reached Settings.LeaderElection.DrainTimeout")
+
+// How a Lease is handed off, the single leader's at a stop and a shard's
+// at a rebalance or a stop alike, modelled on client-go's leader
+// election, which releases a Lease only once its holder's
+// OnStartedLeading has returned, and on an external sharder's drain,
+// which stops sending a shard's objects to a replica and waits for it to
+// let go before another takes them:
+//
+//  1. The Lease's keys stop being taken: the workers stop, or the shard's
+//     gate stops admitting its passes.
+//  2. The elector keeps renewing the Lease while the passes in flight
+//     return: its context lives on, so client-go's renew loop does too.
+//  3. DrainTimeout after the hand-off began, the passes still running are
+//     cancelled with ErrDrainTimeout, and waited for: a pass that ignores
+//     its context keeps the Lease renewed, never overlaps the next holder.
+//  4. Only then is the elector's context cancelled: client-go stops
+//     renewing, and releases the Lease.
+//
+// A Lease lost during the drain cancels its passes at once with
+// ErrLostLeadership, since another replica may hold it already.
+
+// drain stops the workers taking keys, and waits for the passes in
+// flight to return, cancelling those that still run timeout after it
+// began with ErrDrainTimeout; a timeout of 0 waits as long as they run.
+// The Lease is renewed meanwhile: its caller stops electing only after.
+func (w *crew) drain(clock ports.Clock, timeout time.Duration) {
+	w.stop()
+	if timeout > 0 {
+		stop := clock.AfterFunc(timeout, func() { w.cancel(ErrDrainTimeout) })
+		defer stop()
+	}
+	w.wait()
+}
+
+// handOff drains shard s, whose Lease the replica holds until leading
+// ends: its passes stop being admitted, and those in flight return with
+// the Lease still renewed, or are cancelled with ErrDrainTimeout once
+// DrainTimeout has passed. It returns once none is in flight. When
+// leading ends with electing alive, the Lease is lost: handOff cancels
+// the passes at once with ErrLostLeadership, and reports true.
+func (r *sharded) handOff(leading, electing context.Context, s int) bool {
+	empty := r.gate.leave(s)
+	defer r.gate.forget(s)
+	count := r.c.c.Shards
+	var expired chan struct{}
+	if d := r.c.c.DrainTimeout; d > 0 {
+		expired = make(chan struct{})
+		stop := r.c.c.Clock.AfterFunc(d, func() { close(expired) })
+		defer stop()
+	}
+	ended := leading.Done()
+	lost := false
+	for {
+		select {
+		case <-empty:
+			return lost
+		case <-expired:
+			expired = nil
+			r.gate.cancel(s, fmt.Errorf("shard %d of %d: %w", s, count, ErrDrainTimeout))
+		case <-ended:
+			ended = nil
+			if electing.Err() == nil {
+				lost = true
+				r.gate.cancel(s, fmt.Errorf("shard %d of %d: %w", s, count, ErrLostLeadership))
+			}
+		}
+	}
+}
