@@ -81,6 +81,12 @@ func WithUser(name, token string, groups ...string) Option {
 // because the garbage collector looks for new resources only every 30
 // seconds; custom resources installed later by Cluster.InstallCRDs are
 // collected only after that delay.
+//
+// A process runs one controller manager at a time: kube-controller-manager
+// reserves the name of its informers process-wide (client-go's
+// cache.NewInformerName), so a second cluster with one fails to start,
+// saying the name "is already registered", until the first cluster stops.
+// Tests that each need the garbage collector share one cluster.
 func WithControllerManager() Option {
 	return func(s *settings) { s.controllerManager = true }
 }
