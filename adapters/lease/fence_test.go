@@ -134,7 +134,7 @@ func fenceRun(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase tim
 	t.Helper()
 	// NewClientset's field management takes a tracker many times as long
 	// to build as a run takes, and a Lease's updates don't need it.
-	client := fake.NewSimpleClientset() //nolint:staticcheck // as above
+	client := fake.NewSimpleClientset()
 	var (
 		mu     sync.Mutex
 		seen   fenced
