@@ -43,9 +43,9 @@ const (
 // after the first renewal of the last one's second, and no later than its
 // latest after the kill, plus the time its Lease requests took (after a
 // SIGTERM, from the release to settings.TakeoverReleased after the exit,
-// give or take those requests). Each round reads the Lease once and
-// watches its every version from there, so the takeover's acquireTime is
-// the new holder's own. No two replicas ever reconcile at the same time; the partitioned
+// give or take those requests). The test watches the Lease's every
+// version, each read once, so the takeover's acquireTime is the new
+// holder's own. No two replicas ever reconcile at the same time; the partitioned
 // leader exits with ErrLostLeadership and the SIGTERMed one with 0; the
 // new leader, its caches warm, lists nothing again between the kill and
 // its first reconcile (counted at a Proxy in front of each replica); and
@@ -117,9 +117,12 @@ func TestChaos_leader_killed(t *testing.T) {
 	var crashes, partitions, sigterms, lostBefore, sameSecond int
 	var sinceRenewal, aboveLowest, lastToTaken, releaseToTaken []time.Duration
 	whole := settings.LeaseSeconds(killLeaseDuration)
+	// Every version of the Lease from here on, each read once: a round's
+	// bounds count from renewals that may precede it, by up to a second.
+	versions := watchLease(t, admin.kube, ns)
+	versions.watchedASecond(t, wait.All(replicas)...)
 	for round := range kills {
-		// The round's one read of the Lease, and every version after it.
-		versions := watchLease(t, admin.kube, ns)
+		versions.drain(t)
 		leader := byIdentity(ptr.Deref(versions.latest().Spec.HolderIdentity, ""))
 		require.NotNil(t, leader, "round %d: no replica holds the Lease", round+1)
 		require.False(t, leader.exited(), "round %d: the leader %s holds the Lease but has exited", round+1, leader.identity)

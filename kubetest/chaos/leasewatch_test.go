@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // leaseVersions is every version of the controller's Lease from one read
@@ -40,25 +42,41 @@ func watchLease(t *testing.T, k kubernetes.Interface, ns string) *leaseVersions 
 // latest returns the newest version seen so far.
 func (v *leaseVersions) latest() *coordinationv1.Lease { return v.versions[len(v.versions)-1] }
 
-// next takes in every version the watch has delivered so far, without
-// waiting, and returns the first of them held by neither "" nor except,
-// or nil.
+// next takes in the versions the watch has delivered so far, without
+// waiting, up to the first held by neither "" nor except, and returns it,
+// or nil when there is none yet.
 func (v *leaseVersions) next(t *testing.T, except string) *coordinationv1.Lease {
 	t.Helper()
-	for {
-		select {
-		case ev, ok := <-v.w.ResultChan():
-			require.True(t, ok, "the Lease's watch ended")
-			l, isLease := ev.Object.(*coordinationv1.Lease)
-			require.True(t, isLease, "the Lease's watch: %s event of %T: %v", ev.Type, ev.Object, ev.Object)
-			require.NotEqual(t, watch.Deleted, ev.Type, "the Lease was deleted")
-			v.versions = append(v.versions, l)
-			if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" && h != except {
-				return l
-			}
-		default:
-			return nil
+	for l := v.take(t); l != nil; l = v.take(t) {
+		if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" && h != except {
+			return l
 		}
+	}
+	return nil
+}
+
+// drain takes in every version the watch has delivered so far, without
+// waiting.
+func (v *leaseVersions) drain(t *testing.T) {
+	t.Helper()
+	for v.take(t) != nil {
+	}
+}
+
+// take takes in the next version the watch has delivered, without
+// waiting, and returns it, or nil when there is none yet.
+func (v *leaseVersions) take(t *testing.T) *coordinationv1.Lease {
+	t.Helper()
+	select {
+	case ev, ok := <-v.w.ResultChan():
+		require.True(t, ok, "the Lease's watch ended")
+		l, isLease := ev.Object.(*coordinationv1.Lease)
+		require.True(t, isLease, "the Lease's watch: %s event of %T: %v", ev.Type, ev.Object, ev.Object)
+		require.NotEqual(t, watch.Deleted, ev.Type, "the Lease was deleted")
+		v.versions = append(v.versions, l)
+		return l
+	default:
+		return nil
 	}
 }
 
@@ -76,17 +94,30 @@ func (v *leaseVersions) renewals(t *testing.T, holder string, taken *coordinatio
 	for i >= 0 && ptr.Deref(v.versions[i].Spec.HolderIdentity, "") != holder {
 		i--
 	}
-	require.GreaterOrEqual(t, i, 0, "%s wrote no version of the Lease since the round began", holder)
+	require.GreaterOrEqual(t, i, 0, "%s wrote no version of the Lease since the watch began", holder)
 	last = v.versions[i]
 	second := last.Spec.RenewTime.Truncate(time.Second)
 	for firstOfSecond = last; i >= 0; i-- {
 		l := v.versions[i]
 		if ptr.Deref(l.Spec.HolderIdentity, "") != holder || !l.Spec.RenewTime.Truncate(time.Second).Equal(second) {
-			break
+			return last, firstOfSecond
 		}
 		firstOfSecond = l
 	}
-	return last, firstOfSecond
+	require.FailNow(t, "the first renewal of the last one's second came before the watch began", "%s", describeLease(last))
+	return nil, nil
+}
+
+// watchedASecond waits until the watch has seen a renewal stamped in a
+// later second than the first version's, so that renewals counts from
+// versions it has seen.
+func (v *leaseVersions) watchedASecond(t *testing.T, watched ...wait.Watched) {
+	t.Helper()
+	first := v.versions[0].Spec.RenewTime.Truncate(time.Second)
+	wait.For(t, time.Minute, func() bool {
+		v.drain(t)
+		return v.latest().Spec.RenewTime.Truncate(time.Second).After(first)
+	}, "the Lease's watch saw no renewal", watched...)
 }
 
 // released returns the version before taken that released the Lease: no
