@@ -657,11 +657,15 @@ func TestServe_warns_when_the_Lease_timings_don_t_fence_leadership(t *testing.T)
 		wantWarning         string
 	}{
 		{"Kubernetes' defaults", 15 * time.Second, 10 * time.Second, 2 * time.Second, ""},
-		{"a margin of a millisecond", 12*time.Second + time.Millisecond, 10 * time.Second, 2 * time.Second, ""},
+		{"a margin of a second", 13 * time.Second, 10 * time.Second, 2 * time.Second, ""},
+		{"a millisecond longer, which the Lease's whole seconds drop", 12*time.Second + time.Millisecond, 10 * time.Second, 2 * time.Second,
+			"LeaderElection.LeaseDuration 12.001s, which the Lease counts as 12s from up to 0s before the last renewal, is not longer than RenewDeadline 10s + RetryPeriod 2s"},
 		{"exactly RenewDeadline + RetryPeriod", 12 * time.Second, 10 * time.Second, 2 * time.Second,
-			"LeaderElection.LeaseDuration 12s is not longer than RenewDeadline 10s + RetryPeriod 2s"},
+			"LeaderElection.LeaseDuration 12s, which the Lease counts as 12s from up to 0s before the last renewal, is not longer than RenewDeadline 10s + RetryPeriod 2s"},
+		{"renewals 0.5s apart share a second", 3 * time.Second, 2 * time.Second, 500 * time.Millisecond,
+			"LeaderElection.LeaseDuration 3s, which the Lease counts as 3s from up to 500ms before the last renewal, is not longer than RenewDeadline 2s + RetryPeriod 500ms"},
 		{"within the spec's bounds, but unfenced", 11 * time.Second, 10 * time.Second, 2 * time.Second,
-			"LeaderElection.LeaseDuration 11s is not longer than RenewDeadline 10s + RetryPeriod 2s"},
+			"LeaderElection.LeaseDuration 11s, which the Lease counts as 11s from up to 0s before the last renewal, is not longer than RenewDeadline 10s + RetryPeriod 2s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

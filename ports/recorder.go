@@ -33,7 +33,7 @@ type Recorder interface {
 	ReconcileEnded(ctx context.Context, key Key, report Report)
 	// LeaderElectionUnfenced reports Lease timings that let a leader cut
 	// off from the API server reconcile after a standby may have taken the
-	// Lease: LeaseDuration not longer than RenewDeadline + RetryPeriod.
+	// Lease: timings that settings.Fenced doesn't find fenced.
 	LeaderElectionUnfenced(ctx context.Context, leaseDuration, renewDeadline, retryPeriod time.Duration)
 	// MappingPanicked reports a panic of an end user's function that an
 	// informer calls and recovers: the mapping of a related watch, an

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/loam-dev/loam/app/fault"
+	"github.com/loam-dev/loam/domain/settings"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -385,8 +386,9 @@ func (r *Recorder) ShardChanged(ctx context.Context, change ports.ShardChange, s
 // fenced", Lease timings that let two replicas reconcile at once: a
 // leader cut off from the API server stops at most RetryPeriod +
 // RenewDeadline after its last renewal, and a standby may take the Lease
-// LeaseDuration after it, so LeaseDuration must be the longer. The record
-// names the three durations and says why in exception.message.
+// as early as the Lease's whole seconds after the first renewal in the
+// last one's second (settings.FenceMargin). The record names the three
+// durations and says why in exception.message.
 func (r *Recorder) LeaderElectionUnfenced(ctx context.Context, leaseDuration, renewDeadline, retryPeriod time.Duration) {
 	rec := r.newRecord(log.SeverityWarn, unfencedBody)
 	rec.AddAttributes(
@@ -394,9 +396,10 @@ func (r *Recorder) LeaderElectionUnfenced(ctx context.Context, leaseDuration, re
 		renewDeadlineKey.String(renewDeadline.String()),
 		retryPeriodKey.String(retryPeriod.String()),
 		exceptionMessageKey.String(fmt.Sprintf(
-			"LeaderElection.LeaseDuration %v is not longer than RenewDeadline %v + RetryPeriod %v: "+
+			"LeaderElection.LeaseDuration %v, which the Lease counts as %v from up to %v before the last renewal, "+
+				"is not longer than RenewDeadline %v + RetryPeriod %v: "+
 				"a leader cut off from the API server may still be reconciling when a standby takes the Lease",
-			leaseDuration, renewDeadline, retryPeriod)),
+			leaseDuration, settings.LeaseSeconds(leaseDuration), settings.SameSecond(retryPeriod), renewDeadline, retryPeriod)),
 	)
 	r.logger.Emit(ctx, rec)
 }

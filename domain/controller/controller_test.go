@@ -277,7 +277,8 @@ func TestServe_warns_when_the_Lease_timings_don_t_fence_leadership(t *testing.T)
 		warns bool
 	}{
 		{"the defaults", fenced, false},
-		{"LeaseDuration just longer than RenewDeadline + RetryPeriod", controller.Lease{LeaseDuration: 12*time.Second + 1, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, false},
+		{"LeaseDuration a second longer than RenewDeadline + RetryPeriod", controller.Lease{LeaseDuration: 13 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, false},
+		{"LeaseDuration just longer than RenewDeadline + RetryPeriod, in the Lease's whole seconds equal", controller.Lease{LeaseDuration: 12*time.Second + 999*time.Millisecond, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, true},
 		{"LeaseDuration equal to RenewDeadline + RetryPeriod", controller.Lease{LeaseDuration: 12 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

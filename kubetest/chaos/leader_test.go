@@ -13,18 +13,21 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/loam-dev/loam/domain/settings"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest/wait"
 )
 
 // The leader tests' Lease: short, so a standby takes it over in about
-// three seconds, with RetryPeriod + RenewDeadline shorter than
-// LeaseDuration, so a leader cut off from the API server gives the Lease
-// up before a standby may take it. client-go asks only for RenewDeadline <
-// LeaseDuration; with RetryPeriod + RenewDeadline >= LeaseDuration a cut-off
-// leader's last try to renew may end after a standby took over.
+// four seconds, and fenced with a margin of a second
+// (settings.FenceMargin): a leader cut off from the API server stops
+// leading RetryPeriod + RenewDeadline, 2.5s, after its last renewal, and a
+// standby takes the Lease no sooner than its 4 whole seconds after the
+// first renewal stamped in the last one's second, at most 0.5s before it,
+// so no sooner than 3.5s after it. client-go asks only for RenewDeadline <
+// LeaseDuration; 3s, 2s and 0.5s, which keep that, have no margin at all.
 const (
-	killLeaseDuration = 3 * time.Second
+	killLeaseDuration = 4 * time.Second
 	killRenewDeadline = 2 * time.Second
 	killRetryPeriod   = 500 * time.Millisecond
 )
@@ -35,9 +38,14 @@ const (
 // Lease kept), a partition (its network cut, left to notice by itself,
 // the Lease kept) and a SIGTERM (a graceful stop that releases the
 // Lease). After each kill a new replica joins, so two standbys always
-// wait. Every time, a standby takes the Lease over within takeoverBound
-// (releasedBound after a SIGTERM's exit) and the time its Lease requests
-// took; no two replicas ever reconcile at the same time; the partitioned
+// wait. Every time, a standby takes the Lease over within
+// settings.Takeover's bounds: no sooner than the Lease's whole seconds
+// after the first renewal of the last one's second, and no later than its
+// latest after the kill, plus the time its Lease requests took (after a
+// SIGTERM, from the release to settings.TakeoverReleased after the exit,
+// give or take those requests). The test watches the Lease's every
+// version, each read once, so the takeover's acquireTime is the new
+// holder's own. No two replicas ever reconcile at the same time; the partitioned
 // leader exits with ErrLostLeadership and the SIGTERMed one with 0; the
 // new leader, its caches warm, lists nothing again between the kill and
 // its first reconcile (counted at a Proxy in front of each replica); and
@@ -104,11 +112,18 @@ func TestChaos_leader_killed(t *testing.T) {
 	var takeovers, released, firstReconciles, margins []time.Duration
 	var takeoverLists int64
 	var latencies []time.Duration
-	kept, releasing := takeoverBound(killLeaseDuration, killRetryPeriod), releasedBound(killRetryPeriod)
-	var crashes, partitions, sigterms, lostBefore int
-	var sinceRenewal []time.Duration
+	_, kept := settings.Takeover(killLeaseDuration, killRetryPeriod)
+	releasing := settings.TakeoverReleased(killRetryPeriod)
+	var crashes, partitions, sigterms, lostBefore, sameSecond int
+	var sinceRenewal, aboveLowest, lastToTaken, releaseToTaken []time.Duration
+	whole := settings.LeaseSeconds(killLeaseDuration)
+	// Every version of the Lease from here on, each read once: a round's
+	// bounds count from renewals that may precede it, by up to a second.
+	versions := watchLease(t, admin.kube, ns)
+	versions.watchedASecond(t, wait.All(replicas)...)
 	for round := range kills {
-		leader := byIdentity(holder(t, admin.kube, ns))
+		versions.drain(t)
+		leader := byIdentity(ptr.Deref(versions.latest().Spec.HolderIdentity, ""))
 		require.NotNil(t, leader, "round %d: no replica holds the Lease", round+1)
 		require.False(t, leader.exited(), "round %d: the leader %s holds the Lease but has exited", round+1, leader.identity)
 		standbys := slices.DeleteFunc(alive(), func(r *replica) bool { return r == leader })
@@ -157,21 +172,17 @@ func TestChaos_leader_killed(t *testing.T) {
 			bound = releasing
 		}
 
-		// A standby takes the Lease over.
-		var acquired time.Time
-		var next *replica
+		// A standby takes the Lease over: the first version held by
+		// another, whose acquireTime its taker stamped.
+		var taken *coordinationv1.Lease
 		wait.For(t, bound+time.Minute, func() bool {
-			l := lease(t, admin.kube, ns)
-			id := holder(t, admin.kube, ns)
-			if id == "" || id == leader.identity {
-				return false
-			}
-			next = byIdentity(id)
-			acquired = l.Spec.AcquireTime.Time
-			return true
+			taken = versions.next(t, leader.identity)
+			return taken != nil
 		}, fmt.Sprintf("round %d: no standby takes the Lease over", round+1), wait.All(standbys)...)
-		require.NotNil(t, next, "round %d: the Lease went to a stranger", round+1)
+		next := byIdentity(ptr.Deref(taken.Spec.HolderIdentity, ""))
+		require.NotNil(t, next, "round %d: the Lease went to a stranger: %s", round+1, describeLease(taken))
 		require.Contains(t, standbys, next, "round %d: the Lease went to %s, not a standby", round+1, next.identity)
+		acquired := taken.Spec.AcquireTime.Time
 		takeover := acquired.Sub(killed)
 		// The standby's tries that could count: from the last renewal,
 		// at most a RetryPeriod and its renewal's time before the kill,
@@ -181,7 +192,31 @@ func TestChaos_leader_killed(t *testing.T) {
 			"round %d, %s: the standby took over %v after the kill, past the bound of %v for Lease timings %v/%v/%v and %v of its Lease requests",
 			round+1, kind, takeover, bound, killLeaseDuration, killRenewDeadline, killRetryPeriod, latency)
 		if kind == killSIGTERM {
+			// No sooner than the release, less the time from the
+			// acquiring try's start, when it stamps acquireTime, to its
+			// read of the released Lease: that try's requests.
+			r := versions.released(t, taken)
+			require.False(t, acquired.Before(r.Spec.RenewTime.Add(-latency)),
+				"round %d: the standby's acquireTime %s is more than its Lease requests' %v before the release, %s",
+				round+1, acquired.Format(time.StampMicro), latency, describeLease(r))
 			released = append(released, takeover)
+			releaseToTaken = append(releaseToTaken, acquired.Sub(r.Spec.RenewTime.Time))
+		} else {
+			// No sooner than the Lease's whole seconds after the first
+			// renewal stamped in the last one's second, exactly: the
+			// standby's observedTime came after that renewal was stored,
+			// and it takes the Lease at the first try whose start is that
+			// many seconds later. Requests only make it later.
+			last, first := versions.renewals(t, leader.identity, taken)
+			lowest := first.Spec.RenewTime.Add(whole)
+			require.False(t, acquired.Before(lowest),
+				"round %d, %s: the standby's acquireTime %s is before %s, %v after the first renewal of the leader's last second: %s",
+				round+1, kind, acquired.Format(time.StampMicro), lowest.Format(time.StampMicro), whole, describeLease(first))
+			aboveLowest = append(aboveLowest, acquired.Sub(lowest))
+			lastToTaken = append(lastToTaken, acquired.Sub(last.Spec.RenewTime.Time))
+			if first != last {
+				sameSecond++
+			}
 		}
 		latencies = append(latencies, latency)
 		if kind != killSIGTERM {
@@ -190,12 +225,6 @@ func TestChaos_leader_killed(t *testing.T) {
 			} else {
 				sinceRenewal = append(sinceRenewal, killed.Sub(before.Spec.RenewTime.Time))
 			}
-		}
-		if takeover < 0 && kind != killSIGTERM {
-			// The acquiring try's acquireTime is stamped as it starts.
-			t.Logf("round %d: %s's acquireTime is %v before the kill; its Lease requests from then took %v; just before the kill the Lease was held by %q, renewed %v before",
-				round+1, next.identity, -takeover, wires[next.identity].leaseTime(acquired, time.Now()),
-				ptr.Deref(before.Spec.HolderIdentity, ""), killed.Sub(before.Spec.RenewTime.Time))
 		}
 		if kind != killSIGTERM {
 			takeovers = append(takeovers, takeover)
@@ -272,6 +301,13 @@ func TestChaos_leader_killed(t *testing.T) {
 	figure(t, "crash or partition: the leader's last renewal before the kill (min/median/max); rounds whose leader had lost the Lease before the kill", "%v / %v / %v; %d", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond), lostBefore)
 	lowest, median, highest = percentiles(latencies)
 	figure(t, "bounds: whole-second LeaseDuration + 4.4 RetryPeriods (kept), 2.2 RetryPeriods (released), + the standby's Lease requests (min/median/max)", "%v, %v + %v / %v / %v", kept, releasing, lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
+	lowest, median, highest = percentiles(aboveLowest)
+	figure(t, "crash or partition: acquireTime after the lower bound, whole-second LeaseDuration after the first renewal of the last one's second (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
+	lowest, median, highest = percentiles(lastToTaken)
+	figure(t, "crash or partition: the leader's last renewal to the acquireTime (min/median/max); rounds whose last renewal shared its second with the one before", "%v / %v / %v; %d", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond), sameSecond)
+	lowest, median, highest = percentiles(releaseToTaken)
+	figure(t, "SIGTERM: the release's renewTime to the acquireTime (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
+	figure(t, "the fence's margin at these timings (settings.FenceMargin)", "%v", settings.FenceMargin(killLeaseDuration, killRenewDeadline, killRetryPeriod))
 	lowest, median, highest = percentiles(firstReconciles)
 	figure(t, "kill to the new leader's first reconcile (min/median/max)", "%v / %v / %v", lowest.Round(time.Millisecond), median.Round(time.Millisecond), highest.Round(time.Millisecond))
 	lowest, median, highest = percentiles(margins)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/loam-dev/loam/domain/settings"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest/wait"
 )
@@ -144,7 +145,7 @@ func TestChaos_SIGTERM_mid_reconcile(t *testing.T) {
 	wait.For(t, 30*time.Second, func() bool { return holder(t, admin.kube, ns) == "pod-b" }, "pod-b never takes the Lease", b)
 	acquired := lease(t, admin.kube, ns).Spec.AcquireTime.Time
 	takeover := acquired.Sub(exited)
-	bound := releasedBound(500 * time.Millisecond)
+	bound := settings.TakeoverReleased(500 * time.Millisecond)
 	latency := wires["pod-b"].leaseTime(exited.Add(-bound), acquired)
 	require.LessOrEqual(t, takeover, bound+latency, "pod-b took the released Lease %v after pod-a exited, past 2.2 RetryPeriods and the %v its Lease requests took", takeover, latency)
 

@@ -12,30 +12,6 @@ import (
 	"github.com/loam-dev/loam/kubetest"
 )
 
-// takeoverBound is how long after the leader's last renewal a standby
-// takes its Lease at the latest, as client-go v0.37's leaderelection
-// behaves: a standby's tries are RetryPeriod to 2.2 RetryPeriods apart
-// (JitterUntil with JitterFactor 1.2, sliding), so the first try to see
-// the last renewal comes up to 2.2 RetryPeriods after it; the Lease is
-// free the record's LeaseDurationSeconds — LeaseDuration truncated to
-// whole seconds by its holder — after that try's Get returned; and the
-// first try at or after that comes up to 2.2 RetryPeriods later. The
-// Lease's acquireTime is stamped as that try starts. On top of this, the
-// tries' own requests take time: the test adds what the standby's Lease
-// requests took, measured at its proxy, and nothing else.
-func takeoverBound(leaseDuration, retryPeriod time.Duration) time.Duration {
-	return leaseDuration.Truncate(time.Second) + 2*time.Duration(2.2*float64(retryPeriod))
-}
-
-// releasedBound is how long after a leader released its Lease a standby
-// takes it at the latest, client-go's way: a released Lease has no
-// holder, so the standby's next try takes it, and tries are up to 2.2
-// RetryPeriods apart. The try's own requests come on top, as for
-// takeoverBound.
-func releasedBound(retryPeriod time.Duration) time.Duration {
-	return time.Duration(2.2 * float64(retryPeriod))
-}
-
 // wire is what a replica's Proxy saw: how many lists it made (a LIST, or
 // a watch that asks for initial events), and when each of its Lease
 // requests began and how long it took.

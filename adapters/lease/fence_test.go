@@ -1,0 +1,259 @@
+//go:debug randseednop=0
+
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+
+	"github.com/loam-dev/loam/adapters/lease"
+	"github.com/loam-dev/loam/domain/settings"
+)
+
+// TestFence_takeover_bounds: a leader is cut off from the API server, or
+// releases its Lease, at many moments between its renewals, and a standby
+// takes the Lease over. On synctest's clock, where requests take no time,
+// with client-go's own elector and its jitter seeded (the
+// //go:debug randseednop=0 above lets rand.Seed seed it, so each run is the
+// same every time), every run keeps settings' bounds exactly:
+//
+//   - the standby takes a kept Lease no sooner than LeaseSeconds after the
+//     first renewal of the last one's second, so no sooner than Takeover's
+//     earliest after the last renewal, and before its latest;
+//   - the cut-off leader stops leading exactly LeaderStops after its last
+//     renewal, so the standby takes over at least FenceMargin after that;
+//   - a released Lease is taken before TakeoverReleased.
+//
+// Timings settings.Fenced finds fenced never let the standby take the
+// Lease while the old leader still leads; some seeded run of those marked
+// beatable does (a margin of -1s; one of -0.1s would take hundreds of runs
+// to show, the jitter's luck being needed both to see the first renewal of
+// the last one's second at once and to take the Lease as soon as it is
+// free).
+func TestFence_takeover_bounds(t *testing.T) {
+	for _, tc := range []struct {
+		name                                      string
+		leaseDuration, renewDeadline, retryPeriod time.Duration
+		beatable                                  bool
+	}{
+		{"Kubernetes' defaults", 15 * time.Second, 10 * time.Second, 2 * time.Second, false},
+		{"the chaos tests'", 4 * time.Second, 2 * time.Second, 500 * time.Millisecond, false},
+		{"3s, 2s, 0.5s: no margin", 3 * time.Second, 2 * time.Second, 500 * time.Millisecond, false},
+		{"2.9s counts 2s", 2900 * time.Millisecond, 2 * time.Second, 500 * time.Millisecond, true},
+		{"15.9s counts 15s", 15900 * time.Millisecond, 14 * time.Second, 1500 * time.Millisecond, false},
+		{"renewals 0.3s apart", 3 * time.Second, 1900 * time.Millisecond, 300 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			earliest, latest := settings.Takeover(tc.leaseDuration, tc.retryPeriod)
+			stops := settings.LeaderStops(tc.renewDeadline, tc.retryPeriod)
+			margin := settings.FenceMargin(tc.leaseDuration, tc.renewDeadline, tc.retryPeriod)
+			whole := settings.LeaseSeconds(tc.leaseDuration)
+			// The cuts spread over 3s: renewals 0.3s or 0.5s apart fall
+			// on every place in a second within it.
+			const runs, spread = 30, 3 * time.Second
+			var sinceLast, sinceStop, released []time.Duration
+			overlapped := 0
+			for i := range runs {
+				// Each run cuts the leader off at a phase of its own, off the
+				// instants of its renewals, and seeds the jitter.
+				phase := (2*time.Duration(i) + 1) * spread / (2 * runs)
+				synctest.Test(t, func(t *testing.T) {
+					rand.Seed(int64(i + 1)) //nolint:staticcheck // client-go's jitter draws from math/rand's global source; seeding it makes the run repeatable.
+					r := fenceRun(t, tc.leaseDuration, tc.renewDeadline, tc.retryPeriod, phase, true)
+					require.GreaterOrEqual(t, r.acquired.Sub(r.firstOfSecond), whole,
+						"run %d: taken %v after the first renewal of the last one's second, before the Lease's whole seconds", i, r.acquired.Sub(r.firstOfSecond))
+					require.GreaterOrEqual(t, r.acquired.Sub(r.last), earliest, "run %d: taken before the earliest takeover", i)
+					require.Less(t, r.acquired.Sub(r.last), latest, "run %d: taken at or after the latest takeover", i)
+					require.Equal(t, stops, r.stopped.Sub(r.last), "run %d: the cut-off leader stops RetryPeriod + RenewDeadline after its last renewal", i)
+					require.GreaterOrEqual(t, r.acquired.Sub(r.stopped), margin, "run %d: taken less than the fence's margin after the old leader stopped", i)
+					sinceLast, sinceStop = append(sinceLast, r.acquired.Sub(r.last)), append(sinceStop, r.acquired.Sub(r.stopped))
+					if r.acquired.Before(r.stopped) {
+						overlapped++
+					}
+				})
+				synctest.Test(t, func(t *testing.T) {
+					rand.Seed(int64(i + 1)) //nolint:staticcheck // as above
+					r := fenceRun(t, tc.leaseDuration, tc.renewDeadline, tc.retryPeriod, phase, false)
+					took := r.acquired.Sub(r.released)
+					require.GreaterOrEqual(t, took, time.Duration(0), "run %d: a released Lease taken before its release", i)
+					require.Less(t, took, settings.TakeoverReleased(tc.retryPeriod), "run %d: a released Lease taken at or after 2.2 RetryPeriods", i)
+					released = append(released, took)
+				})
+			}
+			t.Logf("timings %v/%v/%v, margin %v: last renewal to takeover %v to %v, bound [%v, %v); old leader's stop to takeover %v to %v; release to takeover %v to %v; overlaps %d of %d",
+				tc.leaseDuration, tc.renewDeadline, tc.retryPeriod, margin, minOf(sinceLast), maxOf(sinceLast), earliest, latest,
+				minOf(sinceStop), maxOf(sinceStop), minOf(released), maxOf(released), overlapped, runs)
+			if settings.Fenced(tc.leaseDuration, tc.renewDeadline, tc.retryPeriod) {
+				require.Zero(t, overlapped, "fenced timings, yet the standby took the Lease while the cut-off leader still led")
+			}
+			if tc.beatable {
+				require.Positive(t, overlapped, "a margin of %v, yet no seeded run took the Lease while the cut-off leader still led", margin)
+			}
+		})
+	}
+}
+
+// fenced is what one run of fenceRun saw, on synctest's clock.
+type fenced struct {
+	// last is the leader's last renewal that took, and firstOfSecond its
+	// first renewal stamped in the same whole second.
+	last, firstOfSecond time.Time
+	// stopped is when the cut-off leader's leadership ended.
+	stopped time.Time
+	// released is when the leader's release took.
+	released time.Time
+	// acquired is when the standby's take of the Lease took.
+	acquired time.Time
+}
+
+// fenceRun runs a leader, pod-a, and a standby, pod-b, with the Lease's
+// timings; a LeaseDuration and phase after pod-a first leads, it cuts
+// pod-a off from the API server, when cut, or ends its campaign, so it
+// releases the Lease. It returns once pod-b has taken the Lease.
+func fenceRun(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase time.Duration, cut bool) fenced {
+	t.Helper()
+	// NewClientset's field management takes a tracker many times as long
+	// to build as a run takes, and a Lease's updates don't need it.
+	client := fake.NewSimpleClientset()
+	var (
+		mu     sync.Mutex
+		seen   fenced
+		second time.Time
+	)
+	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		// Applied here, as the API server would, so only a write that
+		// took counts: one of a stale resourceVersion is a conflict.
+		stored, err := client.Tracker().Get(a.GetResource(), l.Namespace, l.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		if rv := stored.(*coordinationv1.Lease).ResourceVersion; rv != l.ResourceVersion {
+			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), l.Name, fmt.Errorf("stale resourceVersion %q, stored %q", l.ResourceVersion, rv))
+		}
+		l = l.DeepCopy()
+		n, _ := strconv.Atoi(l.ResourceVersion)
+		l.ResourceVersion = strconv.Itoa(n + 1)
+		if err := client.Tracker().Update(a.GetResource(), l, l.Namespace); err != nil {
+			return true, nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch holder := ptr.Deref(l.Spec.HolderIdentity, ""); {
+		case holder == "pod-b" && seen.acquired.IsZero():
+			seen.acquired = time.Now()
+		case holder == "pod-a":
+			seen.last = time.Now()
+			// The second a standby compares, as client-go's JSON of the
+			// record has it.
+			if stamped := l.Spec.RenewTime.Truncate(time.Second); !stamped.Equal(second) {
+				second, seen.firstOfSecond = stamped, seen.last
+			}
+		case holder == "" && seen.released.IsZero():
+			seen.released = time.Now()
+		}
+		return true, l, nil
+	})
+	var partitioned atomic.Bool
+	elector := func(identity string, leases coordinationv1client.LeasesGetter) *lease.Elector {
+		e, err := lease.New(lease.Config{
+			Client: leases, Name: "memcached-controller", Namespace: "memcached-system", Identity: identity,
+			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		})
+		require.NoError(t, err)
+		return e
+	}
+	var stopped atomic.Pointer[time.Time]
+	// client-go's election logs every failed try, through the logger of
+	// the context it runs with: nothing to read here.
+	quiet := klog.NewContext(t.Context(), logr.Discard())
+	ctxA, stopA := context.WithCancel(quiet)
+	defer stopA()
+	a := campaign(ctxA, elector("pod-a", cutLeases{client.CoordinationV1(), &partitioned}), func(leading context.Context) {
+		<-leading.Done()
+		now := time.Now()
+		stopped.Store(&now)
+	})
+	<-a.leading
+	ctxB, stopB := context.WithCancel(quiet)
+	b := campaign(ctxB, elector("pod-b", client.CoordinationV1()), untilDone)
+
+	time.Sleep(leaseDuration + phase)
+	if cut {
+		partitioned.Store(true)
+	} else {
+		stopA()
+	}
+	<-b.leading
+	stopB()
+	<-a.done
+	<-b.done
+	require.NotNil(t, stopped.Load(), "pod-a led")
+	mu.Lock()
+	defer mu.Unlock()
+	seen.stopped = *stopped.Load()
+	require.False(t, seen.last.IsZero(), "pod-a renewed")
+	if !cut {
+		require.False(t, seen.released.IsZero(), "pod-a released the Lease")
+	}
+	return seen
+}
+
+// errCut is what a replica cut off from the API server gets.
+var errCut = errors.New("cut off from the API server")
+
+// cutLeases reaches the Leases until cut, and nothing after.
+type cutLeases struct {
+	coordinationv1client.LeasesGetter
+	cut *atomic.Bool
+}
+
+func (c cutLeases) Leases(namespace string) coordinationv1client.LeaseInterface {
+	return cutLease{LeaseInterface: c.LeasesGetter.Leases(namespace), cut: c.cut}
+}
+
+type cutLease struct {
+	coordinationv1client.LeaseInterface
+	cut *atomic.Bool
+}
+
+func (c cutLease) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
+	if c.cut.Load() {
+		return nil, errCut
+	}
+	return c.LeaseInterface.Get(ctx, name, opts)
+}
+
+func (c cutLease) Create(ctx context.Context, l *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	if c.cut.Load() {
+		return nil, errCut
+	}
+	return c.LeaseInterface.Create(ctx, l, opts)
+}
+
+func (c cutLease) Update(ctx context.Context, l *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	if c.cut.Load() {
+		return nil, errCut
+	}
+	return c.LeaseInterface.Update(ctx, l, opts)
+}
