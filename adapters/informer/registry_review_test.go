@@ -2,7 +2,7 @@ package informer_test
 
 // Hostile review of the informer registry (issue 40, merge cd26e95).
 // Every test in this file shows a bug and FAILS on cd26e95: that is its
-// point. Each says what it shows.
+// point. Each says what it shows. All pass since branch fix40.
 
 import (
 	"context"
@@ -158,24 +158,30 @@ func TestReview_a_stopped_Watch_answers_from_the_live_store_with_a_dead_index(t 
 // REVIEW: an Owns reads the whole store of its resource when any Watch
 // claims it, started or not; a Controller that is built but whose Serve
 // returns before Watch.Start (Check fails: its CRD isn't installed, or a
-// gate holds it and the App stops) never calls Watch.Stop
-// (domain/controller.Serve defers it only after Start), so its claim
-// lasts for the Client's life, and every other Controller's Owns of that
-// resource lists and caches whole objects through the dynamic client
-// instead of their metadata. docs/architecture.md dropped "a Controller
-// that is built but never served keeps its primary offered" and now says
-// "an App's Controllers are stopped by Serve's return", which isn't so.
-// Fails: the Owns opened a full watch of deployments and no metadata one.
+// gate holds it and the App stops) never called Watch.Stop
+// (domain/controller.Serve deferred it only after Start), so its claim
+// lasted for the Client's life, and every other Controller's Owns of that
+// resource listed and cached whole objects through the dynamic client
+// instead of their metadata.
+//
+// Fixed in domain/controller: Serve stops the Watch on every return, and
+// TestServe_fails_with_the_Watch_s_check_and_starts_nothing fails without
+// it. The adapter can't tell, when an Owns starts, a Watch that will start
+// from one that never will (TestWatch_Owns_reads_the_primary_informer_of_
+// another_Watch_with_the_same_selectors wants an Owns started first to
+// read the primary's store), so this test holds the adapter to its side:
+// a Watch stopped without starting withdraws its claim.
 func TestReview_an_Owns_caches_whole_objects_for_a_primary_that_never_started(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dyn, meta := edgeClients()
 		registry := informer.NewRegistry(logr.Discard())
-		// Built, never started, never stopped: its Serve failed Check.
-		_, err := informer.NewWatch(informer.WatchConfig{
+		// Built, never started: its Serve failed Check, and stopped it.
+		never, err := informer.NewWatch(informer.WatchConfig{
 			Dynamic: dyn, Metadata: meta, Resource: deployments, Owner: deploymentKind,
 			Logger: logr.Discard(), Registry: registry,
 		})
 		require.NoError(t, err)
+		never.Stop()
 		owner, err := informer.NewWatch(informer.WatchConfig{
 			Dynamic: dyn, Metadata: meta, Resource: memcacheds, Owner: memcached,
 			Owns: []informer.OwnedConfig{{Resource: deployments}}, Logger: logr.Discard(), Registry: registry,
