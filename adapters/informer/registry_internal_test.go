@@ -1,9 +1,5 @@
 package informer
 
-// Hostile review of the informer registry (issue 40, merge cd26e95): a
-// test that FAILS on cd26e95, to show a bug; it passes since branch
-// fix40.
-
 import (
 	"testing"
 	"testing/synctest"
@@ -19,13 +15,12 @@ import (
 	"github.com/loam-dev/loam/ports"
 )
 
-// REVIEW: client-go can't remove an indexer, so each Watch that draws on
-// a store another Watch keeps running leaves its indexes on it (named
-// apart by the #<id> suffix) after its Stop, and every event of the store
-// still calls each of them. Watches that come and go against one
-// long-lived store grow its indexers without bound. Fails: 51 indexers
-// after 50 Watches came and went beside the one that keeps the store.
-func TestReview_stopped_Watches_leave_their_indexes_on_a_shared_store(t *testing.T) {
+// Watches that come and go beside one that keeps a store running add no
+// indexer to it: a primary's indexes are built into a store when it is
+// made, never added to a running one, since client-go can't remove an
+// indexer and every event of the store would go on calling the indexes
+// of every Watch that ever drew on it, without bound.
+func TestWatches_that_come_and_go_add_no_index_to_a_store_another_Watch_runs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gvr := schema.GroupVersionResource{Group: "cache.example.com", Version: "v1alpha1", Resource: "memcacheds"}
 		m1 := &unstructured.Unstructured{Object: map[string]any{
