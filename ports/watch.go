@@ -61,6 +61,8 @@ type Watch interface {
 	// list returned, and reports whether they did before ctx was done.
 	WaitForSync(ctx context.Context) bool
 	// Stop stops every informer and waits for their goroutines to return.
+	// It may be called without Start, and then only lets go of what the
+	// Watch asked of informers it shares with other Watches.
 	Stop()
 	// Hold makes a sharded controller's Watch hold shard s: it notifies
 	// the changes of the shard's objects, and of the objects they own,

@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -98,6 +99,10 @@ type PrimaryCache struct {
 	// suffix ends the name of each index of the Watch's in the store, so
 	// that the indexes of the Watches that share one never meet.
 	suffix string
+	// stopped is set when the Watch stops, from when the cache holds
+	// nothing: the store it read may run on under other Watches, while
+	// its indexes index nothing more, so its reads would disagree.
+	stopped atomic.Bool
 }
 
 var _ ports.ObjectSource = (*PrimaryCache)(nil)
@@ -135,8 +140,11 @@ func (p *PrimaryCache) reading() []spread[*Primary] {
 // Get returns the cached object key names, as Primary's Get does, from
 // the informer of the key's namespace; an object of a namespace outside
 // the set, or of a shard not held, is never cached, so the cache holds
-// none.
+// none. Once its Watch has stopped, it holds none.
 func (p *PrimaryCache) Get(key ports.Key) (ports.Object, bool, error) {
+	if p.stopped.Load() {
+		return ports.Object{}, false, nil
+	}
 	if !p.shards.isSplit() {
 		return getFrom(p.spread, key)
 	}
@@ -168,8 +176,12 @@ func (p *PrimaryCache) primaries() []*Primary {
 
 // ByIndex returns the JSON of the cached objects, of every namespace,
 // whose index name holds key, as Primary's ByIndex does: an object may
-// name a related object in another namespace than its own.
+// name a related object in another namespace than its own. Once its
+// Watch has stopped, it returns none.
 func (p *PrimaryCache) ByIndex(name string, key ports.Key) ([][]byte, error) {
+	if p.stopped.Load() {
+		return nil, nil
+	}
 	var out [][]byte
 	for _, pr := range p.primaries() {
 		docs, err := pr.ByIndex(name+p.suffix, key)
@@ -182,8 +194,11 @@ func (p *PrimaryCache) ByIndex(name string, key ports.Key) ([][]byte, error) {
 }
 
 // indexKeys returns the keys of the cached objects, of every namespace,
-// whose index name holds key.
+// whose index name holds key; none once its Watch has stopped.
 func (p *PrimaryCache) indexKeys(name string, key ports.Key) []ports.Key {
+	if p.stopped.Load() {
+		return nil
+	}
 	var out []ports.Key
 	for _, pr := range p.primaries() {
 		out = append(out, pr.indexKeys(name+p.suffix, key)...)
@@ -209,8 +224,11 @@ func (p *PrimaryCache) eachObject(f func(key ports.Key, uid string)) {
 
 // Synced reports whether every namespace's cache holds what its first
 // list returned: every held shard's, in a sharded Watch whose shards have
-// informers of their own.
+// informers of their own. A stopped Watch's cache never is.
 func (p *PrimaryCache) Synced() bool {
+	if p.stopped.Load() {
+		return false
+	}
 	for _, pr := range p.primaries() {
 		if !pr.Synced() {
 			return false

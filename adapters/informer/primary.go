@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"time"
 
@@ -99,8 +100,12 @@ func primaryInformer(client dynamic.Interface, gvr schema.GroupVersionResource, 
 	// informer *cached objects and a list *unstructured.Unstructured ones,
 	// which the transform makes *cached too, so the reflector must not
 	// hold events to one type.
+	// The store's own copy: indexers added to it later must not change
+	// the caller's.
+	own := cache.Indexers{}
+	maps.Copy(own, indexers)
 	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), nil,
-		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers, ObjectDescription: gvr.String()})
+		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: own, ObjectDescription: gvr.String()})
 	if err := inf.SetTransform(compact); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}

@@ -3,6 +3,8 @@ package informer
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,11 +41,17 @@ import (
 // informer.
 //
 // What a store keeps — a metadata store each object's metadata or only
-// its controller reference, a whole store a resync check or none — is
-// what the consumers the Watches built so far claimed (NewWatch claims,
-// Stop withdraws), decided when the store is built at its first
-// consumer's Start. A consumer that a running store can't serve, a Watch
-// built after it started that asks for more, draws on a store of its own.
+// its controller reference, a whole store a resync check or none, and the
+// indexes of each primary — is what the consumers that claimed it and
+// haven't drawn on a store yet asked for (NewWatch claims, Stop
+// withdraws), decided when the store is built at the first one's Start.
+// A consumer that no running store of its key serves, a Watch built after
+// they started that asks for more, draws on a new store, built for it and
+// for every other consumer of the key that hasn't started yet, and shared
+// from then on like the first. A primary's indexes are never added to a
+// store that runs: client-go can't remove an indexer, so each Watch's
+// would stay on a long-lived store after its Stop, and every event would
+// call it.
 //
 // An informer runs from the first Start of a Watch that draws on it until
 // the last one's Stop, in a goroutine the Registry owns and stops, and
@@ -53,10 +61,8 @@ import (
 type Registry struct {
 	logger logr.Logger
 	mu     sync.Mutex
-	// entries is the shared store of each key; live every store that
-	// runs, a shared one or one of its own.
-	entries map[registryKey]*entry
-	live    map[*entry]struct{}
+	// entries is the running stores of each key, oldest first.
+	entries map[registryKey][]*entry
 	claims  map[*claim]struct{}
 	// ids names the Watches apart, in their index names.
 	ids int
@@ -65,7 +71,7 @@ type Registry struct {
 // NewRegistry returns an empty registry, whose informers log client-go's
 // records through logger.
 func NewRegistry(logger logr.Logger) *Registry {
-	return &Registry{logger: logger, entries: map[registryKey]*entry{}, live: map[*entry]struct{}{}, claims: map[*claim]struct{}{}}
+	return &Registry{logger: logger, entries: map[registryKey][]*entry{}, claims: map[*claim]struct{}{}}
 }
 
 // view is the form of a store's objects, and the client that lists them.
@@ -126,12 +132,20 @@ type form struct {
 	// an Owns' filters or a metadata-only Cache, and not its controller
 	// reference alone.
 	meta bool
+	// indexes is a whole store's primaries' indexes, each named apart
+	// with its Watch's suffix.
+	indexes cache.Indexers
 }
 
 // serves reports whether a store of form f serves a consumer that claimed
-// want: it keeps the metadata the consumer reads, and checks for resyncs
-// at least as often as the consumer resyncs.
+// want: it keeps the metadata the consumer reads, checks for resyncs at
+// least as often as the consumer resyncs, and keeps its indexes.
 func (f form) serves(want form) bool {
+	for name := range want.indexes {
+		if _, ok := f.indexes[name]; !ok {
+			return false
+		}
+	}
 	return (!want.meta || f.meta) && (want.resync == 0 || (f.resync > 0 && f.resync <= want.resync))
 }
 
@@ -141,13 +155,22 @@ func (f form) union(g form) form {
 		f.resync = g.resync
 	}
 	f.meta = f.meta || g.meta
+	if len(g.indexes) > 0 {
+		indexes := make(cache.Indexers, len(f.indexes)+len(g.indexes))
+		maps.Copy(indexes, f.indexes)
+		maps.Copy(indexes, g.indexes)
+		f.indexes = indexes
+	}
 	return f
 }
 
-// claim is what one consumer of a Watch asks of the store of its key.
+// claim is what one consumer of a Watch asks of the store of its key;
+// drawn, guarded by Registry.mu, is set once the consumer draws on one,
+// from when new stores of the key no longer need to serve it.
 type claim struct {
-	key  registryKey
-	want form
+	key   registryKey
+	want  form
+	drawn bool
 }
 
 // entry is one informer of the Registry and who runs it.
@@ -155,11 +178,9 @@ type entry struct {
 	key      registryKey
 	form     form
 	informer cache.SharedIndexInformer
-	// users counts the Watches that drew on it and haven't stopped; ended
-	// is set when the last of them stopped it. Both are guarded by
-	// Registry.mu, as are the indexers added to the informer.
+	// users counts the Watches that drew on it and haven't stopped. It is
+	// guarded by Registry.mu, as are the indexers added to the informer.
 	users  int
-	ended  bool
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -194,7 +215,7 @@ func (s *Registry) claimed(key registryKey) bool {
 	key = key.canonical()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.entries[key]; e != nil && !e.ended {
+	if len(s.entries[key]) > 0 {
 		return true
 	}
 	for c := range s.claims {
@@ -205,20 +226,27 @@ func (s *Registry) claimed(key registryKey) bool {
 	return false
 }
 
-// draw counts c's consumer a user of the store of c's key, and runs it
-// when this is its first user. A store that runs and serves c is shared;
-// else build builds one, of the form every claim of the key asks, shared
-// from then on, or, when a running store of the key can't serve c, of
-// c's own. indexers are added to the store, once each. draw fails only
-// when build or client-go does.
-func (s *Registry) draw(c *claim, build func(form) (cache.SharedIndexInformer, error), indexers cache.Indexers) (*entry, error) {
+// draw counts c's consumer a user of a store of c's key, and runs it
+// when this is its first user. The oldest running store of the key that
+// serves c is shared; when none does, build builds one, of the form c and
+// every other claim of the key that hasn't drawn yet ask, shared from then
+// on. shared are indexers every consumer of a store may share, such as the
+// namespace index, added to the store once each, running or not. draw
+// fails only when build or client-go does.
+func (s *Registry) draw(c *claim, build func(form) (cache.SharedIndexInformer, error), shared cache.Indexers) (*entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.entries[c.key]
-	if e == nil || e.ended || !e.form.serves(c.want) {
+	var e *entry
+	for _, running := range s.entries[c.key] {
+		if running.form.serves(c.want) {
+			e = running
+			break
+		}
+	}
+	if e == nil {
 		f := c.want
 		for other := range s.claims {
-			if other.key == c.key {
+			if other.key == c.key && !other.drawn {
 				f = f.union(other.want)
 			}
 		}
@@ -226,19 +254,17 @@ func (s *Registry) draw(c *claim, build func(form) (cache.SharedIndexInformer, e
 		if err != nil {
 			return nil, err
 		}
-		own := e != nil && !e.ended
 		e = &entry{key: c.key, form: f, informer: inf}
-		if !own {
-			s.entries[c.key] = e
-		}
 	}
-	if err := e.addIndexers(indexers); err != nil {
+	if err := e.addIndexers(shared); err != nil {
 		return nil, err
 	}
 	if e.users == 0 {
 		s.run(e)
+		s.entries[c.key] = append(s.entries[c.key], e)
 	}
 	e.users++
+	c.drawn = true
 	return e, nil
 }
 
@@ -268,7 +294,6 @@ func (s *Registry) run(e *entry) {
 	ctx := klog.NewContext(context.Background(), s.logger.WithValues("informer", e.key.String()))
 	ctx, e.cancel = context.WithCancel(ctx)
 	e.done = make(chan struct{})
-	s.live[e] = struct{}{}
 	go func(done chan struct{}) {
 		defer close(done)
 		e.informer.RunWithContext(ctx)
@@ -283,9 +308,8 @@ func (s *Registry) release(e *entry) {
 	e.users--
 	last := e.users == 0
 	if last {
-		e.ended = true
-		delete(s.live, e)
-		if s.entries[e.key] == e {
+		s.entries[e.key] = slices.DeleteFunc(s.entries[e.key], func(r *entry) bool { return r == e })
+		if len(s.entries[e.key]) == 0 {
 			delete(s.entries, e.key)
 		}
 	}
@@ -301,7 +325,11 @@ func (s *Registry) release(e *entry) {
 func (s *Registry) running() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.live)
+	n := 0
+	for _, running := range s.entries {
+		n += len(running)
+	}
+	return n
 }
 
 // sharedOwned returns the handler of an Owns that reads a whole store's

@@ -26,7 +26,7 @@ import (
 //
 // Print them with
 //
-//	go test ./adapters/informer -run '^$' -bench 'BenchmarkRegistryMemory' -benchtime 1x -count 3
+//	go test ./adapters/informer -run '^$' -bench 'BenchmarkRegistry(Memory|MixedOwns)' -benchtime 1x -count 3
 
 // apiServers serves several resources, each as its apiServer does, and
 // counts the watches of each.
@@ -63,6 +63,10 @@ type registryCase struct {
 	// related is true for Watches that cache ConfigMaps, and false for
 	// ones that own Deployments.
 	related bool
+	// filtered is how many of the Watches, the first ones, own
+	// Deployments through a filter: their metadata store keeps each
+	// object's metadata as JSON for the filter to read.
+	filtered int
 }
 
 var registryCases = []registryCase{
@@ -81,8 +85,8 @@ type registryFigures struct {
 }
 
 // measureRegistry serves n Deployments, or ConfigMaps, and no Memcached,
-// starts rc's Watches on one Registry when shared and on one each
-// otherwise, and returns the heap their informers hold per object: the
+// builds rc's Watches on one Registry when shared and on one each
+// otherwise, then starts them, and returns the heap their informers hold per object: the
 // live heap with every Watch synced, less the live heap once they are
 // stopped and dropped. The primary informers, of no Memcached, add their
 // fixed cost alone.
@@ -121,8 +125,12 @@ func measureRegistry(t testing.TB, rc registryCase, shared bool, n int) registry
 			registries[i] = registries[0]
 		}
 	}
+	keep := informer.Filter{Name: "labels", Keep: func(o, n metav1.Object) bool { return len(o.GetLabels()) != len(n.GetLabels()) }}
 	added := make([]atomic.Int64, rc.watches)
 	watches := make([]*informer.Watch, rc.watches)
+	// Every Watch is built before any starts, as an App builds its
+	// Controllers, so the first store of Deployments is of the form every
+	// Owns asks for.
 	for i := range watches {
 		c := informer.WatchConfig{
 			Dynamic: wire, Metadata: meta, Resource: memcacheds, Owner: memcached,
@@ -136,10 +144,15 @@ func measureRegistry(t testing.TB, rc registryCase, shared bool, n int) registry
 			}}}
 		} else {
 			c.Owns = []informer.OwnedConfig{{Resource: memoryDeployments}}
+			if i < rc.filtered {
+				c.Owns[0].Filters = []informer.Filter{keep}
+			}
 		}
 		watches[i], err = informer.NewWatch(c)
 		require.NoError(t, err)
-		watches[i].Start(t.Context(), func(ports.Event) { added[i].Add(1) })
+	}
+	for i, w := range watches {
+		w.Start(t.Context(), func(ports.Event) { added[i].Add(1) })
 	}
 	for i, w := range watches {
 		require.True(t, w.WaitForSync(t.Context()))
@@ -187,5 +200,27 @@ func BenchmarkRegistryMemory(b *testing.B) {
 				b.ReportMetric(float64(f.watches), "watches")
 			})
 		}
+	}
+}
+
+// BenchmarkRegistryMixedOwns reports the heap, in B/object at 10,000
+// Deployments, of three Watches on one Registry that each own
+// Deployments, none, the first or all three through a filter: a filtered
+// Owns makes the metadata store it shares keep each object's metadata as
+// JSON, which the unfiltered Owns of BenchmarkRegistryMemory never pays
+// for. watches is the number of watches of Deployments the API server
+// served them: one store for the three, filtered or not.
+func BenchmarkRegistryMixedOwns(b *testing.B) {
+	for _, filtered := range []int{0, 1, 3} {
+		const n = 10_000
+		rc := registryCase{watches: 3, filtered: filtered}
+		b.Run(fmt.Sprintf("filtered-%d-of-3/%d", filtered, n), func(b *testing.B) {
+			var f registryFigures
+			for b.Loop() {
+				f = measureRegistry(b, rc, true, n)
+			}
+			b.ReportMetric(f.heap, "B/object")
+			b.ReportMetric(float64(f.watches), "watches")
+		})
 	}
 }

@@ -159,8 +159,8 @@ func TestA_primary_and_a_full_Cache_of_one_resource_share_one_store(t *testing.T
 	})
 }
 
-// A Watch built but never started holds no informer, and its Stop lets
-// the registry forget what it asked for.
+// A Watch whose Start context ends hears no more events and releases its
+// stores, which the Watch still running keeps alone.
 func TestA_Watch_whose_Start_context_ends_hears_nothing_more_and_releases_its_stores(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dyn, meta := edgeClients()
@@ -192,5 +192,35 @@ func TestA_Watch_whose_Start_context_ends_hears_nothing_more_and_releases_its_st
 		ws[1].Stop()
 		require.Zero(t, registry.Running(), "Watch 0 released its stores when its context ended")
 		ws[0].Stop()
+	})
+}
+
+// A Watch built after a store of its key started, that asks for more than
+// that store keeps, runs a store of its own, and a later Watch that asks
+// for the same reads that one: the Registry shares every running store of
+// a key, not only the first, so two filtered Owns built after an
+// unfiltered Owns' store started open one metadata watch beside its one,
+// not one each.
+func TestWatches_built_late_that_ask_for_more_share_one_store_of_their_own(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dyn, meta := edgeClients()
+		registry := informer.NewRegistry(logr.Discard())
+		newWatch := func(filters []informer.Filter) *informer.Watch {
+			w, err := informer.NewWatch(informer.WatchConfig{
+				Dynamic: dyn, Metadata: meta, Resource: memcacheds, Owner: memcached,
+				Owns:   []informer.OwnedConfig{{Resource: deployments, Filters: filters}},
+				Logger: logr.Discard(), Registry: registry,
+			})
+			require.NoError(t, err)
+			return w
+		}
+		startWatch(t, newWatch(nil), &keys{})
+		keepAll := []informer.Filter{{Name: "all", Keep: func(_, _ metav1.Object) bool { return true }}}
+		late := []*informer.Watch{newWatch(keepAll), newWatch(keepAll)}
+		for _, w := range late {
+			startWatch(t, w, &keys{})
+		}
+		require.Len(t, namespacesOf(meta.Actions(), "watch", "deployments"), 2,
+			"the first Owns' store, and one store for both late filtered Owns")
 	})
 }

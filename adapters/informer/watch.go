@@ -111,17 +111,26 @@ type Watch struct {
 	// registered on a shared one, and called by their handlers.
 	notify  func(ports.Event)
 	running *Running
-	// mu guards stopped: a handler removed from a shared informer, which
-	// keeps running, may still be handing over one event when Stop
-	// returns, and tell drops it once Stop has begun. Its indexes, which
-	// stay on a shared store until the store stops, index nothing from
-	// then on. stopDone is closed when the first Stop has returned.
+	// mu guards stopped and notify: a handler removed from a shared
+	// informer, which keeps running, may still be handing over one event
+	// when Stop returns, and tell drops it once Stop has begun. Its
+	// indexes, which stay on a shared store until the store stops, index
+	// nothing from then on. stopDone is closed when the first Stop has
+	// returned; ended is done when it begins, ending WaitForSync's wait.
 	mu       sync.RWMutex
 	stopped  bool
 	stopDone chan struct{}
-	// registrations are the handlers Start registered, and acquired the
-	// shared informers it counted itself a user of, for Stop to undo;
-	// unwatch stops Stop from being called when Start's context ends.
+	ended    context.Context
+	end      context.CancelFunc
+	// life is held by Start throughout, and by Stop while it undoes what
+	// Start did: a Stop called while Start runs, from another goroutine
+	// or from Start's own context ending, undoes all of it once Start
+	// returns, and a Start after a Stop runs nothing. It guards running
+	// and what follows: registrations are the handlers Start registered,
+	// and acquired the shared informers it counted itself a user of, for
+	// Stop to undo; unwatch stops Stop from being called when Start's
+	// context ends.
+	life          sync.Mutex
 	registrations []registration
 	acquired      []*entry
 	unwatch       func() bool
@@ -149,6 +158,8 @@ var _ ports.Watch = (*Watch)(nil)
 // only when client-go refuses an informer's transform or handler.
 func NewWatch(c WatchConfig) (*Watch, error) {
 	w := &Watch{c: c, registry: c.Registry, stopDone: make(chan struct{})}
+	// ended belongs to no request: it only says the Watch has stopped.
+	w.ended, w.end = context.WithCancel(context.Background())
 	if w.registry == nil {
 		w.registry = NewRegistry(c.Logger)
 	}
@@ -175,7 +186,7 @@ func NewWatch(c WatchConfig) (*Watch, error) {
 	if w.shards == nil {
 		for _, ns := range watched(c.Namespaces) {
 			key := registryKey{gvr: c.Resource, view: viewFull, namespace: ns, labels: c.LabelSelector, fields: c.FieldSelector}
-			w.claims = append(w.claims, w.registry.claim(key, form{resync: c.Resync}))
+			w.claims = append(w.claims, w.registry.claim(key, form{resync: c.Resync, indexes: indexers(indexes)}))
 		}
 	}
 	cfg.Resync = 0
@@ -294,11 +305,13 @@ func (w *Watch) Check(ctx context.Context) error {
 // registered on it now, and a running one hands them its cache first, as
 // adds of its initial list.
 func (w *Watch) Start(ctx context.Context, notify func(ports.Event)) {
-	w.notify = notify
+	w.life.Lock()
+	defer w.life.Unlock()
 	logger := w.c.Logger
-	w.mu.RLock()
+	w.mu.Lock()
+	w.notify = notify
 	stopped := w.stopped
-	w.mu.RUnlock()
+	w.mu.Unlock()
 	if stopped {
 		// Stopped before it started: it runs nothing.
 		w.running = Start(ctx)
@@ -352,8 +365,8 @@ func (w *Watch) startSharedPrimaries(logger logr.Logger) {
 		cfg := w.config
 		cfg.Namespace = p.namespace
 		e, err := w.registry.draw(w.claims[i], func(f form) (cache.SharedIndexInformer, error) {
-			return primaryInformer(w.c.Dynamic, w.c.Resource, cfg, f.resync, cache.Indexers{})
-		}, indexers(w.indexes))
+			return primaryInformer(w.c.Dynamic, w.c.Resource, cfg, f.resync, f.indexes)
+		}, nil)
 		if err != nil {
 			w.c.Logger.Error(err, "drawing the informer of the reconciled resource", "resource", w.c.Resource.String())
 			continue
@@ -409,7 +422,7 @@ func (w *Watch) standard(key registryKey, cfg Config) func(form) (cache.SharedIn
 		}
 	}
 	return func(f form) (cache.SharedIndexInformer, error) {
-		return primaryInformer(w.c.Dynamic, key.gvr, cfg, f.resync, cache.Indexers{})
+		return primaryInformer(w.c.Dynamic, key.gvr, cfg, f.resync, f.indexes)
 	}
 }
 
@@ -428,22 +441,30 @@ func (w *Watch) register(inf cache.SharedIndexInformer, handler cache.ResourceEv
 
 // WaitForSync waits until every informer's cache holds what its first
 // list returned, and each handler of this Watch has been handed it, and
-// reports whether they did before ctx was done.
+// reports whether they did before ctx was done and the Watch stopped: a
+// Stop, or the end of Start's context, ends the wait at once with false,
+// since the handlers it removed are never handed the rest. It is called
+// after Start, on the same goroutine.
 func (w *Watch) WaitForSync(ctx context.Context) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(w.ended, cancel)()
 	checkers := make([]cache.DoneChecker, 0, len(w.registrations))
 	for _, r := range w.registrations {
 		checkers = append(checkers, r.handle.HasSyncedChecker())
 	}
-	return w.running.WaitForSync(ctx) && cache.WaitFor(ctx, "", checkers...)
+	return w.running.WaitForSync(ctx) && cache.WaitFor(ctx, "", checkers...) && w.ended.Err() == nil
 }
 
 // Stop removes this Watch's handlers, stops every informer it runs, and
 // every shared one it was the last user of, waits for their goroutines to
 // return, and withdraws what the Watch claimed of the Registry, started
-// or not. A second Stop, or one called as Start's context ends, waits for
-// the first to return and does nothing more: the shared stores are
-// released once, since a second release would stop one under the other
-// Watches that still draw on it.
+// or not; from its start, the Watch's cache holds nothing. Called while
+// Start runs, it waits for Start to return and undoes what it did. A
+// second Stop, or one called as Start's context ends, waits for the first
+// to return and does nothing more: the shared stores are released once,
+// since a second release would stop one under the other Watches that
+// still draw on it.
 func (w *Watch) Stop() {
 	w.mu.Lock()
 	again := w.stopped
@@ -454,6 +475,10 @@ func (w *Watch) Stop() {
 		return
 	}
 	defer close(w.stopDone)
+	w.end()
+	w.primary.stopped.Store(true)
+	w.life.Lock()
+	defer w.life.Unlock()
 	for _, c := range w.claims {
 		w.registry.withdraw(c)
 	}

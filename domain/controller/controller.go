@@ -224,6 +224,15 @@ func (c *Controller) Serve(ctx context.Context) error {
 		defer c.closeEventsAlone(background)
 	}
 	defer c.c.Ready.MarkUnhealthy()
+	// A Watch that never starts is stopped all the same, on every return
+	// before its Start: its Stop withdraws what it claimed of its Client's
+	// shared stores, which would else shape them for the Client's life.
+	started := false
+	defer func() {
+		if !started {
+			c.c.Watch.Stop()
+		}
+	}()
 	if stop.Err() != nil {
 		return nil
 	}
@@ -266,6 +275,7 @@ func (c *Controller) Serve(ctx context.Context) error {
 		defer c.c.Lifts(loop.Lift)()
 	}
 	c.c.Watch.Start(background, loop.Notify)
+	started = true
 	defer c.c.Watch.Stop()
 	if !c.c.Watch.WaitForSync(stop) {
 		return nil

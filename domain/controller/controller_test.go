@@ -23,13 +23,17 @@ func TestMain(m *testing.M) {
 // "Controller.Serve first lists the resource, and each resource an Owns
 // names, once, with a limit of 1. An error … ends Serve with an error that
 // names the resource": the Watch lists (adapters/informer tests the limit
-// and the name); Serve returns its error and starts nothing.
+// and the name); Serve returns its error and starts nothing. It stops
+// the Watch, once, which withdraws what it claimed of its Client's shared
+// stores: else an Owns of the resource in another Controller would cache
+// whole objects for a primary that never runs.
 func TestServe_fails_with_the_Watch_s_check_and_starts_nothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1)
 		notServed := errors.New("listing cache.example.com/v1alpha1, Resource=memcacheds: the server could not find the requested resource")
 		r.watch.EXPECT().Check(gomock.Any()).Return(notServed)
-		// No Start, WaitForSync or Stop is expected: gomock fails on any.
+		// Stop once; no Start or WaitForSync: gomock fails on any.
+		r.unstarted()
 
 		err := r.ctrl.Serve(t.Context())
 
@@ -186,6 +190,7 @@ func TestShutdown_stops_Serve_and_returns_nil_when_it_finishes_in_time(t *testin
 func TestShutdown_before_Serve_returns_at_once_and_Serve_then_returns_nil(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1)
+		r.unstarted()
 		require.NoError(t, r.ctrl.Shutdown(t.Context()))
 		require.NoError(t, r.ctrl.Serve(t.Context()), "asked to stop before it started, Serve checks nothing")
 		require.Equal(t, []string{"unhealthy"}, r.j.all())
@@ -207,6 +212,7 @@ func TestShutdown_while_the_caches_sync_stops_Serve_before_it_campaigns(t *testi
 func TestServe_runs_once(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 1)
+		r.unstarted()
 		require.NoError(t, r.ctrl.Shutdown(t.Context()))
 		require.NoError(t, r.ctrl.Serve(t.Context()))
 		require.EqualError(t, r.ctrl.Serve(t.Context()), "controller memcached-controller: Serve was called again: a Controller serves once")
@@ -292,6 +298,7 @@ func TestServe_warns_when_the_Lease_timings_don_t_fence_leadership(t *testing.T)
 					rec.EXPECT().LeaderElectionUnfenced(gomock.Any(), tc.lease.LeaseDuration, tc.lease.RenewDeadline, tc.lease.RetryPeriod)
 				}
 				watch.EXPECT().Check(gomock.Any()).Return(errors.New("not served"))
+				watch.EXPECT().Stop()
 				ctrl, err := controller.New(controller.Config{
 					Name: "c", Workers: 1, Watch: watch, NewQueue: func() ports.Queue { return newQueue() },
 					Elector: &elector{}, Writer: portsmock.NewMockWriter(mc), Handler: &handler{}, Recorder: rec,

@@ -152,6 +152,7 @@ func TestShutdown_before_Serve_leaves_the_EventWriter_to_Serve(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var closes []closeCall
 		r := newEventsRig(t, &closes, closed)
+		r.unstarted()
 		require.NoError(t, r.ctrl.Shutdown(t.Context()))
 		require.Empty(t, closes)
 		require.NoError(t, r.ctrl.Serve(t.Context()))
@@ -166,6 +167,7 @@ func TestServe_again_leaves_the_EventWriter_alone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var closes []closeCall
 		r := newEventsRig(t, &closes, closed)
+		r.unstarted()
 		require.NoError(t, r.ctrl.Shutdown(t.Context()))
 		require.NoError(t, r.ctrl.Serve(t.Context()))
 		require.Error(t, r.ctrl.Serve(t.Context()))

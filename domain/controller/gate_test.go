@@ -84,7 +84,9 @@ func TestServe_with_an_open_Gate_neither_waits_nor_tells(t *testing.T) {
 func TestServe_stopped_while_it_waits_for_its_Gate_returns_nil_and_checks_nothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := gated(t, make(chan struct{}))
-		// No Check, Start or Stop is expected: gomock fails on any.
+		// No Check or Start is expected, gomock fails on any; a Stop
+		// withdraws what the Watch claimed.
+		r.unstarted()
 		ctx, stop := context.WithCancel(t.Context())
 		r.serve(ctx)
 		synctest.Wait()

@@ -349,6 +349,11 @@ func (r *rig) watching() {
 	r.watch.EXPECT().Stop().Do(func() { r.j.add("stop watching") })
 }
 
+// unstarted expects the Watch to stop once without starting: Serve
+// returns before it starts the Watch, whose Stop withdraws what it
+// claimed of its Client's shared stores.
+func (r *rig) unstarted() { r.watch.EXPECT().Stop() }
+
 // serve runs Serve in the background until ctx ends.
 func (r *rig) serve(ctx context.Context) {
 	go func() { r.served <- r.ctrl.Serve(ctx) }()
