@@ -114,6 +114,8 @@ func TestRun_fences_a_leader_cut_off_by_a_hanging_API_server(t *testing.T) {
 
 				<-cb.leading
 				<-ca.returned
+				// b's function stores its start after the send: let it.
+				synctest.Wait()
 				overlap := time.Duration(aEnded.Load() - bLed.Load())
 				fencedAfter := time.Unix(0, aEnded.Load()).Sub(lastRenewal)
 				stopA()
