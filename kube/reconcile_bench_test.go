@@ -108,6 +108,7 @@ func (noRecorder) LeaderElectionUnfenced(context.Context, time.Duration, time.Du
 }
 func (noRecorder) MappingPanicked(context.Context, string, ports.Cause, *ports.Panic) {}
 func (noRecorder) ShardChanged(context.Context, ports.ShardChange, int, int)          {}
+func (noRecorder) HandOffStuck(context.Context, ports.Key, int, int, time.Duration)   {}
 
 // fixedClock never moves, and counts the timers set on it, which never
 // fire.

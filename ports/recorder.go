@@ -47,6 +47,13 @@ type Recorder interface {
 	// released or lost shard, of count. ctx is the controller's: no
 	// reconcile is running.
 	ShardChanged(ctx context.Context, change ShardChange, shard, count int)
+	// HandOffStuck reports a pass over key of shard, of count, that still
+	// runs, for running, after its shard's hand-off cancelled it at
+	// DrainTimeout and waited a grace beyond: it ignores its context, and
+	// the replica keeps the shard's Lease, reconciling none of the shard's
+	// objects, for as long as it runs. ctx is the controller's: the pass's
+	// own reconcile still runs.
+	HandOffStuck(ctx context.Context, key Key, shard, count int, running time.Duration)
 }
 
 // Report is how one reconcile ended.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -41,8 +42,9 @@ var errNoAnswer = errors.New("no list or watch answered")
 // deleted. It fails closed: once no list or watch has succeeded for
 // ConfigMapStale, changed is called with found false and an error that
 // says why, and with nothing else until a list or a watch succeeds
-// again, when the ConfigMap's data is reported afresh. changed is called
-// from one goroutine at a time, in order. WatchConfigMap returns nil when
+// again, when the ConfigMap's data is reported afresh, as that list or
+// watch found it. changed is called from one goroutine at a time, in
+// order, and never twice in a row with the same data. WatchConfigMap returns nil when
 // ctx ends; client-go retries a list or a watch that fails meanwhile, as
 // for every informer.
 func WatchConfigMap(ctx context.Context, client kubernetes.Interface, namespace, name string, changed func(data map[string]string, found bool, err error)) error {
@@ -63,7 +65,12 @@ func WatchConfigMap(ctx context.Context, client kubernetes.Interface, namespace,
 // watchConfigMap is WatchConfigMap over lw, which lists and watches the
 // ConfigMap what names.
 func watchConfigMap(ctx context.Context, lw cache.ListerWatcher, what string, changed func(data map[string]string, found bool, err error)) error {
-	w := &configMapWatch{changed: changed, answered: make(chan bool, 1)}
+	return (&configMapWatch{changed: changed}).run(ctx, lw, what)
+}
+
+// run is watchConfigMap with w, whose changed is set.
+func (w *configMapWatch) run(ctx context.Context, lw cache.ListerWatcher, what string) error {
+	w.answered = make(chan struct{}, 1)
 	w.inf = cache.NewSharedIndexInformer(&answering{lw: lw, w: w}, &corev1.ConfigMap{}, 0, cache.Indexers{})
 	seen := func(obj any) {
 		if cm, ok := obj.(*corev1.ConfigMap); ok {
@@ -95,7 +102,7 @@ func watchConfigMap(ctx context.Context, lw cache.ListerWatcher, what string, ch
 		// Checked under the lock: a ConfigMap the store holds by now has
 		// been, or is about to be, reported by its handler.
 		if len(w.inf.GetStore().List()) == 0 && !w.stale {
-			changed(nil, false, nil)
+			w.tell(nil, false)
 		}
 		w.mu.Unlock()
 	}
@@ -109,9 +116,12 @@ func watchConfigMap(ctx context.Context, lw cache.ListerWatcher, what string, ch
 type configMapWatch struct {
 	inf     cache.SharedIndexInformer
 	changed func(data map[string]string, found bool, err error)
-	// answered has a value after each list (true) or watch (false) that
-	// succeeded, for the watchdog.
-	answered chan bool
+	// answered has a value after each list or watch that succeeded, for
+	// the watchdog.
+	answered chan struct{}
+	// answeredSeen, when not nil, is called by the watchdog as it takes a
+	// value of answered: a test delays it.
+	answeredSeen func()
 
 	// mu orders the calls of changed, and guards the rest.
 	mu sync.Mutex
@@ -122,6 +132,25 @@ type configMapWatch struct {
 	// failed is the error of the latest list or watch that failed, nil
 	// once one succeeds.
 	failed error
+	// said is what changed was last told, when it was told of data: a
+	// handler that reports again what recovered just did says nothing.
+	said *said
+}
+
+// said is one report of the ConfigMap's data.
+type said struct {
+	data  map[string]string
+	found bool
+}
+
+// tell calls changed with data and found unless it was last told just
+// that. Its caller holds mu.
+func (w *configMapWatch) tell(data map[string]string, found bool) {
+	if w.said != nil && w.said.found == found && maps.Equal(w.said.data, data) {
+		return
+	}
+	w.said = &said{data: data, found: found}
+	w.changed(data, found, nil)
 }
 
 // call reports the ConfigMap's data, unless it was reported unreadable.
@@ -129,39 +158,35 @@ func (w *configMapWatch) call(data map[string]string, found bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.stale {
-		w.changed(data, found, nil)
+		w.tell(data, found)
 	}
 }
 
-// answer records the outcome of a list (list true) or a watch.
-func (w *configMapWatch) answer(list bool, err error) {
+// answer records the outcome of a list (list true, listed what it
+// returned) or a watch. One that succeeded ends a stale spell at once,
+// before the informer's handlers see what it brought (recovered): a
+// handler that ran before the watchdog would otherwise find the spell
+// still on and drop its report, and the ConfigMap would go unreported
+// until it changed.
+func (w *configMapWatch) answer(list bool, listed runtime.Object, err error) {
 	w.mu.Lock()
 	w.failed = err
+	if err == nil {
+		w.recovered(list, listed)
+	}
 	w.mu.Unlock()
 	if err != nil {
 		return
 	}
-	// The watchdog needs the latest success only: a full buffer already
-	// holds one, and a list's value wins over a watch's.
+	// The watchdog needs to know of the latest success only.
 	select {
-	case w.answered <- list:
+	case w.answered <- struct{}{}:
 	default:
-		if list {
-			select {
-			case <-w.answered:
-			default:
-			}
-			select {
-			case w.answered <- list:
-			default:
-			}
-		}
 	}
 }
 
 // watchdog reports the ConfigMap unreadable once no list or watch has
-// succeeded for ConfigMapStale, and reports it afresh when one does
-// again, until ctx ends.
+// succeeded for ConfigMapStale, until ctx ends.
 func (w *configMapWatch) watchdog(ctx context.Context, what string) {
 	timer := time.NewTimer(ConfigMapStale)
 	defer timer.Stop()
@@ -169,9 +194,11 @@ func (w *configMapWatch) watchdog(ctx context.Context, what string) {
 		select {
 		case <-ctx.Done():
 			return
-		case list := <-w.answered:
+		case <-w.answered:
+			if w.answeredSeen != nil {
+				w.answeredSeen()
+			}
 			timer.Reset(ConfigMapStale)
-			w.recovered(list)
 		case <-timer.C:
 			w.mu.Lock()
 			if !w.stale {
@@ -180,6 +207,7 @@ func (w *configMapWatch) watchdog(ctx context.Context, what string) {
 				if why == nil {
 					why = errNoAnswer
 				}
+				w.said = nil
 				w.changed(nil, false, fmt.Errorf("configmap %s: not read for %s: %w", what, ConfigMapStale, why))
 			}
 			w.mu.Unlock()
@@ -187,28 +215,32 @@ func (w *configMapWatch) watchdog(ctx context.Context, what string) {
 	}
 }
 
-// recovered ends a stale spell after a list (list true) or a watch that
-// succeeded. After a list, the informer reports every object it found,
-// and a ConfigMap it no longer finds as deleted; a watch started from
-// the last version read lists nothing, so the store, which holds what
-// the handlers last saw, is reported here.
-func (w *configMapWatch) recovered(list bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+// recovered ends a stale spell after a list (list true, listed what it
+// returned) or a watch that succeeded, and reports the ConfigMap afresh:
+// as the list found it, since the informer reports only what changed
+// since its store's copy; after a watch, started from the last version
+// read, as the store holds it, which is what the handlers last saw. Its
+// caller holds mu.
+func (w *configMapWatch) recovered(list bool, listed runtime.Object) {
 	if !w.stale {
 		return
 	}
 	w.stale = false
 	if list {
+		if l, ok := listed.(*corev1.ConfigMapList); ok && len(l.Items) > 0 {
+			w.tell(l.Items[0].Data, true)
+			return
+		}
+		w.tell(nil, false)
 		return
 	}
 	objs := w.inf.GetStore().List()
 	if len(objs) == 0 {
-		w.changed(nil, false, nil)
+		w.tell(nil, false)
 		return
 	}
 	if cm, ok := objs[0].(*corev1.ConfigMap); ok {
-		w.changed(cm.Data, true, nil)
+		w.tell(cm.Data, true)
 	}
 }
 
@@ -225,7 +257,7 @@ func (a *answering) List(o metav1.ListOptions) (runtime.Object, error) {
 
 func (a *answering) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 	obj, err := cache.ToListerWatcherWithContext(a.lw).ListWithContext(ctx, o)
-	a.w.answer(true, err)
+	a.w.answer(true, obj, err)
 	return obj, err
 }
 
@@ -237,8 +269,11 @@ func (a *answering) WatchWithContext(ctx context.Context, o metav1.ListOptions) 
 	timeout := int64(ConfigMapWatchTimeout / time.Second)
 	o.TimeoutSeconds = &timeout
 	wi, err := cache.ToListerWatcherWithContext(a.lw).WatchWithContext(ctx, o)
-	// A watch that sends the initial events is client-go's list: the
-	// informer reports what it finds, as after a list.
-	a.w.answer(o.SendInitialEvents != nil && *o.SendInitialEvents, err)
+	a.w.answer(false, nil, err)
 	return wi, err
 }
+
+// IsWatchListSemanticsUnSupported reports true: the informer lists
+// plainly, so a list's answer holds the ConfigMap it found, which
+// recovered reports.
+func (a *answering) IsWatchListSemanticsUnSupported() bool { return true }

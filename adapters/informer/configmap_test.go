@@ -187,3 +187,57 @@ func TestWatchConfigMap_reports_a_ConfigMap_it_never_read(t *testing.T) {
 		require.True(t, apierrors.IsForbidden(got[0].err))
 	})
 }
+
+// A ConfigMap that changed during a stale spell is reported afresh by the
+// list that ends it, even when the informer's handler sees the list's
+// object before the watchdog takes the list's answer: the handler must
+// not find the spell still on and drop the report.
+func TestWatchConfigMap_reports_afresh_when_the_handler_runs_before_the_watchdog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeServer{cm: switchMap("on")}
+		ctx, cancel := context.WithCancel(t.Context())
+		var mu sync.Mutex
+		var got []report
+		w := &configMapWatch{
+			changed: func(data map[string]string, found bool, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, report{time.Now(), data, found, err})
+			},
+			// The watchdog is slow to take an answer: the handlers run
+			// first.
+			answeredSeen: func() { time.Sleep(time.Second) },
+		}
+		done := make(chan error, 1)
+		go func() { done <- w.run(ctx, f.lw(), "ops/switch") }()
+		defer func() {
+			cancel()
+			require.NoError(t, <-done)
+		}()
+		reports := func() []report {
+			synctest.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]report(nil), got...)
+		}
+		time.Sleep(time.Minute)
+		require.Len(t, reports(), 1)
+
+		f.set(func(f *fakeServer) { f.forbidden = true })
+		time.Sleep(ConfigMapStale + ConfigMapWatchTimeout)
+		require.Len(t, reports(), 2)
+		require.False(t, reports()[1].found)
+
+		// Turned off during the spell, then readable again.
+		f.set(func(f *fakeServer) {
+			f.forbidden = false
+			f.cm = switchMap("off")
+			f.cm.ResourceVersion = "2"
+		})
+		time.Sleep(2 * time.Minute)
+		last := reports()
+		require.Greater(t, len(last), 2, "read again, it is reported afresh")
+		require.True(t, last[len(last)-1].found)
+		require.Equal(t, map[string]string{"switch": "off"}, last[len(last)-1].data)
+	})
+}

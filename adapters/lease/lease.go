@@ -5,7 +5,12 @@
 // On top of client-go's LeaderElector, it guarantees that nothing the
 // Lease guards runs once another replica may hold it: when leadership
 // ends, the context handed to the leader's function is cancelled, and the
-// Lease is released only after that function has returned.
+// Lease is released only after that function has returned. The leader
+// also fences itself: RenewDeadline after the start of its last renewal
+// the server accepted, with none accepted since, it cancels that context
+// on its own clock, whatever client-go's requests are doing, so a leader
+// cut off by an API server that hangs stops before a standby can take the
+// Lease LeaseDuration after that renewal.
 package lease
 
 import (
@@ -98,9 +103,11 @@ func config(c Config, lock resourcelock.Interface, callbacks leaderelection.Lead
 
 // Run campaigns for the Lease until it holds it or ctx is done. Once it
 // holds the Lease, it calls onStarted in a goroutine of its own with a
-// context that is cancelled when leadership ends: when a renewal fails for
-// the RenewDeadline, when another candidate takes the Lease, or when ctx is
-// done. Before it releases the Lease, and before it returns, it waits for
+// context that is cancelled when leadership ends: when RenewDeadline has
+// passed since the start of the last renewal the API server accepted (the
+// fence, which needs no answer from the server, so a hanging one can't
+// delay it), when another candidate takes the Lease, or when ctx is done.
+// The fence also stops the campaign, as a lost Lease does. Before it releases the Lease, and before it returns, it waits for
 // onStarted to return, so nothing onStarted runs outlives the leadership.
 // It then releases the Lease, if it still holds it, calls onStopped, and
 // returns. Its caller tells a lost Lease from a done ctx by ctx.Err().
@@ -110,7 +117,14 @@ func config(c Config, lock resourcelock.Interface, callbacks leaderelection.Lead
 func (e *Elector) Run(ctx context.Context, onStarted func(context.Context), onStopped func()) {
 	leadCtx, cancelLead := context.WithCancel(ctx)
 	defer cancelLead()
+	// electCtx is client-go's: the fence ends it with leadCtx, so a fenced
+	// leader stops renewing too, rather than holding a Lease it no longer
+	// acts on. ctx itself lives on: the caller sees a lost Lease.
+	electCtx, cancelElect := context.WithCancel(ctx)
+	defer cancelElect()
 	t := &term{cancel: cancelLead, done: make(chan struct{})}
+	f := &fence{deadline: e.c.RenewDeadline, lapse: func() { cancelLead(); cancelElect() }}
+	defer f.stop()
 	lock := &guardedLock{
 		Interface: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Name: e.c.Name, Namespace: e.c.Namespace},
@@ -119,6 +133,7 @@ func (e *Elector) Run(ctx context.Context, onStarted func(context.Context), onSt
 			Labels:     e.c.Labels,
 		},
 		beforeRelease: t.end,
+		renewed:       f.renewed,
 		expired:       e.c.Expired,
 		name:          e.c.Name,
 	}
@@ -135,7 +150,7 @@ func (e *Elector) Run(ctx context.Context, onStarted func(context.Context), onSt
 		OnStoppedLeading: func() {},
 	}))
 	if err == nil {
-		le.Run(ctx)
+		le.Run(electCtx)
 	}
 	// New checked the config, so err is always nil; either way the term
 	// is over.
@@ -182,15 +197,76 @@ func (t *term) end() {
 	}
 }
 
+// fence cancels leadership deadline after the start of the last renewal
+// the API server accepted, unless another is accepted first. A standby
+// takes the Lease no sooner than LeaseDuration after it saw that renewal
+// written, which is after the renewal's start: with RenewDeadline below
+// LeaseDuration (settings.Fenced checks the margin, client-go's whole
+// seconds included), the leader has stopped first. client-go's own give-up
+// can't bound this: it cancels only after its release's Get, which hangs
+// as long as the API server does.
+type fence struct {
+	deadline time.Duration
+	lapse    func()
+
+	mu     sync.Mutex
+	timer  *time.Timer
+	lapsed bool
+}
+
+// renewed records a renewal the server accepted, whose request began at
+// start: the fence lapses deadline after start, unless renewed again.
+func (f *fence) renewed(start time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lapsed {
+		return
+	}
+	left := f.deadline - time.Since(start)
+	if f.timer == nil {
+		f.timer = time.AfterFunc(left, f.lapseNow)
+		return
+	}
+	f.timer.Reset(left)
+}
+
+func (f *fence) lapseNow() {
+	f.mu.Lock()
+	f.lapsed = true
+	f.mu.Unlock()
+	f.lapse()
+}
+
+// stop stops the fence's timer; it lapses no more.
+func (f *fence) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lapsed = true
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+}
+
 // guardedLock is the Lease lock, which ends the term before it releases
-// the Lease: client-go releases a Lease by updating it with no holder. With
-// expired, it reads a Lease whose holder was seen to let it expire as held
-// by nobody, so client-go takes it.
+// the Lease: client-go releases a Lease by updating it with no holder. It
+// tells renewed of every take or renewal the server accepts, with the time
+// its request began. With expired, it reads a Lease whose holder was seen
+// to let it expire as held by nobody, so client-go takes it.
 type guardedLock struct {
 	resourcelock.Interface
 	beforeRelease func()
+	renewed       func(start time.Time)
 	expired       func(ports.LeaseRecord) bool
 	name          string
+}
+
+func (l *guardedLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	start := time.Now()
+	err := l.Interface.Create(ctx, r)
+	if err == nil && r.HolderIdentity == l.Identity() {
+		l.renewed(start)
+	}
+	return err
 }
 
 func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
@@ -209,6 +285,12 @@ func (l *guardedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionReco
 func (l *guardedLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
 	if r.HolderIdentity == "" {
 		l.beforeRelease()
+		return l.Interface.Update(ctx, r)
 	}
-	return l.Interface.Update(ctx, r)
+	start := time.Now()
+	err := l.Interface.Update(ctx, r)
+	if err == nil && r.HolderIdentity == l.Identity() {
+		l.renewed(start)
+	}
+	return err
 }

@@ -45,6 +45,7 @@ const (
 	shardAcquiredBody     = "shard acquired"
 	shardReleasedBody     = "shard released"
 	shardLostBody         = "shard lost"
+	handOffStuckBody      = "reconcile stuck in a hand-off"
 	exceptionEventName    = "exception"
 )
 
@@ -96,6 +97,7 @@ const (
 	leaseDurationKey    = attribute.Key("loam.kube.leader_election.lease_duration")
 	renewDeadlineKey    = attribute.Key("loam.kube.leader_election.renew_deadline")
 	retryPeriodKey      = attribute.Key("loam.kube.leader_election.retry_period")
+	runningKey          = attribute.Key("loam.kube.controller.reconcile.running")
 )
 
 // DurationBoundaries returns both histograms' bucket boundaries, in
@@ -379,6 +381,23 @@ func (r *Recorder) ShardChanged(ctx context.Context, change ports.ShardChange, s
 	}
 	rec := r.newRecord(sev, body)
 	rec.AddAttributes(ShardKey.Int(shard), ShardsKey.Int(count))
+	r.logger.Emit(ctx, rec)
+}
+
+// HandOffStuck records, as an ERROR record "reconcile stuck in a
+// hand-off", a pass over key that ignored its shard's hand-off: the
+// object's name and namespace, the shard and the count, how long it has
+// run (loam.kube.controller.reconcile.running, as a Go duration reads), and
+// in exception.message what it costs: the replica keeps the shard's Lease
+// and reconciles none of its objects until the pass returns, or the
+// liveness probe fails and the kubelet restarts the pod.
+func (r *Recorder) HandOffStuck(ctx context.Context, key ports.Key, shard, count int, running time.Duration) {
+	rec := r.newRecord(log.SeverityError, handOffStuckBody)
+	rec.AddAttributes(objectAttributes(key)...)
+	rec.AddAttributes(ShardKey.Int(shard), ShardsKey.Int(count), runningKey.String(running.String()),
+		exceptionMessageKey.String(fmt.Sprintf(
+			"the reconcile of %s has run %v and ignored its cancel at DrainTimeout: shard %d of %d keeps its Lease, "+
+				"and none of its objects is reconciled, until it returns; the controller's liveness check fails meanwhile", key, running, shard, count)))
 	r.logger.Emit(ctx, rec)
 }
 

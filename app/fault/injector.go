@@ -166,13 +166,20 @@ func (i *Injector) SetOn(on bool) {
 	// were made.
 	i.watchers.mu.Lock()
 	defer i.watchers.mu.Unlock()
-	if i.off.Swap(!on) == !on {
+	if i.off.Load() == !on {
 		return
 	}
+	// Each Inject reads off, then lifted: turning on stores the open
+	// channel before clearing off, so an Inject that reads it on never
+	// loads the closed channel of the spell that ended; turning off sets
+	// off before closing the channel, which an Inject that read it on
+	// may hold, and so is lifted at once.
 	if on {
 		lifted := make(chan struct{})
 		i.lifted.Store(&lifted)
+		i.off.Store(false)
 	} else {
+		i.off.Store(true)
 		close(*i.lifted.Load())
 	}
 	for _, f := range i.watchers.fs {

@@ -142,6 +142,11 @@ type Controller struct {
 	crew *crew
 	// served is closed when Serve returns.
 	served chan struct{}
+
+	// stuck is, for each shard whose hand-off waits on passes that
+	// ignored their cancel, what Stuck reports (handoff.go).
+	stuckMu sync.Mutex
+	stuck   map[int]error
 }
 
 // New returns the Controller that c describes. It fails, naming each, when
@@ -263,7 +268,7 @@ func (c *Controller) Serve(ctx context.Context) error {
 
 	var gate *shardGate
 	if c.c.Shards > 0 {
-		gate = newShardGate(c.c.Shards)
+		gate = newShardGate(c.c.Shards, c.c.Clock.Now)
 	}
 	loop, err := c.loop(gate)
 	if err != nil {
@@ -299,7 +304,7 @@ func (c *Controller) Serve(ctx context.Context) error {
 // gate admits when it isn't nil.
 func (c *Controller) loop(gate *shardGate) (*reconcile.Loop, error) {
 	q := c.c.NewQueue()
-	var admit func(context.Context, ports.Object) (context.Context, func(), bool)
+	var admit func(context.Context, ports.Key, ports.Object) (context.Context, func(), bool)
 	if gate != nil {
 		admit = gate.admit
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/loam-dev/loam/ports"
@@ -37,6 +39,15 @@ var ErrDrainTimeout = errors.New("kube: the reconcile still ran when its Lease's
 //
 // A Lease lost during the drain cancels its passes at once with
 // ErrLostLeadership, since another replica may hold it already.
+//
+// A pass that ignores its cancel keeps its shard's Lease for as long as
+// it runs, and no replica reconciles the shard's objects meanwhile: safety
+// (never two at once) comes before liveness. It is made visible and
+// recoverable instead: a RetryPeriod after DrainTimeout, each such pass is
+// reported (Recorder.HandOffStuck, naming its key and how long it has
+// run), and Stuck fails, which the controller's liveness check reports,
+// so the kubelet restarts the pod: the process ends, and its Leases are
+// released or expire. Stuck is nil again once the pass has returned.
 
 // drain stops the workers taking keys, and waits for the passes in
 // flight to return, cancelling those that still run timeout after it
@@ -69,6 +80,8 @@ func (r *sharded) handOff(leading, electing context.Context, s int) bool {
 	}
 	ended := leading.Done()
 	lost := false
+	var stuck chan struct{}
+	defer r.c.unstick(s)
 	for {
 		select {
 		case <-empty:
@@ -76,6 +89,12 @@ func (r *sharded) handOff(leading, electing context.Context, s int) bool {
 		case <-expired:
 			expired = nil
 			r.gate.cancel(s, fmt.Errorf("shard %d of %d: %w", s, count, ErrDrainTimeout))
+			stuck = make(chan struct{})
+			stop := r.c.c.Clock.AfterFunc(r.c.c.Lease.RetryPeriod, func() { close(stuck) })
+			defer stop()
+		case <-stuck:
+			stuck = nil
+			r.c.stick(s, r.gate.draining(s))
 		case <-ended:
 			ended = nil
 			if electing.Err() == nil {
@@ -84,4 +103,57 @@ func (r *sharded) handOff(leading, electing context.Context, s int) bool {
 			}
 		}
 	}
+}
+
+// stick reports passes of shard s still running a grace after its
+// hand-off cancelled them, and makes Stuck fail until unstick(s).
+func (c *Controller) stick(s int, passes []gatedPass) {
+	if len(passes) == 0 {
+		return
+	}
+	now := c.c.Clock.Now()
+	keys := make([]string, 0, len(passes))
+	longest := time.Duration(0)
+	for _, p := range passes {
+		running := now.Sub(p.started)
+		longest = max(longest, running)
+		c.c.Recorder.HandOffStuck(context.Background(), p.key, s, c.c.Shards, running)
+		keys = append(keys, p.key.String())
+	}
+	slices.Sort(keys)
+	c.stuckMu.Lock()
+	defer c.stuckMu.Unlock()
+	if c.stuck == nil {
+		c.stuck = map[int]error{}
+	}
+	c.stuck[s] = fmt.Errorf("controller %s: shard %d of %d: the reconcile of %s ignored the hand-off's cancel at DrainTimeout %v and still ran %v after it began: the shard's Lease is kept and none of its objects reconciled until it returns",
+		c.c.Name, s, c.c.Shards, strings.Join(keys, ", "), c.c.DrainTimeout, longest)
+}
+
+// unstick forgets shard s's stuck passes: its hand-off is over.
+func (c *Controller) unstick(s int) {
+	c.stuckMu.Lock()
+	defer c.stuckMu.Unlock()
+	delete(c.stuck, s)
+}
+
+// Stuck returns nil, or an error naming each shard whose hand-off waits on
+// a pass that ignored its cancel at DrainTimeout for a RetryPeriod
+// beyond, and the pass's key: the replica keeps the shard's Lease and
+// reconciles none of its objects while it runs. It is the controller's
+// liveness: a process that stays stuck is best restarted, which frees the
+// Lease. It is safe to call from any goroutine, at any time.
+func (c *Controller) Stuck() error {
+	c.stuckMu.Lock()
+	defer c.stuckMu.Unlock()
+	shards := make([]int, 0, len(c.stuck))
+	for s := range c.stuck {
+		shards = append(shards, s)
+	}
+	slices.Sort(shards)
+	errs := make([]error, 0, len(shards))
+	for _, s := range shards {
+		errs = append(errs, c.stuck[s])
+	}
+	return errors.Join(errs...)
 }

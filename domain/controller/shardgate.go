@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/loam-dev/loam/domain/shard"
 	"github.com/loam-dev/loam/ports"
@@ -14,6 +15,8 @@ import (
 // reconciling one object at once.
 type shardGate struct {
 	count int
+	// now times each pass's start, for a stuck pass's report.
+	now func() time.Time
 
 	mu sync.Mutex
 	// shards are the shards held; left those that stopped admitting
@@ -25,22 +28,30 @@ type shardGate struct {
 type heldShard struct {
 	inFlight int
 	next     uint64
-	passes   map[uint64]context.CancelCauseFunc
+	passes   map[uint64]gatedPass
 	// left is set once the shard stopped admitting passes; empty is
 	// closed once it has and none is in flight.
 	left  bool
 	empty chan struct{}
 }
 
-func newShardGate(count int) *shardGate {
-	return &shardGate{count: count, shards: map[int]*heldShard{}, left: map[int]*heldShard{}}
+// gatedPass is one pass in flight: what cancels it, its object's key and
+// when it began.
+type gatedPass struct {
+	cancel  context.CancelCauseFunc
+	key     ports.Key
+	started time.Time
 }
 
-// admit returns the context a pass over obj runs in, carrying its shard
+func newShardGate(count int, now func() time.Time) *shardGate {
+	return &shardGate{count: count, now: now, shards: map[int]*heldShard{}, left: map[int]*heldShard{}}
+}
+
+// admit returns the context a pass over obj, of key, runs in, carrying its shard
 // and cancelled when the shard is lost, and the function that ends the
 // pass; it reports false, and runs nothing, when the replica doesn't hold
 // obj's shard.
-func (g *shardGate) admit(ctx context.Context, obj ports.Object) (context.Context, func(), bool) {
+func (g *shardGate) admit(ctx context.Context, key ports.Key, obj ports.Object) (context.Context, func(), bool) {
 	s := shard.Of(string(obj.UID), g.count)
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -51,7 +62,7 @@ func (g *shardGate) admit(ctx context.Context, obj ports.Object) (context.Contex
 	ctx, cancel := context.WithCancelCause(ports.ContextWithShard(ctx, s))
 	h.next++
 	id := h.next
-	h.passes[id] = cancel
+	h.passes[id] = gatedPass{cancel: cancel, key: key, started: g.now()}
 	h.inFlight++
 	return ctx, func() {
 		g.mu.Lock()
@@ -70,7 +81,7 @@ func (g *shardGate) hold(s int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, ok := g.shards[s]; !ok {
-		g.shards[s] = &heldShard{passes: map[uint64]context.CancelCauseFunc{}, empty: make(chan struct{})}
+		g.shards[s] = &heldShard{passes: map[uint64]gatedPass{}, empty: make(chan struct{})}
 	}
 }
 
@@ -101,10 +112,25 @@ func (g *shardGate) cancel(s int, cause error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if h, ok := g.left[s]; ok {
-		for _, cancel := range h.passes {
-			cancel(cause)
+		for _, p := range h.passes {
+			p.cancel(cause)
 		}
 	}
+}
+
+// draining returns the passes of shard s in flight since it left.
+func (g *shardGate) draining(s int) []gatedPass {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	h, ok := g.left[s]
+	if !ok {
+		return nil
+	}
+	out := make([]gatedPass, 0, len(h.passes))
+	for _, p := range h.passes {
+		out = append(out, p)
+	}
+	return out
 }
 
 // forget drops what the gate knows of shard s once it has drained.

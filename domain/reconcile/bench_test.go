@@ -56,6 +56,7 @@ func (fakeRecorder) LeaderElectionUnfenced(context.Context, time.Duration, time.
 }
 func (fakeRecorder) MappingPanicked(context.Context, string, ports.Cause, *ports.Panic) {}
 func (fakeRecorder) ShardChanged(context.Context, ports.ShardChange, int, int)          {}
+func (fakeRecorder) HandOffStuck(context.Context, ports.Key, int, int, time.Duration)   {}
 
 // fixedClock never moves, and counts the timers set on it, which never
 // fire.

@@ -118,12 +118,12 @@ type Config struct {
 	// Nil records none.
 	Events ports.Events
 	// Admit, when not nil, is asked before every pass that does
-	// something whether this replica may reconcile obj: a sharded
+	// something whether this replica may reconcile obj, of key: a sharded
 	// controller's replica reconciles only the objects of the shards it
 	// holds. When it may, Admit returns the context the pass runs in and
 	// the function the Loop calls once the pass is settled; when it may
 	// not, the key is forgotten, as an object gone from the cache is.
-	Admit func(ctx context.Context, obj ports.Object) (context.Context, func(), bool)
+	Admit func(ctx context.Context, key ports.Key, obj ports.Object) (context.Context, func(), bool)
 }
 
 // Loop reconciles a controller's keys, one pass at a time per call. It is
@@ -263,7 +263,7 @@ func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
 			return
 		}
 		if l.c.Admit != nil {
-			admitted, done, ok := l.c.Admit(ctx, obj)
+			admitted, done, ok := l.c.Admit(ctx, key, obj)
 			if !ok {
 				// Another replica's: its timers and backoff are that
 				// replica's too.

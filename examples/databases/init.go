@@ -120,7 +120,8 @@ func initController(ctx context.Context, s *app.Setup, serveMetrics bool, export
 	if err != nil {
 		return nil, err
 	}
-	probes, err := httphealth.NewService(s, settings.Probes, health.Readiness(ctrl.Synced()))
+	probes, err := httphealth.NewService(s, settings.Probes, health.Readiness(ctrl.Synced()),
+		health.Liveness(ctrl.Live()).Named("controller"))
 	if err != nil {
 		return nil, err
 	}

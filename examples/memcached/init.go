@@ -193,7 +193,11 @@ func initOperator(ctx context.Context, s *app.Setup, serveMetrics bool, exporter
 		ready = append(ready, webhooks)
 		services = append(services, webhooks)
 	}
-	probes, err := httphealth.NewService(s, settings.probes, health.Readiness(ready...))
+	// Live fails while a shard's hand-off waits on a reconcile that
+	// ignored its cancel: the kubelet restarts the pod, which frees the
+	// Lease.
+	probes, err := httphealth.NewService(s, settings.probes, health.Readiness(ready...),
+		health.Liveness(memcacheds.Live(), budgets.Live()).Named("controllers"))
 	if err != nil {
 		return nil, err
 	}

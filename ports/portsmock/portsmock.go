@@ -1244,6 +1244,42 @@ func (c *MockRecorderShardChangedCall) DoAndReturn(f func(context.Context, ports
 	return c
 }
 
+// HandOffStuck mocks base method.
+func (m *MockRecorder) HandOffStuck(ctx context.Context, key ports.Key, shard, count int, running time.Duration) {
+	m.ctrl.T.Helper()
+	m.ctrl.Call(m, "HandOffStuck", ctx, key, shard, count, running)
+}
+
+// HandOffStuck indicates an expected call of HandOffStuck.
+func (mr *MockRecorderMockRecorder) HandOffStuck(ctx, key, shard, count, running any) *MockRecorderHandOffStuckCall {
+	mr.mock.ctrl.T.Helper()
+	call := mr.mock.ctrl.RecordCallWithMethodType(mr.mock, "HandOffStuck", reflect.TypeOf((*MockRecorder)(nil).HandOffStuck), ctx, key, shard, count, running)
+	return &MockRecorderHandOffStuckCall{Call: call}
+}
+
+// MockRecorderHandOffStuckCall wrap *gomock.Call
+type MockRecorderHandOffStuckCall struct {
+	*gomock.Call
+}
+
+// Return rewrite *gomock.Call.Return
+func (c *MockRecorderHandOffStuckCall) Return() *MockRecorderHandOffStuckCall {
+	c.Call = c.Call.Return()
+	return c
+}
+
+// Do rewrite *gomock.Call.Do
+func (c *MockRecorderHandOffStuckCall) Do(f func(context.Context, ports.Key, int, int, time.Duration)) *MockRecorderHandOffStuckCall {
+	c.Call = c.Call.Do(f)
+	return c
+}
+
+// DoAndReturn rewrite *gomock.Call.DoAndReturn
+func (c *MockRecorderHandOffStuckCall) DoAndReturn(f func(context.Context, ports.Key, int, int, time.Duration)) *MockRecorderHandOffStuckCall {
+	c.Call = c.Call.DoAndReturn(f)
+	return c
+}
+
 // MockHandler is a mock of Handler interface.
 type MockHandler struct {
 	ctrl     *gomock.Controller

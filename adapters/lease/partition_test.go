@@ -1,0 +1,132 @@
+package lease_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/loam-dev/loam/adapters/lease"
+)
+
+// partitioned is a LeasesGetter whose requests hang, as behind a network
+// partition or an API server that stops answering, while cut is set: each
+// waits for its context to end, as an HTTP request that gets no answer does.
+type partitioned struct {
+	coordinationv1client.LeasesGetter
+	cut *atomic.Bool
+}
+
+func (p partitioned) Leases(namespace string) coordinationv1client.LeaseInterface {
+	return hanging{LeaseInterface: p.LeasesGetter.Leases(namespace), cut: p.cut}
+}
+
+type hanging struct {
+	coordinationv1client.LeaseInterface
+	cut *atomic.Bool
+}
+
+func (h hanging) Get(ctx context.Context, name string, o metav1.GetOptions) (*coordinationv1.Lease, error) {
+	if h.cut.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return h.LeaseInterface.Get(ctx, name, o)
+}
+
+func (h hanging) Update(ctx context.Context, l *coordinationv1.Lease, o metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	if h.cut.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return h.LeaseInterface.Update(ctx, l, o)
+}
+
+func (h hanging) Create(ctx context.Context, l *coordinationv1.Lease, o metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	if h.cut.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return h.LeaseInterface.Create(ctx, l, o)
+}
+
+// TestRun_fences_a_leader_cut_off_by_a_hanging_API_server: when the API
+// server hangs instead of refusing (a partition), client-go gives up
+// renewing RetryPeriod+RenewDeadline after the last renewal and then
+// release() Gets the Lease with a RenewDeadline timeout, which hangs too;
+// a standby the partition doesn't cut off takes the Lease LeaseDuration
+// after the last renewal. The leader's fence cancels its context
+// RenewDeadline after the start of its last accepted renewal, on its own
+// clock, so it has stopped before the standby begins: at the default
+// timings and at the chaos suite's.
+func TestRun_fences_a_leader_cut_off_by_a_hanging_API_server(t *testing.T) {
+	for _, tc := range []struct {
+		name                                      string
+		leaseDuration, renewDeadline, retryPeriod time.Duration
+	}{
+		{"default timings", leaseDuration, renewDeadline, retryPeriod},
+		{"chaos timings", 3 * time.Second, 2 * time.Second, 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				client := fake.NewClientset()
+				var cut atomic.Bool
+				elector := func(identity string, leases coordinationv1client.LeasesGetter) *lease.Elector {
+					e, err := lease.New(lease.Config{
+						Client:        leases,
+						Name:          "memcached-controller",
+						Namespace:     "memcached-system",
+						Identity:      identity,
+						LeaseDuration: tc.leaseDuration,
+						RenewDeadline: tc.renewDeadline,
+						RetryPeriod:   tc.retryPeriod,
+					})
+					require.NoError(t, err)
+					return e
+				}
+				ctxA, stopA := context.WithCancel(t.Context())
+				var aEnded atomic.Int64
+				ca := campaign(ctxA, elector("a", partitioned{LeasesGetter: client.CoordinationV1(), cut: &cut}), func(leading context.Context) {
+					<-leading.Done()
+					aEnded.Store(time.Now().UnixNano())
+				})
+				<-ca.leading
+
+				ctxB, stopB := context.WithCancel(t.Context())
+				var bLed atomic.Int64
+				cb := campaign(ctxB, elector("b", client.CoordinationV1()), func(leading context.Context) {
+					bLed.Store(time.Now().UnixNano())
+					<-leading.Done()
+				})
+				// A few renewals seen by the standby, then the partition.
+				time.Sleep(3 * tc.retryPeriod)
+				cut.Store(true)
+				l, err := client.CoordinationV1().Leases("memcached-system").Get(context.Background(), "memcached-controller", metav1.GetOptions{})
+				require.NoError(t, err)
+				lastRenewal := l.Spec.RenewTime.Time
+
+				<-cb.leading
+				<-ca.returned
+				// b's function stores its start after the send: let it.
+				synctest.Wait()
+				overlap := time.Duration(aEnded.Load() - bLed.Load())
+				fencedAfter := time.Unix(0, aEnded.Load()).Sub(lastRenewal)
+				stopA()
+				stopB()
+				<-ca.done
+				<-cb.done
+				require.LessOrEqual(t, overlap, time.Duration(0),
+					"the partitioned leader's context ended %v after the standby began leading: both led at once", overlap)
+				require.LessOrEqual(t, fencedAfter, tc.renewDeadline,
+					"the partitioned leader's context ended %v after its last renewal: later than RenewDeadline", fencedAfter)
+			})
+		})
+	}
+}

@@ -1,0 +1,108 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/mock/gomock"
+
+	"github.com/loam-dev/loam/domain/controller"
+	"github.com/loam-dev/loam/ports"
+)
+
+// stubborn reconciles an object named "stuck…" until stuck is closed,
+// ignoring its context, as a Reconciler blocked in a call without a
+// deadline does; any other at once.
+type stubborn struct{ stuck chan struct{} }
+
+func (s stubborn) Reconcile(_ context.Context, obj ports.Object) (ports.Result, error) {
+	if strings.HasPrefix(string(obj.UID), "stuck") {
+		<-s.stuck
+	}
+	return ports.Result{}, nil
+}
+
+func (stubborn) Finalize(context.Context, ports.Object) error { return nil }
+
+// TestShardedHandOffReportsAPassThatIgnoresItsContext: on a rebalance the
+// shard stops admitting passes and DrainTimeout cancels the pass in flight,
+// which ignores it. The replica keeps the shard's Lease while the pass
+// runs (never two replicas at once), but a RetryPeriod after DrainTimeout
+// it reports the pass, naming its key and how long it ran, and Stuck, the
+// controller's liveness, fails until the pass returns, so the kubelet
+// restarts the pod and frees the Lease. Once the pass returns, the shard
+// is handed off and Stuck is nil again.
+func TestShardedHandOffReportsAPassThatIgnoresItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const drain = 20 * time.Second
+		stuck := stubborn{stuck: make(chan struct{})}
+		srv := newLeaseServer(nil)
+		r := newShardedRig(t, srv, 2, func(c *controller.Config) {
+			c.DrainTimeout = drain
+			c.Handler = stuck
+		})
+		type report struct {
+			key     ports.Key
+			shard   int
+			running time.Duration
+		}
+		reports := make(chan report, 4)
+		r.rec.EXPECT().HandOffStuck(gomock.Any(), gomock.Any(), gomock.Any(), 2, gomock.Any()).Do(
+			func(_ context.Context, key ports.Key, s, _ int, running time.Duration) {
+				reports <- report{key: key, shard: s, running: running}
+			}).AnyTimes()
+		cancel := r.runSharded(t)
+		defer cancel()
+		// A failed assertion still lets the pass return, so Serve stops.
+		release := sync.OnceFunc(func() { close(stuck.stuck) })
+		defer release()
+		r.change(objectOf("stuck", 1, 2))
+		synctest.Wait()
+		require.NoError(t, r.ctrl.Stuck(), "a pass in flight outside a hand-off is not stuck")
+
+		// b joins: a must give shard 1 up.
+		srv.set("member-b", "b_1", 2)
+		synctest.Wait()
+		handOff := time.Now()
+		// Just before the grace after DrainTimeout: nothing reported yet.
+		time.Sleep(drain + fenced.RetryPeriod - time.Millisecond)
+		synctest.Wait()
+		require.Empty(t, reports)
+		require.NoError(t, r.ctrl.Stuck())
+
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.Len(t, reports, 1, "the stuck pass is reported once")
+		got := <-reports
+		require.Equal(t, 1, got.shard)
+		require.True(t, strings.HasPrefix(got.key.Name, "stuck"), "the report names the stuck pass's key: %v", got.key)
+		require.GreaterOrEqual(t, got.running, drain+fenced.RetryPeriod)
+		err := r.ctrl.Stuck()
+		require.Error(t, err, "the liveness check fails while the hand-off waits on the stuck pass")
+		require.ErrorContains(t, err, "shard 1 of 2")
+		require.ErrorContains(t, err, got.key.String())
+
+		// However long it runs, the shard is never handed off meanwhile.
+		time.Sleep(10 * fenced.LeaseDuration)
+		synctest.Wait()
+		require.Equal(t, "a_1", srv.holder("shard-1"),
+			"shard 1 handed off %v after the hand-off began while its pass still ran", time.Since(handOff))
+		require.Error(t, r.ctrl.Stuck())
+		require.Empty(t, reports, "reported once, not again")
+
+		release()
+		synctest.Wait()
+		require.NoError(t, r.ctrl.Stuck(), "healthy again once the pass returned")
+		time.Sleep(fenced.LeaseDuration)
+		synctest.Wait()
+		require.NotEqual(t, "a_1", srv.holder("shard-1"), "the shard is handed off once the pass returned")
+		cancel()
+		synctest.Wait()
+		require.NoError(t, <-r.served)
+	})
+}
