@@ -57,6 +57,9 @@ func (i *Injector) wait(ctx context.Context, point string, f fit.Fault, s fit.Sc
 	start := time.Now()
 	delay := time.NewTimer(f.Delay)
 	defer delay.Stop()
+	// The Settings' clock says how much of the scenario is left, since
+	// its end is a time on that clock; the wait itself is real time, as
+	// the delay's is, because a Settings clock only reads the time.
 	var ends <-chan time.Time
 	if !s.Ends.IsZero() {
 		if left := s.Ends.Sub(i.now()); left < f.Delay {
