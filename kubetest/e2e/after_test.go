@@ -44,6 +44,7 @@ func (r *afterReconciler) started() []time.Time {
 // reconcile is 6s after that one — never 6s after the one before the
 // change, which client-go's uncancellable AddAfter would still fire.
 func TestController_a_change_cancels_a_pending_After(t *testing.T) {
+	// Serial: its change must reconcile within 2s, a margin CPU contention eats.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

@@ -17,6 +17,7 @@ import (
 // apply's field managers, forcing, sets of finalizers shared by two
 // managers, and the uid an apply names.
 func TestApplyWriter_against_the_API_server(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

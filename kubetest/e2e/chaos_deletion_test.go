@@ -306,6 +306,7 @@ func (rt *raceTracker) finalizes(name string) int {
 }
 
 func TestChaos_deletions_race_slow_reconciles_and_another_manager_s_finalizer_and_nothing_comes_back(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

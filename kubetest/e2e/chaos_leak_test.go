@@ -41,6 +41,7 @@ func (l *errorLog) all() []string {
 }
 
 func TestChaos_the_token_appears_in_no_record_span_metric_error_or_output(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

@@ -98,6 +98,7 @@ func retriesAllowed(p backoff.Policy, window time.Duration) int {
 }
 
 func TestChaos_panics_in_a_Reconciler_a_Finalize_and_a_trust_func_are_not_retried_and_the_rest_goes_on(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

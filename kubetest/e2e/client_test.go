@@ -26,6 +26,7 @@ import (
 // Config, dialled through the real network as an App on app.OSHost is,
 // and uses each to list, watch and apply.
 func TestClient_reaches_a_real_API_server_with_every_client_go_client(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	tel := apptest.NewTelemetry()

@@ -84,6 +84,7 @@ func getDeployment(t *testing.T, k kubernetes.Interface, ns, name string) (*apps
 }
 
 func TestController_reconciles_at_start_on_a_change_and_on_a_change_or_deletion_of_what_it_owns(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -166,6 +167,7 @@ func TestController_reconciles_at_start_on_a_change_and_on_a_change_or_deletion_
 }
 
 func TestController_applies_status_conditions_with_no_conflict_under_5_workers_and_500_objects(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -259,6 +261,7 @@ func (f *recordingFailures) wrap(r kube.Reconciler[memcachedSpec, memcachedStatu
 }
 
 func TestController_Finalize_holds_a_deleted_object_until_it_returns_nil(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -321,6 +324,7 @@ func TestController_Finalize_holds_a_deleted_object_until_it_returns_nil(t *test
 }
 
 func TestController_Finalize_fails_while_another_field_manager_holds_the_finalizer(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -384,6 +388,7 @@ func applyFinalizer(t *testing.T, d dynamic.Interface, r kube.Resource[memcached
 }
 
 func TestController_exits_1_when_its_resource_isn_t_installed(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := memcachedResource(controllerGroup(ns)) // no CRD
@@ -438,6 +443,7 @@ func holderOf(t *testing.T, k kubernetes.Interface, ns string) string {
 }
 
 func TestController_replicas_SIGTERM_releases_the_Lease_to_the_standby(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -472,6 +478,7 @@ func TestController_replicas_SIGTERM_releases_the_Lease_to_the_standby(t *testin
 }
 
 func TestController_replicas_a_cut_off_leader_loses_its_Lease_and_the_standby_takes_over(t *testing.T) {
+	// Serial: its 2s Lease, renewed within 1.2s, must not lapse but by the cut.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -500,6 +507,7 @@ func TestController_replicas_a_cut_off_leader_loses_its_Lease_and_the_standby_ta
 }
 
 func TestController_a_Lease_taken_by_another_ends_Serve_with_ErrLostLeadership(t *testing.T) {
+	// Serial: its 2s Lease, renewed within 1.2s, must not lapse but by the intruder.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -561,6 +569,7 @@ func (r defaultDeny) Reconcile(ctx context.Context, ns corev1.Namespace) (time.D
 }
 
 func TestKindController_DefaultDeny_gives_each_Namespace_its_policy_under_the_spec_s_RBAC(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	admin := adminClients(t, c)

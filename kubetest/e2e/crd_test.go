@@ -203,6 +203,7 @@ func crdCacheObject(group, ns string, spec crdCacheSpec) kube.Object[crdCacheSpe
 }
 
 func TestCRD_from_Go_types_is_established_and_checks_objects_as_its_Rules_say(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	group := crdGroup(ns)
@@ -316,6 +317,7 @@ func TestCRD_from_Go_types_is_established_and_checks_objects_as_its_Rules_say(t 
 }
 
 func TestCRD_of_every_kind_of_type_stores_objects_as_encoding_json_writes_them(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	group := crdGroup(c.Namespace(t))
 	r := crdKitchen(group)

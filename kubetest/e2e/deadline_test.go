@@ -199,6 +199,7 @@ func requireTimeoutRecorded(t *testing.T, a *controllerApp, ns, name, step strin
 // condition, which is applied though the call's context had ended; its
 // retries return no status, so that condition stays for the test to read.
 func TestDeadline_a_hung_Reconcile_is_cancelled_at_ReconcileTimeout_and_retried(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -259,6 +260,7 @@ func TestDeadline_a_hung_Reconcile_is_cancelled_at_ReconcileTimeout_and_retried(
 // cancelled at ReconcileTimeout, keeps the finalizer, and is retried; the
 // retry lets the object go.
 func TestDeadline_a_hung_Finalize_is_cancelled_at_ReconcileTimeout_keeps_the_finalizer_and_is_retried(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

@@ -66,6 +66,7 @@ func occurrences(es []eventsv1.Event) int {
 // that changes its resourceVersion, are at most two Events, whose series
 // count them all.
 func TestEvents_a_hundred_failed_reconciles_are_one_series_of_ReconcileFailed(t *testing.T) {
+	t.Parallel()
 	const failures = 100
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
@@ -114,6 +115,7 @@ func TestEvents_a_hundred_failed_reconciles_are_one_series_of_ReconcileFailed(t 
 // Settings.FailureEvents = FailureEventsOff records no ReconcileFailed,
 // while the Reconciler's own RecordEvent still records.
 func TestEvents_FailureEventsOff_records_no_failure(t *testing.T) {
+	t.Parallel()
 	const failures = 10
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
@@ -158,6 +160,7 @@ func TestEvents_FailureEventsOff_records_no_failure(t *testing.T) {
 // A panicking Reconciler records ReconcilePanicked, once: a panic is never
 // retried.
 func TestEvents_a_panic_records_ReconcilePanicked(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

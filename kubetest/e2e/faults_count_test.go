@@ -31,6 +31,7 @@ func failedReconciles(log *reconcileLog, name string) int {
 // and two of a third whose value differs only by its experiment ID. A new
 // process counts afresh: the same annotations abort as many again.
 func TestFaults_a_Count_is_shared_by_every_object_of_the_same_value_in_one_process_until_it_restarts(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -108,6 +109,7 @@ func (d *draws) counts() (low, high int) {
 // applies whose draw came below it, and every one of eight Memcacheds
 // converges.
 func TestFaults_a_Percent_aborts_the_share_its_draws_say_and_every_object_converges(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

@@ -31,6 +31,7 @@ import (
 // is on the record of each abort and on the Events of the failed
 // reconciles.
 func TestFaults_a_scenario_with_an_end_stops_failing_at_its_end_and_the_object_is_reconciled_then(t *testing.T) {
+	// Serial: a reconcile must fail within the scenario's 3s, a margin CPU contention eats.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

@@ -51,6 +51,7 @@ func (c *childFaults) of(name string) []fit.Fault {
 // value is copied onto, which the owner's mapping doesn't name. When the
 // owner's experiment ends, its child's ends with it.
 func TestFaults_TrustOwnerScenario_trusts_a_child_only_while_it_says_what_its_owner_says(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

@@ -72,6 +72,7 @@ func statusesAt(a *apptest.App, point string, status int) int {
 // client-go waits and tries again, so the very first reconcile succeeds,
 // having sent the apply once, after its two Retry-After waits.
 func TestFaults_a_429_with_Retry_After_and_a_Count_of_2_is_retried_by_client_go_and_the_reconcile_succeeds(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -106,6 +107,7 @@ func TestFaults_a_429_with_Retry_After_and_a_Count_of_2_is_retried_by_client_go_
 // apierrors.IsTooManyRequests reads as the API server's own, and which
 // the reconcile reports, experiment and all.
 func TestFaults_an_always_on_429_ends_in_the_error_client_go_gives_after_its_retries(t *testing.T) {
+	// Serial: its 2s Lease lapsed under parallel load during the 11s reconcile.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -145,6 +147,7 @@ func TestFaults_an_always_on_429_ends_in_the_error_client_go_gives_after_its_ret
 // says so, and the object is retried with backoff, as the docs promise
 // of any failed status apply, and its status lands.
 func TestFaults_a_409_on_the_status_apply_fails_the_reconcile_and_the_retry_lands_the_status(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

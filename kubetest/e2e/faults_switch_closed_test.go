@@ -23,6 +23,7 @@ import (
 // informer.ConfigMapStale (30 s, and the second RBAC takes to apply),
 // with the record saying why, though the ConfigMap still says on.
 func TestFaults_a_FaultSwitch_fails_closed_when_RBAC_is_revoked(t *testing.T) {
+	// Serial: its bound, ConfigMapStale + 5s, is tight under CPU contention.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	admin := adminClients(t, c)

@@ -38,6 +38,7 @@ const switchBound = 5 * time.Second
 // annotation still on the Memcached; turned on again, the next change
 // fails again.
 func TestFaults_the_kill_switch_turns_failure_injection_off_and_on_within_5s(t *testing.T) {
+	// Serial: its 5s bound is tight under CPU contention.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -133,6 +134,7 @@ func switchedAt(a *apptest.App, body string) (time.Time, bool) {
 // fails again; the ConfigMap deleted, both are off, with a WARN saying
 // why.
 func TestFaults_a_FaultSwitch_turns_failure_injection_off_and_on_in_every_App_within_5s(t *testing.T) {
+	// Serial: its 5s bound is tight under CPU contention.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -237,6 +239,7 @@ func TestFaults_a_FaultSwitch_turns_failure_injection_off_and_on_in_every_App_wi
 // alone, reads the switch; one that may not stays off, with nothing
 // recorded on, while its informer retries.
 func TestFaults_a_FaultSwitch_needs_only_list_and_watch_of_its_ConfigMap_by_name(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	admin := adminClients(t, c)

@@ -48,6 +48,7 @@ func memcachedUnderTest(s *app.Setup, client *kube.Client, r kube.Resource[memca
 }
 
 func TestFaults_a_scenario_that_aborts_the_Deployment_s_apply_fails_reconciles_with_backoff_until_its_annotation_is_removed(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -113,6 +114,7 @@ func TestFaults_a_scenario_that_aborts_the_Deployment_s_apply_fails_reconciles_w
 }
 
 func TestFaults_a_scenario_that_aborts_the_finalizer_s_apply_keeps_the_finalizer_off_until_its_annotation_is_removed(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -157,6 +159,7 @@ func mustDeployment(t *testing.T, k kubernetes.Interface, ns, name string) *apps
 }
 
 func TestFaults_a_scenario_of_no_rules_reaches_the_Deployment_and_leaves_it_with_the_owner_s_annotation(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -255,6 +258,7 @@ func (b *budgetSeen) saw(revision int64) bool {
 }
 
 func TestFaults_an_operator_of_two_controllers_carries_the_scenario_down_and_stops_carrying_it(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -321,6 +325,7 @@ func TestFaults_an_operator_of_two_controllers_carries_the_scenario_down_and_sto
 }
 
 func TestFaults_the_API_server_never_receives_the_scenario_s_baggage(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -473,6 +478,7 @@ func memcachedsAs(t *testing.T, r kube.Resource[memcachedSpec, memcachedStatus],
 }
 
 func TestFaults_the_spec_s_admission_policy_lets_only_the_harness_set_the_annotation(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

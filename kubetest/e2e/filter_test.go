@@ -100,6 +100,7 @@ func patchMemcached(t *testing.T, d dynamic.Interface, r kube.Resource[memcached
 // run the same steps, one in a namespace of its own, and the same count
 // after the marker tells them apart.
 func TestFilter_SkipStatusOnly_makes_a_status_apply_cost_one_reconcile_not_two(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -140,6 +141,7 @@ func TestFilter_SkipStatusOnly_makes_a_status_apply_cost_one_reconcile_not_two(t
 // event, skipped, leaves the timer the reconcile set, where a change
 // would have replaced it with a reconcile at once.
 func TestFilter_a_filtered_object_is_still_reconciled_by_its_After(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -162,6 +164,7 @@ func TestFilter_a_filtered_object_is_still_reconciled_by_its_After(t *testing.T)
 // controller, are skipped under an Owns filter; a change of its spec
 // is not, and the Reconciler undoes it.
 func TestFilter_an_Owns_filter_skips_an_owned_Deployment_s_status_and_not_its_spec(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -224,6 +227,7 @@ func TestFilter_an_Owns_filter_skips_an_owned_Deployment_s_status_and_not_its_sp
 // A FilterFunc of the end user's reconciles only the updates it keeps; one
 // that panics is recovered, recorded, and lets its update through.
 func TestFilter_a_FilterFunc_keeps_what_it_says_and_a_panicking_one_is_recorded_and_lets_the_update_through(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -277,6 +281,7 @@ func TestFilter_a_FilterFunc_keeps_what_it_says_and_a_panicking_one_is_recorded_
 // outside it is never reconciled, and one relabelled into it is, as the
 // watch's addition of it.
 func TestFilter_a_primary_LabelSelector_reconciles_only_the_objects_inside_it(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -303,6 +308,7 @@ func TestFilter_a_primary_LabelSelector_reconciles_only_the_objects_inside_it(t 
 // its name and namespace, so one of spec.size fails Serve, naming the
 // resource, before anything is reconciled.
 func TestFilter_a_primary_FieldSelector_the_API_server_doesn_t_support_exits_1_naming_the_resource(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

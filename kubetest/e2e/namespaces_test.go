@@ -101,6 +101,7 @@ func requireNoRequestIn(t *testing.T, w *wire, ns string) {
 }
 
 func TestNamespaces_a_Controller_of_a_set_reconciles_watches_and_caches_each_namespace_of_it_and_no_other(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	a, b, other := c.Namespace(t), c.Namespace(t), c.Namespace(t)
 	r := installReaders(t, c, a)
@@ -187,6 +188,7 @@ func TestNamespaces_a_Controller_of_a_set_reconciles_watches_and_caches_each_nam
 }
 
 func TestNamespaces_a_Cache_with_a_set_of_its_own_holds_those_namespaces_and_refuses_others_naming_the_set(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns, shared1, shared2, outside := c.Namespace(t), c.Namespace(t), c.Namespace(t), c.Namespace(t)
 	r := installReaders(t, c, ns)
@@ -234,6 +236,7 @@ func TestNamespaces_a_Cache_with_a_set_of_its_own_holds_those_namespaces_and_ref
 }
 
 func TestNamespaces_a_Secret_outside_the_Cache_s_selector_is_never_sent_nor_cached(t *testing.T) {
+	t.Parallel()
 	c, ns, r, rs, _ := readerTest(t)
 	const selected = "e2e.loam.dev/cached"
 	secretsKind := kube.Kind[corev1.Secret]{GVR: corev1.SchemeGroupVersion.WithResource("secrets"), Kind: "Secret", Scope: kube.Namespaced}

@@ -73,6 +73,7 @@ func startPool(t *testing.T, ns string, r kube.Resource[poolSpec, poolStatus], c
 // nullable in the CRD, so the status a Reconciler returns with nil fields
 // is applied, and the API server keeps each null.
 func TestController_applies_a_status_whose_required_fields_are_nil(t *testing.T) {
+	t.Parallel()
 	ns := cluster.Cluster(t).Namespace(t)
 	r := poolResource(ns + ".nullable.e2e.loam.dev")
 	crd, err := r.CRD()
@@ -113,6 +114,7 @@ func TestController_applies_a_status_whose_required_fields_are_nil(t *testing.T)
 // it before, makes the API server refuse every status apply, naming the
 // field but not the Go type.
 func TestController_a_null_in_a_required_field_that_isn_t_nullable_is_refused(t *testing.T) {
+	t.Parallel()
 	ns := cluster.Cluster(t).Namespace(t)
 	r := poolResource(ns + ".nullable.e2e.loam.dev")
 	crd, err := r.CRD()

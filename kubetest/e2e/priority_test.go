@@ -61,6 +61,7 @@ func (g *gatedLog) reconciled() []string {
 // once. No reconcile writes anything, so nothing else is queued: the
 // order is exact, with no timing in it.
 func TestController_reconciles_changes_ahead_of_the_initial_list_which_still_drains(t *testing.T) {
+	t.Parallel()
 	const (
 		initial = 300
 		updated = 12 // initial ConfigMaps the test changes while they wait

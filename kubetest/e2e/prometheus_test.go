@@ -23,6 +23,7 @@ import (
 // registry of its own, and reads the six instruments back under the names
 // and labels docs/kubernetes.md gives for PromQL.
 func TestController_instruments_reach_Prometheus_under_their_documented_names(t *testing.T) {
+	// Serial: reads process-wide metrics, which other tests change.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

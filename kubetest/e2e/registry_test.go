@@ -34,6 +34,7 @@ func watchesOf(w *wire, resource string) []wireRequest {
 // each: the Client's registry gives every Owns, and every Cache without a
 // Transform, the one informer of their resource, view and selectors.
 func TestRegistry_three_Owns_and_two_Caches_on_one_Client_open_one_watch_of_each(t *testing.T) {
+	// Serial: counts watches, which other tests' watches would add to.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -88,6 +89,7 @@ func TestRegistry_three_Owns_and_two_Caches_on_one_Client_open_one_watch_of_each
 // each with its own handler, and the Owns share one metadata store, each
 // with its own filters.
 func TestRegistry_two_Controllers_of_one_resource_open_one_watch_of_it_and_of_what_they_own(t *testing.T) {
+	// Serial: counts watches, which other tests' watches would add to.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

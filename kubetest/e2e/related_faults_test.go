@@ -50,6 +50,7 @@ func (r liveReader) Reconcile(ctx context.Context, m readerObject) (kube.Result[
 // change made during the experiment, which the related watch, no more
 // aborted than the list, brought in.
 func TestRelated_a_scenario_that_aborts_every_ConfigMaps_request_fails_the_live_GET_but_not_the_Cache_read(t *testing.T) {
+	t.Parallel()
 	c, ns, r, rs, cms := readerTest(t)
 	cms.put(t, ns, "flags", "f1", nil)
 	codec := scenarioCodec(t)

@@ -43,6 +43,7 @@ func reads(v string, peers ...string) func(readerStatus) bool {
 func notFound(st readerStatus) bool { return !st.Found && st.Error == "" }
 
 func TestRelated_ByIndex_reconciles_exactly_the_Readers_naming_a_changed_ConfigMap_which_they_read_from_the_Cache(t *testing.T) {
+	t.Parallel()
 	c, ns, r, rs, cms := readerTest(t)
 	cms.put(t, ns, "cm-a", "one", nil)
 	cms.put(t, ns, "cm-b", "two", nil)
@@ -100,6 +101,7 @@ func TestRelated_ByIndex_reconciles_exactly_the_Readers_naming_a_changed_ConfigM
 }
 
 func TestRelated_MapFunc_reconciles_both_Readers_when_a_ConfigMap_s_label_moves_it_from_one_to_the_other(t *testing.T) {
+	t.Parallel()
 	c, ns, r, rs, cms := readerTest(t)
 	cms.put(t, ns, "moving", "m1", map[string]string{forLabel: "x"})
 	rs.create(t, "x", readerSpec{})
@@ -124,6 +126,7 @@ func TestRelated_MapFunc_reconciles_both_Readers_when_a_ConfigMap_s_label_moves_
 }
 
 func TestRelated_Cache_selectors(t *testing.T) {
+	t.Parallel()
 	t.Run("a ConfigMap outside the LabelSelector isn't cached and its changes reconcile nothing", func(t *testing.T) {
 		c, ns, r, rs, cms := readerTest(t)
 		selected := map[string]string{"related.e2e.loam.dev/selected": "yes"}
@@ -188,6 +191,7 @@ func TestRelated_Cache_selectors(t *testing.T) {
 }
 
 func TestRelated_Watches_of_a_resource_that_isn_t_served_exits_1_naming_it_before_any_reconcile(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installReaders(t, c, ns)
@@ -220,6 +224,7 @@ func TestRelated_Watches_of_a_resource_that_isn_t_served_exits_1_naming_it_befor
 }
 
 func TestRelated_a_MapFunc_that_panics_is_recorded_and_the_Controller_goes_on(t *testing.T) {
+	t.Parallel()
 	c, ns, r, rs, cms := readerTest(t)
 	cms.put(t, ns, "fine", "f1", map[string]string{forLabel: "x"})
 	rs.create(t, "x", readerSpec{})
@@ -288,6 +293,7 @@ func mappingPanics(a *controllerApp) []map[attribute.Key]string {
 // not waited for its ConfigMaps, it would have reconciled by then too,
 // since its Readers' own cache has no list held.
 func TestRelated_nothing_is_reconciled_until_the_related_Cache_has_synced(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns, controlNS := c.Namespace(t), c.Namespace(t)
 	r := installReaders(t, c, ns)

@@ -45,6 +45,7 @@ func (r labelledReconciler) Reconcile(ctx context.Context, m memcachedObject) (k
 // same Deployments. The API server serves the App one watch of
 // Deployments, and both Controllers react to it.
 func TestShared_an_Owns_and_a_Kind_controller_of_the_same_Deployments_share_one_watch(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

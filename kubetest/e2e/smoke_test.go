@@ -17,6 +17,7 @@ import (
 // kube.Connection turned into a plain client-go config, and finds the
 // test's own namespace.
 func TestSmokeListNamespaces(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 

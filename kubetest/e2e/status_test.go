@@ -29,6 +29,7 @@ type (
 )
 
 func TestController_a_status_that_returns_to_zero_is_applied(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := kube.Resource[echoSpec, echoStatus]{Group: ns + ".echo.e2e.loam.dev", Version: "v1", Kind: "Echo", Plural: "echoes", Scope: kube.Namespaced}

@@ -249,6 +249,7 @@ func typedClient(t *testing.T, c *kubetest.Cluster) *kube.Client {
 // one it leaves out isn't, and one a manager stops writing is removed
 // unless another owns it.
 func TestTypedApply_claims_what_encoding_json_writes(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	_, children := installTyped(t, c, ns)
@@ -298,6 +299,7 @@ func TestTypedApply_claims_what_encoding_json_writes(t *testing.T) {
 // and the garbage collector follow, changes it when the Parent changes,
 // and takes back a field a person changed, since it forces.
 func TestTypedApply_a_Reconciler_applies_a_child_it_controls(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	parents, children := installTyped(t, c, ns)
@@ -362,6 +364,7 @@ func TestTypedApply_a_Reconciler_applies_a_child_it_controls(t *testing.T) {
 // garbage collector, which the shared one doesn't, with the CRDs installed
 // as it starts, so the collector knows them at once.
 func TestTypedApply_the_garbage_collector_deletes_the_child_after_its_parent(t *testing.T) {
+	t.Parallel()
 	parents, children := typedResources("typed.e2e.loam.dev")
 	c := kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithCRDs(typedCRDs(t, parents, children)...))
 	ns := c.Namespace(t)
@@ -391,6 +394,7 @@ func TestTypedApply_the_garbage_collector_deletes_the_child_after_its_parent(t *
 // does, and loses it when the experiment ends; a scenario that aborts the
 // Child's apply fails the Parent's reconciles, and no Child is applied.
 func TestTypedApply_a_child_carries_its_parent_s_scenario(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	parents, children := installTyped(t, c, ns)

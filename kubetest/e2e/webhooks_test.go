@@ -94,6 +94,7 @@ func decodeAs[T any](t *testing.T, u *unstructured.Unstructured) T {
 }
 
 func TestWebhooks_a_Conversion_converts_objects_between_their_versions_both_ways(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	group := webhooksGroup(ns)
@@ -141,6 +142,7 @@ func TestWebhooks_a_Conversion_converts_objects_between_their_versions_both_ways
 // Services start together: it waits, says so, and once the conversion
 // serves it reconciles an object stored in v1beta1 as v1alpha1 has it.
 func TestWebhooks_a_Controller_of_a_spoke_awaits_the_Conversion_and_sees_the_stored_object_converted(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	group := webhooksGroup(ns)
@@ -191,6 +193,7 @@ func TestWebhooks_a_Controller_of_a_spoke_awaits_the_Conversion_and_sees_the_sto
 }
 
 func TestWebhooks_a_denial_reaches_the_client_with_its_message_and_warnings(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	other := c.Namespace(t)
@@ -266,6 +269,7 @@ func TestWebhooks_a_denial_reaches_the_client_with_its_message_and_warnings(t *t
 }
 
 func TestWebhooks_Mutate_and_MutateKind_default_what_a_created_object_lacks(t *testing.T) {
+	t.Parallel()
 	const defaulted = "e2e.loam.dev/defaulted"
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
@@ -358,6 +362,7 @@ func TestWebhooks_Mutate_and_MutateKind_default_what_a_created_object_lacks(t *t
 // Both webhooks are in one configuration, which the API server takes
 // whole: once the failing one fails, the ignored one is called too.
 func TestWebhooks_a_webhook_that_is_down_fails_or_is_ignored_as_its_failurePolicy_says(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	w := openWebhooks(t)
@@ -394,6 +399,7 @@ func TestWebhooks_a_webhook_that_is_down_fails_or_is_ignored_as_its_failurePolic
 // of its own needs a client of its own: a configuration whose CA bundle
 // is other bytes, after the rotation, gets one.
 func TestWebhooks_a_rotated_certificate_serves_new_connections_without_a_restart(t *testing.T) {
+	t.Parallel()
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	denyConfigMap := kube.ValidateKind(configMaps, func(_ context.Context, a kube.Admission[corev1.ConfigMap]) ([]string, error) {
