@@ -146,14 +146,16 @@ func settingsFor(name, leaseNamespace, identity string) kube.Settings {
 	return s
 }
 
-// shortLease makes a Lease short, so a standby takes it over in about two
-// seconds. A cut-off leader stops within RetryPeriod + RenewDeadline of
-// its last renewal, 1.6s, before a standby may take the Lease: the fence
-// docs/reliability.md describes.
+// shortLease makes a Lease short, so a standby takes it over in about
+// four seconds: the chaos suite's timings, 4 s, 2 s and 0.5 s, fenced in
+// client-go's whole seconds with a margin of 1 s (settings.FenceMargin;
+// docs/reliability.md). 2 s, 1.2 s and 0.4 s are not: a standby may count
+// from a renewal 0.8 s before the last one, and a leader must have a
+// renewal accepted every 0.8 s, which a loaded machine misses.
 func shortLease(s *kube.Settings) {
-	s.LeaderElection.LeaseDuration = 2 * time.Second
-	s.LeaderElection.RenewDeadline = 1200 * time.Millisecond
-	s.LeaderElection.RetryPeriod = 400 * time.Millisecond
+	s.LeaderElection.LeaseDuration = 4 * time.Second
+	s.LeaderElection.RenewDeadline = 2 * time.Second
+	s.LeaderElection.RetryPeriod = 500 * time.Millisecond
 }
 
 // controllerApp is an App that serves one Controller.

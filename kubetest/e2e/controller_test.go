@@ -478,7 +478,7 @@ func TestController_replicas_SIGTERM_releases_the_Lease_to_the_standby(t *testin
 }
 
 func TestController_replicas_a_cut_off_leader_loses_its_Lease_and_the_standby_takes_over(t *testing.T) {
-	// Serial: its 2s Lease, renewed within 1.2s, must not lapse but by the cut.
+	// Serial: its short Lease must not lapse but by the cut.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -507,7 +507,7 @@ func TestController_replicas_a_cut_off_leader_loses_its_Lease_and_the_standby_ta
 }
 
 func TestController_a_Lease_taken_by_another_ends_Serve_with_ErrLostLeadership(t *testing.T) {
-	// Serial: its 2s Lease, renewed within 1.2s, must not lapse but by the intruder.
+	// Serial: its short Lease must not lapse but by the intruder.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)

@@ -83,8 +83,8 @@ func setScenario(t *testing.T, objects dynamic.ResourceInterface, name string, v
 }
 
 // experimentSettings returns the Settings of a controller named name,
-// limited to ns, with its Lease in ns: short leases and a short
-// RetryMaxDelay, so the tests take seconds.
+// limited to ns, with its Lease in ns: a short Lease (shortLease) and a
+// short RetryMaxDelay, so the tests take seconds.
 func experimentSettings(name, ns string) kube.Settings {
 	s := kube.DefaultSettings()
 	s.Name = name
@@ -92,9 +92,7 @@ func experimentSettings(name, ns string) kube.Settings {
 	s.RetryMaxDelay = experimentMaxDelay
 	s.LeaderElection.Namespace = ns
 	s.LeaderElection.Identity = name + "-0"
-	s.LeaderElection.LeaseDuration = 2 * time.Second
-	s.LeaderElection.RenewDeadline = 1200 * time.Millisecond
-	s.LeaderElection.RetryPeriod = 400 * time.Millisecond
+	shortLease(&s)
 	return s
 }
 

@@ -107,7 +107,7 @@ func TestFaults_a_429_with_Retry_After_and_a_Count_of_2_is_retried_by_client_go_
 // apierrors.IsTooManyRequests reads as the API server's own, and which
 // the reconcile reports, experiment and all.
 func TestFaults_an_always_on_429_ends_in_the_error_client_go_gives_after_its_retries(t *testing.T) {
-	// Serial: its 2s Lease lapsed under parallel load during the 11s reconcile.
+	// Serial: its Lease lapsed under parallel load during the 11s reconcile, when it was 2s long.
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
