@@ -225,15 +225,16 @@ func (c *Controller) String() string {
 func (c *Controller) Synced() health.Monitor { return c.ready }
 
 // Live returns a Monitor for the pod's liveness probe: healthy unless a
-// sharded replica's hand-off of a shard waits on a reconcile that ignored
-// its cancel at LeaderElection.DrainTimeout for a RetryPeriod beyond. The
-// replica then keeps the shard's Lease, so no two replicas reconcile its
-// objects at once, but none reconciles them until that reconcile returns;
-// a failing liveness probe has the kubelet restart the pod, which ends the
-// process and frees the Lease. Its error names the shard, the objects and
-// how long they ran; an ERROR record "reconcile stuck in a hand-off" says
-// the same. It is healthy again once the reconcile returns. Put it in
-// health.Liveness.
+// hand-off of a Lease waits on a reconcile that ignored its cancel at
+// LeaderElection.DrainTimeout for a RetryPeriod beyond: a shard's, given
+// up on a rebalance or at a stop (SIGTERM, Shutdown), or an unsharded
+// controller's single Lease at a stop. The replica then keeps the Lease,
+// so no two replicas reconcile its objects at once, but none reconciles
+// them until that reconcile returns; a failing liveness probe has the
+// kubelet restart the pod, which ends the process and frees the Lease.
+// Its error names the shard (or the stop), the objects and how long they
+// ran; an ERROR record "reconcile stuck in a hand-off" says the same. It
+// is healthy again once the reconcile returns. Put it in health.Liveness.
 func (c *Controller) Live() health.Monitor {
 	return health.MonitorFunc(func(context.Context) (bool, error) {
 		if err := c.runtime.Stuck(); err != nil {

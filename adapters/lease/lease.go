@@ -6,11 +6,14 @@
 // Lease guards runs once another replica may hold it: when leadership
 // ends, the context handed to the leader's function is cancelled, and the
 // Lease is released only after that function has returned. The leader
-// also fences itself: RenewDeadline after the start of its last renewal
-// the server accepted, with none accepted since, it cancels that context
+// also fences itself: a RetryPeriod before a standby could first take the
+// Lease, counted from the start of its last renewal the server accepted
+// (settings.FenceAfter), with none accepted since, it cancels that context
 // on its own clock, whatever client-go's requests are doing, so a leader
 // cut off by an API server that hangs stops before a standby can take the
-// Lease LeaseDuration after that renewal.
+// Lease. A slow API server that accepts every renewal doesn't fence it:
+// with renewals answered in d, it leads on while 2d + RetryPeriod is
+// under FenceAfter.
 package lease
 
 import (
@@ -25,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/loam-dev/loam/domain/settings"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -64,8 +68,9 @@ type Elector struct {
 var _ ports.Elector = (*Elector)(nil)
 
 // New returns an Elector of c. It fails, naming every mistake, when c has
-// no Client, Name, Namespace or Identity, or when client-go's leader
-// election refuses its durations.
+// no Client, Name, Namespace or Identity, when client-go's leader election
+// refuses its durations, or when they leave a leader no time to lead before
+// its fence (settings.FenceAfter is not positive).
 func New(c Config) (*Elector, error) {
 	var errs []error
 	if c.Client == nil {
@@ -82,6 +87,10 @@ func New(c Config) (*Elector, error) {
 	noop := leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}}
 	if _, err := leaderelection.NewLeaderElector(config(c, &resourcelock.LeaseLock{LockConfig: resourcelock.ResourceLockConfig{Identity: "check"}}, noop)); err != nil {
 		errs = append(errs, fmt.Errorf("lease: %w", err))
+	}
+	if after := settings.FenceAfter(c.LeaseDuration, c.RetryPeriod); after <= 0 {
+		errs = append(errs, fmt.Errorf("lease: a LeaseDuration of %v and a RetryPeriod of %v leave a leader no time to lead: a standby may take the Lease %v after a renewal, a RetryPeriod before which the leader fences itself",
+			c.LeaseDuration, c.RetryPeriod, after+c.RetryPeriod))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -103,11 +112,13 @@ func config(c Config, lock resourcelock.Interface, callbacks leaderelection.Lead
 
 // Run campaigns for the Lease until it holds it or ctx is done. Once it
 // holds the Lease, it calls onStarted in a goroutine of its own with a
-// context that is cancelled when leadership ends: when RenewDeadline has
-// passed since the start of the last renewal the API server accepted (the
-// fence, which needs no answer from the server, so a hanging one can't
-// delay it), when another candidate takes the Lease, or when ctx is done.
-// The fence also stops the campaign, as a lost Lease does. Before it releases the Lease, and before it returns, it waits for
+// context that is cancelled when leadership ends: when settings.FenceAfter
+// has passed since the start of the last renewal the API server accepted
+// (the fence, which needs no answer from the server, so a hanging one can't
+// delay it), when client-go gives up renewing, when another candidate takes
+// the Lease, or when ctx is done. The fence also stops the campaign, as a
+// lost Lease does. Before it releases the Lease, and before it returns, it
+// waits for
 // onStarted to return, so nothing onStarted runs outlives the leadership.
 // It then releases the Lease, if it still holds it, calls onStopped, and
 // returns. Its caller tells a lost Lease from a done ctx by ctx.Err().
@@ -123,7 +134,7 @@ func (e *Elector) Run(ctx context.Context, onStarted func(context.Context), onSt
 	electCtx, cancelElect := context.WithCancel(ctx)
 	defer cancelElect()
 	t := &term{cancel: cancelLead, done: make(chan struct{})}
-	f := &fence{deadline: e.c.RenewDeadline, lapse: func() { cancelLead(); cancelElect() }}
+	f := &fence{after: settings.FenceAfter(e.c.LeaseDuration, e.c.RetryPeriod), lapse: func() { cancelLead(); cancelElect() }}
 	defer f.stop()
 	lock := &guardedLock{
 		Interface: &resourcelock.LeaseLock{
@@ -197,17 +208,21 @@ func (t *term) end() {
 	}
 }
 
-// fence cancels leadership deadline after the start of the last renewal
-// the API server accepted, unless another is accepted first. A standby
-// takes the Lease no sooner than LeaseDuration after it saw that renewal
-// written, which is after the renewal's start: with RenewDeadline below
-// LeaseDuration (settings.Fenced checks the margin, client-go's whole
-// seconds included), the leader has stopped first. client-go's own give-up
-// can't bound this: it cancels only after its release's Get, which hangs
-// as long as the API server does.
+// fence cancels leadership after the start of the last renewal the API
+// server accepted, unless another is accepted first. A standby takes the
+// Lease no sooner than settings.Takeover's earliest after it saw that
+// renewal written, which is after the renewal's start, in client-go's
+// whole seconds: after is a RetryPeriod less (settings.FenceAfter), so the
+// leader's passes have seen their context end first. It counts from the
+// renewal's start, not RenewDeadline from it: client-go starts a renewal a
+// RetryPeriod after the one before returned, so renewals answered in d are
+// accepted 2d + RetryPeriod apart, and a slow API server that accepts each
+// one in time keeps its leader. client-go's own give-up can't bound this:
+// it cancels only after its release's Get, which hangs as long as the API
+// server does.
 type fence struct {
-	deadline time.Duration
-	lapse    func()
+	after time.Duration
+	lapse func()
 
 	mu     sync.Mutex
 	timer  *time.Timer
@@ -215,14 +230,14 @@ type fence struct {
 }
 
 // renewed records a renewal the server accepted, whose request began at
-// start: the fence lapses deadline after start, unless renewed again.
+// start: the fence lapses after, from start, unless renewed again.
 func (f *fence) renewed(start time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.lapsed {
 		return
 	}
-	left := f.deadline - time.Since(start)
+	left := f.after - time.Since(start)
 	if f.timer == nil {
 		f.timer = time.AfterFunc(left, f.lapseNow)
 		return

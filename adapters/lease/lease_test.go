@@ -244,6 +244,7 @@ func TestNew_reports_every_mistake(t *testing.T) {
 		"lease: Config.Namespace is empty",
 		"lease: Config.Identity is empty",
 		"leaseDuration must be greater than renewDeadline",
+		"lease: a LeaseDuration of 1s and a RetryPeriod of 1s leave a leader no time to lead: a standby may take the Lease 1s after a renewal",
 	} {
 		require.ErrorContains(t, err, want)
 	}

@@ -385,19 +385,25 @@ func (r *Recorder) ShardChanged(ctx context.Context, change ports.ShardChange, s
 }
 
 // HandOffStuck records, as an ERROR record "reconcile stuck in a
-// hand-off", a pass over key that ignored its shard's hand-off: the
-// object's name and namespace, the shard and the count, how long it has
-// run (loam.kube.controller.reconcile.running, as a Go duration reads), and
-// in exception.message what it costs: the replica keeps the shard's Lease
-// and reconciles none of its objects until the pass returns, or the
+// hand-off", a pass over key that ignored its Lease's hand-off, a shard's
+// at a rebalance or a stop or an unsharded controller's at a stop: the
+// object's name and namespace, the shard and the count (0 of 0 when the
+// controller is unsharded), how long it has run
+// (loam.kube.controller.reconcile.running, as a Go duration reads), and in
+// exception.message what it costs: the replica keeps the Lease and
+// reconciles none of the objects it guards until the pass returns, or the
 // liveness probe fails and the kubelet restarts the pod.
 func (r *Recorder) HandOffStuck(ctx context.Context, key ports.Key, shard, count int, running time.Duration) {
 	rec := r.newRecord(log.SeverityError, handOffStuckBody)
 	rec.AddAttributes(objectAttributes(key)...)
+	lease := "the controller"
+	if count > 0 {
+		lease = fmt.Sprintf("shard %d of %d", shard, count)
+	}
 	rec.AddAttributes(ShardKey.Int(shard), ShardsKey.Int(count), runningKey.String(running.String()),
 		exceptionMessageKey.String(fmt.Sprintf(
-			"the reconcile of %s has run %v and ignored its cancel at DrainTimeout: shard %d of %d keeps its Lease, "+
-				"and none of its objects is reconciled, until it returns; the controller's liveness check fails meanwhile", key, running, shard, count)))
+			"the reconcile of %s has run %v and ignored its cancel at DrainTimeout: %s keeps its Lease, "+
+				"and none of its objects is reconciled, until it returns; the controller's liveness check fails meanwhile", key, running, lease)))
 	r.logger.Emit(ctx, rec)
 }
 

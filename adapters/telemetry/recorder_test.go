@@ -450,3 +450,30 @@ func TestAMappingPanicIsOneErrorRecord(t *testing.T) {
 		})
 	}
 }
+
+// A pass stuck in a hand-off is one ERROR record naming the Lease it
+// keeps: its shard's, or, unsharded (0 of 0), the controller's.
+func TestAPassStuckInAHandOffIsOneErrorRecordNamingItsLease(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		shard, count int
+		lease        string
+	}{
+		{"a shard's", 3, 8, "shard 3 of 8 keeps its Lease"},
+		{"an unsharded controller's", 0, 0, "the controller keeps its Lease"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, tel := newRecorder(t)
+			rec.HandOffStuck(context.Background(), ports.Key{Namespace: "cache", Name: "memcached"}, tc.shard, tc.count, 22*time.Second)
+			records := tel.Records()
+			require.Len(t, records, 1)
+			r := records[0]
+			require.Equal(t, "reconcile stuck in a hand-off", r.Body().AsString())
+			require.Equal(t, log.SeverityError, r.Severity())
+			got := recordAttrs(r)
+			require.Equal(t, "22s", got["loam.kube.controller.reconcile.running"])
+			require.Contains(t, got["exception.message"], "the reconcile of cache/memcached has run 22s")
+			require.Contains(t, got["exception.message"], tc.lease)
+		})
+	}
+}

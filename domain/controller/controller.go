@@ -266,9 +266,11 @@ func (c *Controller) Serve(ctx context.Context) error {
 		return err
 	}
 
-	var gate *shardGate
-	if c.c.Shards > 0 {
-		gate = newShardGate(c.c.Shards, c.c.Clock.Now)
+	// Sharded or not, the gate counts the passes in flight, for a stop's
+	// stuck passes' report; an unsharded controller's holds its one shard.
+	gate := newShardGate(c.c.Shards, c.c.Clock.Now)
+	if c.c.Shards == 0 {
+		gate.hold(0)
 	}
 	loop, err := c.loop(gate)
 	if err != nil {
@@ -288,11 +290,11 @@ func (c *Controller) Serve(ctx context.Context) error {
 
 	reconciling, cancelReconciles := context.WithCancelCause(background)
 	defer cancelReconciles(nil)
-	w := &crew{loop: loop, ctx: reconciling, cancel: cancelReconciles}
+	w := &crew{loop: loop, gate: gate, ctx: reconciling, cancel: cancelReconciles}
 	if !c.hire(w) {
 		return nil
 	}
-	if gate != nil {
+	if c.c.Shards > 0 {
 		// Ready once the replica has announced itself.
 		return c.shard(stop, background, w, gate, loop)
 	}
@@ -301,16 +303,12 @@ func (c *Controller) Serve(ctx context.Context) error {
 }
 
 // loop returns the reconcile loop over a new work queue, whose passes
-// gate admits when it isn't nil.
+// gate admits.
 func (c *Controller) loop(gate *shardGate) (*reconcile.Loop, error) {
 	q := c.c.NewQueue()
-	var admit func(context.Context, ports.Key, ports.Object) (context.Context, func(), bool)
-	if gate != nil {
-		admit = gate.admit
-	}
 	loop, err := reconcile.New(reconcile.Config{
 		Name:      c.c.Name,
-		Admit:     admit,
+		Admit:     gate.admit,
 		Source:    c.c.Watch,
 		Writer:    c.c.Writer,
 		Queue:     q,
@@ -358,7 +356,7 @@ func (c *Controller) lead(stop, background context.Context, w *crew) error {
 	case <-stop.Done():
 		// Stop taking keys, let the reconciles in flight finish with the
 		// Lease renewed, and only then release it.
-		w.drain(c.c.Clock, c.c.DrainTimeout)
+		c.drain(w)
 		stopElecting()
 		<-elected
 	case <-elected:

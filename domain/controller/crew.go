@@ -10,7 +10,9 @@ import (
 // crew is the leader's workers, each taking keys from the loop until it
 // stops. Its goroutines are owned by Serve, which waits for them.
 type crew struct {
-	loop   *reconcile.Loop
+	loop *reconcile.Loop
+	// gate admits the workers' passes and counts those in flight.
+	gate   *shardGate
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/loam-dev/loam/ports"
 )
 
 // ErrDrainTimeout is the cause a pass's context is cancelled with when it
@@ -40,8 +38,9 @@ var ErrDrainTimeout = errors.New("kube: the reconcile still ran when its Lease's
 // A Lease lost during the drain cancels its passes at once with
 // ErrLostLeadership, since another replica may hold it already.
 //
-// A pass that ignores its cancel keeps its shard's Lease for as long as
-// it runs, and no replica reconciles the shard's objects meanwhile: safety
+// A pass that ignores its cancel keeps its Lease (a shard's, or the
+// single leader's) for as long as it runs, and no replica reconciles the
+// objects the Lease guards meanwhile: safety
 // (never two at once) comes before liveness. It is made visible and
 // recoverable instead: a RetryPeriod after DrainTimeout, each such pass is
 // reported (Recorder.HandOffStuck, naming its key and how long it has
@@ -49,17 +48,24 @@ var ErrDrainTimeout = errors.New("kube: the reconcile still ran when its Lease's
 // so the kubelet restarts the pod: the process ends, and its Leases are
 // released or expire. Stuck is nil again once the pass has returned.
 
-// drain stops the workers taking keys, and waits for the passes in
-// flight to return, cancelling those that still run timeout after it
-// began with ErrDrainTimeout; a timeout of 0 waits as long as they run.
-// The Lease is renewed meanwhile: its caller stops electing only after.
-func (w *crew) drain(clock ports.Clock, timeout time.Duration) {
+// stopping is the key Stuck files a stop's stuck passes under, beside
+// the shards' hand-offs.
+const stopping = -1
+
+// drain is a stop's hand-off of the controller's Lease, or of every shard
+// it holds: it stops the workers taking keys, and waits for the passes in
+// flight to return, as awaitDrain does: cancelled with ErrDrainTimeout
+// once DrainTimeout has passed, reported stuck a RetryPeriod beyond. The
+// Lease is renewed meanwhile: its caller stops electing only after.
+func (c *Controller) drain(w *crew) {
 	w.stop()
-	if timeout > 0 {
-		stop := clock.AfterFunc(timeout, func() { w.cancel(ErrDrainTimeout) })
-		defer stop()
-	}
-	w.wait()
+	// The waiter is drain's own: drain returns only once it has.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.wait()
+	}()
+	c.awaitDrain(stopping, done, func() { w.cancel(ErrDrainTimeout) }, w.gate.all, nil, nil)
 }
 
 // handOff drains shard s, whose Lease the replica holds until leading
@@ -72,42 +78,56 @@ func (r *sharded) handOff(leading, electing context.Context, s int) bool {
 	empty := r.gate.leave(s)
 	defer r.gate.forget(s)
 	count := r.c.c.Shards
-	var expired chan struct{}
-	if d := r.c.c.DrainTimeout; d > 0 {
-		expired = make(chan struct{})
-		stop := r.c.c.Clock.AfterFunc(d, func() { close(expired) })
-		defer stop()
-	}
-	ended := leading.Done()
 	lost := false
-	var stuck chan struct{}
-	defer r.c.unstick(s)
-	for {
-		select {
-		case <-empty:
-			return lost
-		case <-expired:
-			expired = nil
-			r.gate.cancel(s, fmt.Errorf("shard %d of %d: %w", s, count, ErrDrainTimeout))
-			stuck = make(chan struct{})
-			stop := r.c.c.Clock.AfterFunc(r.c.c.Lease.RetryPeriod, func() { close(stuck) })
-			defer stop()
-		case <-stuck:
-			stuck = nil
-			r.c.stick(s, r.gate.draining(s))
-		case <-ended:
-			ended = nil
+	r.c.awaitDrain(s, empty,
+		func() { r.gate.cancel(s, fmt.Errorf("shard %d of %d: %w", s, count, ErrDrainTimeout)) },
+		func() []gatedPass { return r.gate.draining(s) },
+		leading.Done(), func() {
 			if electing.Err() == nil {
 				lost = true
 				r.gate.cancel(s, fmt.Errorf("shard %d of %d: %w", s, count, ErrLostLeadership))
 			}
+		})
+	return lost
+}
+
+// awaitDrain is every hand-off's wait, filed under id (a shard, or
+// stopping): it returns once empty is closed. DrainTimeout after it began
+// (never, when that is 0), it cancels the passes in flight with cancel;
+// a RetryPeriod later, it reports those still in flight (stick), and Stuck
+// fails until it returns. ended, when not nil, calls onEnded once closed.
+func (c *Controller) awaitDrain(id int, empty <-chan struct{}, cancel func(), inFlight func() []gatedPass, ended <-chan struct{}, onEnded func()) {
+	var expired chan struct{}
+	if d := c.c.DrainTimeout; d > 0 {
+		expired = make(chan struct{})
+		stop := c.c.Clock.AfterFunc(d, func() { close(expired) })
+		defer stop()
+	}
+	var stuck chan struct{}
+	defer c.unstick(id)
+	for {
+		select {
+		case <-empty:
+			return
+		case <-expired:
+			expired = nil
+			cancel()
+			stuck = make(chan struct{})
+			stop := c.c.Clock.AfterFunc(c.c.Lease.RetryPeriod, func() { close(stuck) })
+			defer stop()
+		case <-stuck:
+			stuck = nil
+			c.stick(id, inFlight())
+		case <-ended:
+			ended = nil
+			onEnded()
 		}
 	}
 }
 
-// stick reports passes of shard s still running a grace after its
-// hand-off cancelled them, and makes Stuck fail until unstick(s).
-func (c *Controller) stick(s int, passes []gatedPass) {
+// stick reports passes still running a grace after the hand-off filed
+// under id cancelled them, and makes Stuck fail until unstick(id).
+func (c *Controller) stick(id int, passes []gatedPass) {
 	if len(passes) == 0 {
 		return
 	}
@@ -117,30 +137,38 @@ func (c *Controller) stick(s int, passes []gatedPass) {
 	for _, p := range passes {
 		running := now.Sub(p.started)
 		longest = max(longest, running)
-		c.c.Recorder.HandOffStuck(context.Background(), p.key, s, c.c.Shards, running)
+		c.c.Recorder.HandOffStuck(context.Background(), p.key, p.shard, c.c.Shards, running)
 		keys = append(keys, p.key.String())
 	}
 	slices.Sort(keys)
+	what := fmt.Sprintf("shard %d of %d", id, c.c.Shards)
+	switch {
+	case id == stopping && c.c.Shards > 0:
+		what = "the stop's hand-off of its shards"
+	case id == stopping:
+		what = "the stop's hand-off of its Lease"
+	}
 	c.stuckMu.Lock()
 	defer c.stuckMu.Unlock()
 	if c.stuck == nil {
 		c.stuck = map[int]error{}
 	}
-	c.stuck[s] = fmt.Errorf("controller %s: shard %d of %d: the reconcile of %s ignored the hand-off's cancel at DrainTimeout %v and still ran %v after it began: the shard's Lease is kept and none of its objects reconciled until it returns",
-		c.c.Name, s, c.c.Shards, strings.Join(keys, ", "), c.c.DrainTimeout, longest)
+	c.stuck[id] = fmt.Errorf("controller %s: %s: the reconcile of %s ignored the hand-off's cancel at DrainTimeout %v and still ran %v after it began: the Lease is kept and no object it guards reconciled until it returns",
+		c.c.Name, what, strings.Join(keys, ", "), c.c.DrainTimeout, longest)
 }
 
-// unstick forgets shard s's stuck passes: its hand-off is over.
-func (c *Controller) unstick(s int) {
+// unstick forgets the stuck passes filed under id: its hand-off is over.
+func (c *Controller) unstick(id int) {
 	c.stuckMu.Lock()
 	defer c.stuckMu.Unlock()
-	delete(c.stuck, s)
+	delete(c.stuck, id)
 }
 
-// Stuck returns nil, or an error naming each shard whose hand-off waits on
-// a pass that ignored its cancel at DrainTimeout for a RetryPeriod
-// beyond, and the pass's key: the replica keeps the shard's Lease and
-// reconciles none of its objects while it runs. It is the controller's
+// Stuck returns nil, or an error naming each hand-off that waits on a
+// pass that ignored its cancel at DrainTimeout for a RetryPeriod beyond,
+// and the pass's key: a shard's, at a rebalance or a stop, or the single
+// Lease's at a stop. The replica keeps the Lease and reconciles none of
+// the objects it guards while the pass runs. It is the controller's
 // liveness: a process that stays stuck is best restarted, which frees the
 // Lease. It is safe to call from any goroutine, at any time.
 func (c *Controller) Stuck() error {

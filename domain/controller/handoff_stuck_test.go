@@ -106,3 +106,105 @@ func TestShardedHandOffReportsAPassThatIgnoresItsContext(t *testing.T) {
 		require.NoError(t, <-r.served)
 	})
 }
+
+// TestShardedStopReportsAPassThatIgnoresItsContext: a stop (SIGTERM,
+// Shutdown) hands off every shard at once, and its drain cancels the
+// passes in flight at DrainTimeout; one that ignores the cancel keeps its
+// shard's Lease for as long as it runs (safe), and is reported, once, a
+// RetryPeriod after DrainTimeout, as a rebalance's hand-off reports it,
+// and Stuck, the controller's liveness, fails until it returns. Before,
+// only a rebalance's hand-off reported: a stop's drain never did, and
+// Stuck stayed healthy.
+func TestShardedStopReportsAPassThatIgnoresItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const drain = 20 * time.Second
+		stuck := stubborn{stuck: make(chan struct{})}
+		srv := newLeaseServer(nil)
+		r := newShardedRig(t, srv, 2, func(c *controller.Config) {
+			c.DrainTimeout = drain
+			c.Handler = stuck
+		})
+		var reports sync.Map
+		r.rec.EXPECT().HandOffStuck(gomock.Any(), gomock.Any(), gomock.Any(), 2, gomock.Any()).Do(
+			func(_ context.Context, key ports.Key, s, _ int, _ time.Duration) { reports.Store(key, s) }).AnyTimes()
+		cancel := r.runSharded(t)
+		defer cancel()
+		release := sync.OnceFunc(func() { close(stuck.stuck) })
+		defer release()
+		r.change(objectOf("stuck", 1, 2))
+		synctest.Wait()
+
+		// The stop: the same hand-off, of every shard at once.
+		cancel()
+		synctest.Wait()
+		time.Sleep(drain + fenced.RetryPeriod - time.Millisecond)
+		synctest.Wait()
+		require.NoError(t, r.ctrl.Stuck(), "stuck before a RetryPeriod after DrainTimeout")
+		time.Sleep(time.Millisecond + time.Second)
+		synctest.Wait()
+		require.Equal(t, "a_1", srv.holder("shard-1"), "the Lease is kept while the pass runs (safe)")
+		n := 0
+		reports.Range(func(_, s any) bool {
+			n++
+			require.Equal(t, 1, s, "the report names the pass's shard")
+			return true
+		})
+		stuckErr := r.ctrl.Stuck()
+		release()
+		synctest.Wait()
+		require.NoError(t, <-r.served)
+		require.Error(t, stuckErr,
+			"Stuck (Controller.Live) is healthy %v after a stop's hand-off cancelled a pass that still runs", drain+fenced.RetryPeriod+time.Second)
+		require.ErrorContains(t, stuckErr, "the stop's hand-off of its shards")
+		require.Equal(t, 1, n, "the stuck pass is reported once by HandOffStuck")
+		require.NoError(t, r.ctrl.Stuck(), "healthy again once the pass returned")
+	})
+}
+
+// TestServe_on_its_context_reports_a_reconcile_that_ignores_its_cancel: an
+// unsharded controller's stop drains its single Lease as a sharded one's
+// shards: a reconcile that ignores the cancel at DrainTimeout keeps the
+// Lease renewed while it runs, is reported once a RetryPeriod after, with
+// shard 0 of 0 (no shards), and Stuck fails until it returns. Before, an
+// unsharded controller had no stuck report at all.
+func TestServe_on_its_context_reports_a_reconcile_that_ignores_its_cancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const drain = 20 * time.Second
+		stuck := stubborn{stuck: make(chan struct{})}
+		r := newRig(t, 1, func(c *controller.Config) {
+			c.DrainTimeout = drain
+			c.Handler = stuck
+		})
+		reports := make(chan time.Duration, 4)
+		r.rec.EXPECT().HandOffStuck(gomock.Any(), ports.Key{Namespace: "ns", Name: "stuck"}, 0, 0, gomock.Any()).Do(
+			func(_ context.Context, _ ports.Key, _, _ int, running time.Duration) { reports <- running }).AnyTimes()
+		ctx, stop := context.WithCancel(t.Context())
+		defer stop()
+		release := sync.OnceFunc(func() { close(stuck.stuck) })
+		defer release()
+		r.lead(ctx)
+		r.change("stuck")
+		synctest.Wait()
+
+		stop()
+		time.Sleep(drain + fenced.RetryPeriod - time.Millisecond)
+		synctest.Wait()
+		require.Empty(t, reports)
+		require.NoError(t, r.ctrl.Stuck())
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		require.Len(t, reports, 1, "the stuck reconcile is reported once")
+		require.Equal(t, drain+fenced.RetryPeriod, <-reports)
+		err := r.ctrl.Stuck()
+		require.ErrorContains(t, err, "the stop's hand-off of its Lease")
+		require.ErrorContains(t, err, "ns/stuck")
+
+		time.Sleep(10 * fenced.LeaseDuration)
+		synctest.Wait()
+		require.NotContains(t, r.j.all(), "stop renewing", "the Lease is renewed while the reconcile runs")
+		require.Empty(t, reports, "reported once, not again")
+		release()
+		require.NoError(t, <-r.served)
+		require.NoError(t, r.ctrl.Stuck(), "healthy again once the reconcile returned")
+	})
+}

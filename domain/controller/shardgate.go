@@ -12,7 +12,9 @@ import (
 // shardGate admits a pass over an object only while the replica holds the
 // object's shard, and counts the passes in flight on each shard, so a
 // shard is given up only once none is left: never two replicas
-// reconciling one object at once.
+// reconciling one object at once. An unsharded controller's gate, of count
+// 0, has every object in shard 0, held while the controller serves: it
+// only counts the passes in flight, for a stop's stuck passes' report.
 type shardGate struct {
 	count int
 	// now times each pass's start, for a stuck pass's report.
@@ -36,10 +38,11 @@ type heldShard struct {
 }
 
 // gatedPass is one pass in flight: what cancels it, its object's key and
-// when it began.
+// shard, and when it began.
 type gatedPass struct {
 	cancel  context.CancelCauseFunc
 	key     ports.Key
+	shard   int
 	started time.Time
 }
 
@@ -47,8 +50,8 @@ func newShardGate(count int, now func() time.Time) *shardGate {
 	return &shardGate{count: count, now: now, shards: map[int]*heldShard{}, left: map[int]*heldShard{}}
 }
 
-// admit returns the context a pass over obj, of key, runs in, carrying its shard
-// and cancelled when the shard is lost, and the function that ends the
+// admit returns the context a pass over obj, of key, runs in, carrying its
+// shard when the controller is sharded and cancelled when the shard is lost, and the function that ends the
 // pass; it reports false, and runs nothing, when the replica doesn't hold
 // obj's shard.
 func (g *shardGate) admit(ctx context.Context, key ports.Key, obj ports.Object) (context.Context, func(), bool) {
@@ -59,10 +62,13 @@ func (g *shardGate) admit(ctx context.Context, key ports.Key, obj ports.Object) 
 	if !ok {
 		return ctx, nil, false
 	}
-	ctx, cancel := context.WithCancelCause(ports.ContextWithShard(ctx, s))
+	if g.count > 0 {
+		ctx = ports.ContextWithShard(ctx, s)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
 	h.next++
 	id := h.next
-	h.passes[id] = gatedPass{cancel: cancel, key: key, started: g.now()}
+	h.passes[id] = gatedPass{cancel: cancel, key: key, shard: s, started: g.now()}
 	h.inFlight++
 	return ctx, func() {
 		g.mu.Lock()
@@ -129,6 +135,22 @@ func (g *shardGate) draining(s int) []gatedPass {
 	out := make([]gatedPass, 0, len(h.passes))
 	for _, p := range h.passes {
 		out = append(out, p)
+	}
+	return out
+}
+
+// all returns every pass in flight, of the shards held and those that
+// still drain.
+func (g *shardGate) all() []gatedPass {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []gatedPass
+	for _, held := range []map[int]*heldShard{g.shards, g.left} {
+		for _, h := range held {
+			for _, p := range h.passes {
+				out = append(out, p)
+			}
+		}
 	}
 	return out
 }

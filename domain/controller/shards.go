@@ -360,7 +360,8 @@ func (r *sharded) send(e shardEvent) {
 
 // end stops the run: the workers stop taking keys and the passes in
 // flight finish, with the shards' Leases renewed, and are cancelled with
-// ErrDrainTimeout if they still run DrainTimeout after; when lost, they
+// ErrDrainTimeout if they still run DrainTimeout after, and reported a
+// RetryPeriod beyond if they still run then (Controller.drain); when lost, they
 // are cancelled with ErrLostLeadership at once. Only then are the
 // shards' Leases released.
 func (r *sharded) end(lost bool) {
@@ -368,7 +369,7 @@ func (r *sharded) end(lost bool) {
 		r.w.lose()
 		r.w.wait()
 	} else {
-		r.w.drain(r.c.c.Clock, r.c.c.DrainTimeout)
+		r.c.drain(r.w)
 	}
 	close(r.quit)
 	for _, p := range r.campaigns {

@@ -105,6 +105,21 @@ func LeaderStops(renewDeadline, retryPeriod time.Duration) time.Duration {
 	return retryPeriod + renewDeadline
 }
 
+// FenceAfter returns how long after the start of its last renewal the API
+// server accepted a leader fences itself, cancelling its passes on its own
+// clock: Takeover's earliest less one retryPeriod, left for the passes to
+// see their context end. A standby reads that renewal no sooner than its
+// request began, so it takes the Lease no sooner than Takeover's earliest
+// after that start. Renewals whose requests take time may share that
+// renewal's second further back than SameSecond, up to a second: the fence
+// still lapses no later than the standby's earliest take, since SameSecond
+// plus retryPeriod is at least a second, with less of the retryPeriod left.
+// It is not positive when the Lease leaves a leader no time to lead.
+func FenceAfter(leaseDuration, retryPeriod time.Duration) time.Duration {
+	earliest, _ := Takeover(leaseDuration, retryPeriod)
+	return earliest - retryPeriod
+}
+
 // FenceMargin returns how long before a standby may take the Lease a
 // leader cut off from the API server has stopped leading, at the least:
 // Takeover's earliest less LeaderStops. The time requests take and the

@@ -113,3 +113,17 @@ func TestSameSecond(t *testing.T) {
 	require.Equal(t, 15*time.Second, settings.LeaseSeconds(15900*time.Millisecond))
 	require.Equal(t, 2*time.Second, settings.LeaseSeconds(2999*time.Millisecond))
 }
+
+func TestFenceAfter(t *testing.T) {
+	for _, tc := range []struct{ leaseDuration, retryPeriod, want time.Duration }{
+		{15 * time.Second, 2 * time.Second, 13 * time.Second},                         // W 15, S 0
+		{4 * time.Second, 500 * time.Millisecond, 3 * time.Second},                    // W 4, S 0.5
+		{3 * time.Second, 500 * time.Millisecond, 2 * time.Second},                    // W 3, S 0.5
+		{2900 * time.Millisecond, 500 * time.Millisecond, time.Second},                // W 2, S 0.5
+		{2 * time.Second, 400 * time.Millisecond, 800 * time.Millisecond},             // W 2, S 0.8
+		{time.Second, 300 * time.Millisecond, -200 * time.Millisecond},                // W 1, S 0.9: no time to lead
+		{15900 * time.Millisecond, 1500 * time.Millisecond, 13500 * time.Millisecond}, // W 15, S 0
+	} {
+		require.Equal(t, tc.want, settings.FenceAfter(tc.leaseDuration, tc.retryPeriod), "LeaseDuration %v, RetryPeriod %v", tc.leaseDuration, tc.retryPeriod)
+	}
+}
