@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/loam-dev/loam/domain/settings"
 	"github.com/loam-dev/loam/domain/shard"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest/wait"
@@ -108,7 +109,7 @@ func sameObjectOverlaps(all []interval) [][2]interval {
 // SIGTERM of another (which releases its Leases), a partition of a
 // third (which exits 1, its Leases lost), and back to one. After
 // each step the shards are spread as the quotas say, the shards of a
-// crashed replica are taken within LeaseDuration + RetryPeriod, no object
+// crashed replica are taken within the derived takeover bound, no object
 // is ever reconciled by two replicas at once, and in the end every Widget
 // reflects its latest spec.
 func TestChaos_shards(t *testing.T) {
@@ -177,11 +178,12 @@ func TestChaos_shards(t *testing.T) {
 	}
 	require.NotEmpty(t, orphans)
 	// The promise of docs/kubernetes.md: a crashed replica's shards are
-	// taken within LeaseDuration of the last renewal the others saw, plus
-	// a RetryPeriod for them to notice and take it, so within
-	// LeaseDuration + RetryPeriod of the crash. Each Lease's acquireTime
-	// is when its taker sent the taking request.
-	bound := killLeaseDuration + killRetryPeriod
+	// taken, at the latest, settings.Takeover's latest after the last
+	// renewal the others saw — the whole-second LeaseDuration and two of
+	// client-go's jittered retry gaps, 6.2 s at these timings — so within
+	// that of the crash. Each Lease's acquireTime is when its taker sent
+	// the taking request.
+	_, bound := settings.Takeover(killLeaseDuration, killRetryPeriod)
 	var moved time.Duration
 	for _, s := range orphans {
 		l, err := admin.kube.CoordinationV1().Leases(ns).Get(t.Context(), fmt.Sprintf("%s-shard-%d", controllerName, s), metav1.GetOptions{})
