@@ -29,6 +29,17 @@ func (s stubborn) Reconcile(_ context.Context, obj ports.Object) (ports.Result, 
 
 func (stubborn) Finalize(context.Context, ports.Object) error { return nil }
 
+// withStubborn returns the option that gives a rig's Controller a stubborn
+// Handler and a DrainTimeout of drain, and the function that lets the
+// Handler's passes return, which a test may call any number of times.
+func withStubborn(drain time.Duration) (release func(), with func(*controller.Config)) {
+	stuck := stubborn{stuck: make(chan struct{})}
+	return sync.OnceFunc(func() { close(stuck.stuck) }), func(c *controller.Config) {
+		c.DrainTimeout = drain
+		c.Handler = stuck
+	}
+}
+
 // TestShardedHandOffReportsAPassThatIgnoresItsContext: on a rebalance the
 // shard stops admitting passes and DrainTimeout cancels the pass in flight,
 // which ignores it. The replica keeps the shard's Lease while the pass
@@ -40,12 +51,9 @@ func (stubborn) Finalize(context.Context, ports.Object) error { return nil }
 func TestShardedHandOffReportsAPassThatIgnoresItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const drain = 20 * time.Second
-		stuck := stubborn{stuck: make(chan struct{})}
+		release, stubbornly := withStubborn(drain)
 		srv := newLeaseServer(nil)
-		r := newShardedRig(t, srv, 2, func(c *controller.Config) {
-			c.DrainTimeout = drain
-			c.Handler = stuck
-		})
+		r := newShardedRig(t, srv, 2, stubbornly)
 		type report struct {
 			key     ports.Key
 			shard   int
@@ -59,7 +67,6 @@ func TestShardedHandOffReportsAPassThatIgnoresItsContext(t *testing.T) {
 		cancel := r.runSharded(t)
 		defer cancel()
 		// A failed assertion still lets the pass return, so Serve stops.
-		release := sync.OnceFunc(func() { close(stuck.stuck) })
 		defer release()
 		r.change(objectOf("stuck", 1, 2))
 		synctest.Wait()
@@ -118,18 +125,14 @@ func TestShardedHandOffReportsAPassThatIgnoresItsContext(t *testing.T) {
 func TestShardedStopReportsAPassThatIgnoresItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const drain = 20 * time.Second
-		stuck := stubborn{stuck: make(chan struct{})}
+		release, stubbornly := withStubborn(drain)
 		srv := newLeaseServer(nil)
-		r := newShardedRig(t, srv, 2, func(c *controller.Config) {
-			c.DrainTimeout = drain
-			c.Handler = stuck
-		})
+		r := newShardedRig(t, srv, 2, stubbornly)
 		var reports sync.Map
 		r.rec.EXPECT().HandOffStuck(gomock.Any(), gomock.Any(), gomock.Any(), 2, gomock.Any()).Do(
 			func(_ context.Context, key ports.Key, s, _ int, _ time.Duration) { reports.Store(key, s) }).AnyTimes()
 		cancel := r.runSharded(t)
 		defer cancel()
-		release := sync.OnceFunc(func() { close(stuck.stuck) })
 		defer release()
 		r.change(objectOf("stuck", 1, 2))
 		synctest.Wait()
@@ -170,17 +173,13 @@ func TestShardedStopReportsAPassThatIgnoresItsContext(t *testing.T) {
 func TestServe_on_its_context_reports_a_reconcile_that_ignores_its_cancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const drain = 20 * time.Second
-		stuck := stubborn{stuck: make(chan struct{})}
-		r := newRig(t, 1, func(c *controller.Config) {
-			c.DrainTimeout = drain
-			c.Handler = stuck
-		})
+		release, stubbornly := withStubborn(drain)
+		r := newRig(t, 1, stubbornly)
 		reports := make(chan time.Duration, 4)
 		r.rec.EXPECT().HandOffStuck(gomock.Any(), ports.Key{Namespace: "ns", Name: "stuck"}, 0, 0, gomock.Any()).Do(
 			func(_ context.Context, _ ports.Key, _, _ int, running time.Duration) { reports <- running }).AnyTimes()
 		ctx, stop := context.WithCancel(t.Context())
 		defer stop()
-		release := sync.OnceFunc(func() { close(stuck.stuck) })
 		defer release()
 		r.lead(ctx)
 		r.change("stuck")
