@@ -52,6 +52,22 @@ func withScenario(ctx context.Context, t testing.TB, s fit.Scenario) context.Con
 	return ctx
 }
 
+// withDelay returns ctx carrying a scenario of one rule: a delay of d at
+// point "p".
+func withDelay(ctx context.Context, t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	return withScenario(ctx, t, fit.Scenario{Rules: []fit.Rule{{Point: "p", Fault: fit.Fault{Delay: d}}}})
+}
+
+// injectTook has i inject at point "p" with ctx, failing the test on an
+// error, and returns how long that took.
+func injectTook(ctx context.Context, t testing.TB, i *fault.Injector) time.Duration {
+	t.Helper()
+	start := time.Now()
+	require.NoError(t, i.Inject(ctx, "p"))
+	return time.Since(start)
+}
+
 // withMember returns ctx whose baggage also holds the member key=value.
 func withMember(ctx context.Context, t testing.TB, key, value string) context.Context {
 	t.Helper()
@@ -250,7 +266,7 @@ func TestEvalUndecodableScenario(t *testing.T) {
 func TestEvalDecodesEveryCall(t *testing.T) {
 	i := injector(t, nil)
 	abort := withScenario(t.Context(), t, fit.Scenario{Rules: []fit.Rule{{Point: "p", Fault: fit.Fault{Abort: true}}}})
-	delay := withScenario(abort, t, fit.Scenario{Rules: []fit.Rule{{Point: "p", Fault: fit.Fault{Delay: time.Second}}}})
+	delay := withDelay(abort, t, time.Second)
 	require.Equal(t, fit.Fault{Abort: true}, i.Eval(abort, "p"))
 	require.Equal(t, fit.Fault{Delay: time.Second}, i.Eval(delay, "p"), "a context's own scenario decides")
 	require.Equal(t, fit.Fault{Abort: true}, i.Eval(abort, "p"))
@@ -282,21 +298,15 @@ func TestInjectAbort(t *testing.T) {
 func TestInjectDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		i := injector(t, nil)
-		ctx := withScenario(t.Context(), t, fit.Scenario{Rules: []fit.Rule{
-			{Point: "p", Fault: fit.Fault{Delay: 250 * time.Millisecond}},
-		}})
-		start := time.Now()
-		require.NoError(t, i.Inject(ctx, "p"))
-		require.Equal(t, 250*time.Millisecond, time.Since(start))
+		ctx := withDelay(t.Context(), t, 250*time.Millisecond)
+		require.Equal(t, 250*time.Millisecond, injectTook(ctx, t, i))
 	})
 }
 
 func TestInjectDelayCutShort(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		i := injector(t, nil)
-		base := withScenario(t.Context(), t, fit.Scenario{Rules: []fit.Rule{
-			{Point: "p", Fault: fit.Fault{Delay: time.Minute}},
-		}})
+		base := withDelay(t.Context(), t, time.Minute)
 
 		ctx, cancel := context.WithTimeout(base, 3*time.Second)
 		defer cancel()
