@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/baggage"
 
 	"github.com/loam-dev/loam/app/apptest"
@@ -46,11 +45,7 @@ func TestInjectDelayEndsWhenSwitchedOff(t *testing.T) {
 		records := tel.Records()
 		require.Len(t, records, 2, "the fault's record, then the lift's")
 		require.Equal(t, fault.LiftedBody, records[1].Body().AsString())
-		fields := map[string]string{}
-		records[1].WalkAttributes(func(kv attribute.KeyValue) bool {
-			fields[string(kv.Key)] = kv.Value.String()
-			return true
-		})
+		fields := fieldsOf(records[1])
 		require.Equal(t, map[string]string{
 			"loam.fit.point": "p", "loam.fit.delay": "3600", "loam.fit.waited": "1",
 			"loam.fit.reason": fault.LiftedOff, "loam.fit.experiment": "x",

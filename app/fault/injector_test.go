@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/propagation"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -66,6 +67,17 @@ func injectTook(ctx context.Context, t testing.TB, i *fault.Injector) time.Durat
 	start := time.Now()
 	require.NoError(t, i.Inject(ctx, "p"))
 	return time.Since(start)
+}
+
+// fieldsOf returns the attributes of the log record r, each value as its
+// string.
+func fieldsOf(r sdklog.Record) map[string]string {
+	fields := map[string]string{}
+	r.WalkAttributes(func(kv attribute.KeyValue) bool {
+		fields[string(kv.Key)] = kv.Value.String()
+		return true
+	})
+	return fields
 }
 
 // withMember returns ctx whose baggage also holds the member key=value.
@@ -738,11 +750,7 @@ func TestInjectStatus(t *testing.T) {
 
 		records := tel.Records()
 		require.Len(t, records, 2)
-		got := map[string]string{}
-		records[0].WalkAttributes(func(kv attribute.KeyValue) bool {
-			got[string(kv.Key)] = kv.Value.String()
-			return true
-		})
+		got := fieldsOf(records[0])
 		require.Equal(t, map[string]string{
 			"loam.fit.point": "a", "loam.fit.abort": "false", "loam.fit.delay": "0", "loam.fit.status": "429",
 		}, got)
@@ -779,11 +787,7 @@ func TestExperimentID(t *testing.T) {
 	records := tel.Records()
 	require.Len(t, records, 1, "one record, of the abort; none of the point that met nothing")
 	require.Equal(t, fault.InjectedBody, records[0].Body().AsString())
-	got := map[string]string{}
-	records[0].WalkAttributes(func(kv attribute.KeyValue) bool {
-		got[string(kv.Key)] = kv.Value.String()
-		return true
-	})
+	got := fieldsOf(records[0])
 	require.Equal(t, map[string]string{
 		"loam.fit.point": "kube:pods:get", "loam.fit.abort": "true", "loam.fit.delay": "0", "loam.fit.experiment": "game-day-7",
 	}, got)
