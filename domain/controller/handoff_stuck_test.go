@@ -40,6 +40,21 @@ func withStubborn(drain time.Duration) (release func(), with func(*controller.Co
 	}
 }
 
+// reportedOnceAfterGrace requires that a hand-off begun now, whose pass
+// ignores its cancel at DrainTimeout drain, is not reported, and Stuck is
+// nil, just before a RetryPeriod after drain, and that it is reported once
+// at that RetryPeriod, its report left on reports.
+func reportedOnceAfterGrace[T any](t *testing.T, r *rig, drain time.Duration, reports chan T) {
+	t.Helper()
+	time.Sleep(drain + fenced.RetryPeriod - time.Millisecond)
+	synctest.Wait()
+	require.Empty(t, reports, "reported before a RetryPeriod after DrainTimeout")
+	require.NoError(t, r.ctrl.Stuck())
+	time.Sleep(time.Millisecond)
+	synctest.Wait()
+	require.Len(t, reports, 1, "the stuck pass is reported once")
+}
+
 // TestShardedHandOffReportsAPassThatIgnoresItsContext: on a rebalance the
 // shard stops admitting passes and DrainTimeout cancels the pass in flight,
 // which ignores it. The replica keeps the shard's Lease while the pass
@@ -76,15 +91,7 @@ func TestShardedHandOffReportsAPassThatIgnoresItsContext(t *testing.T) {
 		srv.set("member-b", "b_1", 2)
 		synctest.Wait()
 		handOff := time.Now()
-		// Just before the grace after DrainTimeout: nothing reported yet.
-		time.Sleep(drain + fenced.RetryPeriod - time.Millisecond)
-		synctest.Wait()
-		require.Empty(t, reports)
-		require.NoError(t, r.ctrl.Stuck())
-
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		require.Len(t, reports, 1, "the stuck pass is reported once")
+		reportedOnceAfterGrace(t, r, drain, reports)
 		got := <-reports
 		require.Equal(t, 1, got.shard)
 		require.True(t, strings.HasPrefix(got.key.Name, "stuck"), "the report names the stuck pass's key: %v", got.key)
@@ -108,9 +115,7 @@ func TestShardedHandOffReportsAPassThatIgnoresItsContext(t *testing.T) {
 		time.Sleep(fenced.LeaseDuration)
 		synctest.Wait()
 		require.NotEqual(t, "a_1", srv.holder("shard-1"), "the shard is handed off once the pass returned")
-		cancel()
-		synctest.Wait()
-		require.NoError(t, <-r.served)
+		r.stopServing(t, cancel)
 	})
 }
 
@@ -186,13 +191,7 @@ func TestServe_on_its_context_reports_a_reconcile_that_ignores_its_cancel(t *tes
 		synctest.Wait()
 
 		stop()
-		time.Sleep(drain + fenced.RetryPeriod - time.Millisecond)
-		synctest.Wait()
-		require.Empty(t, reports)
-		require.NoError(t, r.ctrl.Stuck())
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		require.Len(t, reports, 1, "the stuck reconcile is reported once")
+		reportedOnceAfterGrace(t, r, drain, reports)
 		require.Equal(t, drain+fenced.RetryPeriod, <-reports)
 		err := r.ctrl.Stuck()
 		require.ErrorContains(t, err, "the stop's hand-off of its Lease")

@@ -33,9 +33,7 @@ func TestShardedHandOffRenewsTheLeaseUntilItsPassesReturn(t *testing.T) {
 		r.j.before(t, "reconciled "+held, "a_1 stops renewing shard-1")
 		r.j.before(t, "watch releases 1", "a_1 stops renewing shard-1")
 		require.Equal(t, []error{nil}, r.handler.heldCauses(), "the pass finished, uncancelled")
-		cancel()
-		synctest.Wait()
-		require.NoError(t, <-r.served)
+		r.stopServing(t, cancel)
 	})
 }
 
@@ -59,9 +57,7 @@ func TestShardedRetakeDuringADrainWaitsForIt(t *testing.T) {
 		require.Equal(t, 1, srv.mostElectors("shard-1"), "two campaigns for shard 1 at once: %q", r.j.all())
 		require.Equal(t, "a_1", srv.holder("shard-1"))
 		require.Equal(t, "watch holds 1", lastOf(r.j.all(), "watch ", " 1"), "shard 1 held but unwatched: %q", r.j.all())
-		cancel()
-		synctest.Wait()
-		require.NoError(t, <-r.served)
+		r.stopServing(t, cancel)
 	})
 }
 
@@ -165,9 +161,7 @@ func TestShardedHandOffCancelsAPassStillRunningDrainTimeoutAfter(t *testing.T) {
 		require.Empty(t, srv.holder("shard-1"))
 		r.j.before(t, "reconciled "+held, "a_1 stops renewing shard-1")
 		require.Equal(t, "a_1", srv.holder("shard-0"))
-		cancel()
-		synctest.Wait()
-		require.NoError(t, <-r.served)
+		r.stopServing(t, cancel)
 	})
 }
 
