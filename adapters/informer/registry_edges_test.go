@@ -24,6 +24,16 @@ import (
 	"github.com/loam-dev/loam/ports"
 )
 
+// startedWatch returns a Watch of c, started with its keys queued on q
+// and synced; the test's end stops it.
+func startedWatch(t *testing.T, c informer.WatchConfig, q *keys) *informer.Watch {
+	t.Helper()
+	w, err := informer.NewWatch(c)
+	require.NoError(t, err)
+	startWatch(t, w, q)
+	return w
+}
+
 // edgeClients returns fakes holding the Memcached m1, the Deployment d1
 // it controls (in both clients' forms) and the Secret s1.
 func edgeClients() (*dynamicfake.FakeDynamicClient, *metadatafake.FakeMetadataClient) {
@@ -50,13 +60,11 @@ func TestOwns_with_one_selector_written_two_ways_open_one_watch(t *testing.T) {
 		dyn, meta := edgeClients()
 		registry := informer.NewRegistry(logr.Discard())
 		for _, sel := range []string{"a=1,b=2", "b=2, a=1"} {
-			w, err := informer.NewWatch(informer.WatchConfig{
+			startedWatch(t, informer.WatchConfig{
 				Dynamic: dyn, Metadata: meta, Resource: memcacheds, Owner: memcached,
 				Owns:   []informer.OwnedConfig{{Resource: deployments, LabelSelector: sel}},
 				Logger: logr.Discard(), Registry: registry,
-			})
-			require.NoError(t, err)
-			startWatch(t, w, &keys{})
+			}, &keys{})
 		}
 		require.Equal(t, 1, watchesOfBoth(dyn, meta, "deployments"), "one selector, one watch")
 	})
@@ -75,12 +83,10 @@ func TestOwns_of_two_kinds_sharing_a_store_each_hear_their_own_owner(t *testing.
 		redis := owners.Owner{Group: "cache.example.com", Kind: "Redis", Namespaced: true}
 		var qs [2]keys
 		for i, o := range []owners.Owner{memcached, redis} {
-			w, err := informer.NewWatch(informer.WatchConfig{
+			startedWatch(t, informer.WatchConfig{
 				Dynamic: dyn, Metadata: meta, Resource: memcacheds, Owner: o,
 				Owns: []informer.OwnedConfig{{Resource: deployments}}, Logger: logr.Discard(), Registry: registry,
-			})
-			require.NoError(t, err)
-			startWatch(t, w, &qs[i])
+			}, &qs[i])
 		}
 		x := ports.Key{Namespace: "ns", Name: "x"}
 		require.Equal(t, 1, len(namespacesOf(meta.Actions(), "watch", "deployments")))
@@ -147,13 +153,10 @@ func TestA_second_Stop_of_one_Watch_leaves_the_shared_informer_to_the_other(t *t
 		var ws [2]*informer.Watch
 		var qs [2]keys
 		for i := range ws {
-			w, err := informer.NewWatch(informer.WatchConfig{
+			ws[i] = startedWatch(t, informer.WatchConfig{
 				Dynamic: dyn, Metadata: meta, Resource: memcacheds, Owner: memcached,
 				Owns: []informer.OwnedConfig{{Resource: deployments}}, Logger: logr.Discard(), Registry: registry,
-			})
-			require.NoError(t, err)
-			ws[i] = w
-			startWatch(t, w, &qs[i])
+			}, &qs[i])
 		}
 		qs[1].take(t)
 		ws[0].Stop()
@@ -206,13 +209,10 @@ func TestA_sharded_and_an_unsharded_Owns_share_one_informer_each_with_its_shards
 		var ws [2]*informer.Watch
 		var qs [2]keys
 		for i := range ws {
-			w, err := informer.NewWatch(informer.WatchConfig{
+			ws[i] = startedWatch(t, informer.WatchConfig{
 				Dynamic: dyn, Metadata: meta, Resource: memcacheds, Owner: memcached, Shards: []int{0, 2}[i],
 				Owns: []informer.OwnedConfig{{Resource: deployments}}, Logger: logr.Discard(), Registry: registry,
-			})
-			require.NoError(t, err)
-			ws[i] = w
-			startWatch(t, w, &qs[i])
+			}, &qs[i])
 		}
 		require.Len(t, namespacesOf(meta.Actions(), "watch", "deployments"), 1)
 		m1 := ports.Key{Namespace: "ns", Name: "m1"}

@@ -124,13 +124,10 @@ func TestWatch_stopped_reads_nothing_from_a_store_another_Watch_runs(t *testing.
 		a := ports.Key{Namespace: "ns", Name: "a"}
 		var ws [2]*informer.Watch
 		for i := range ws {
-			w, err := informer.NewWatch(informer.WatchConfig{
+			ws[i] = startedWatch(t, informer.WatchConfig{
 				Dynamic: dyn, Metadata: meta, Resource: memcacheds, Owner: memcached,
 				Indexes: byRef(a), Logger: logr.Discard(), Registry: registry,
-			})
-			require.NoError(t, err)
-			ws[i] = w
-			startWatch(t, w, &keys{})
+			}, &keys{})
 		}
 		ws[0].Stop()
 		_, err := dyn.Resource(memcacheds).Namespace("ns").Create(t.Context(), versioned(object("ns", "m2", nil)), metav1.CreateOptions{})

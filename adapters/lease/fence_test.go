@@ -4,10 +4,7 @@ package lease_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math/rand"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,8 +14,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -136,19 +131,8 @@ func fenceRun(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase tim
 	)
 	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
-		// Applied here, as the API server would, so only a write that
-		// took counts: one of a stale resourceVersion is a conflict.
-		stored, err := client.Tracker().Get(a.GetResource(), l.Namespace, l.Name)
+		l, err := applyLease(client, a, l)
 		if err != nil {
-			return true, nil, err
-		}
-		if rv := stored.(*coordinationv1.Lease).ResourceVersion; rv != l.ResourceVersion {
-			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), l.Name, fmt.Errorf("stale resourceVersion %q, stored %q", l.ResourceVersion, rv))
-		}
-		l = l.DeepCopy()
-		n, _ := strconv.Atoi(l.ResourceVersion)
-		l.ResourceVersion = strconv.Itoa(n + 1)
-		if err := client.Tracker().Update(a.GetResource(), l, l.Namespace); err != nil {
 			return true, nil, err
 		}
 		mu.Lock()
@@ -170,12 +154,7 @@ func fenceRun(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase tim
 	})
 	var partitioned atomic.Bool
 	elector := func(identity string, leases coordinationv1client.LeasesGetter) *lease.Elector {
-		e, err := lease.New(lease.Config{
-			Client: leases, Name: "memcached-controller", Namespace: "memcached-system", Identity: identity,
-			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
-		})
-		require.NoError(t, err)
-		return e
+		return electorOn(t, leases, identity, leaseDuration, renewDeadline, retryPeriod)
 	}
 	var stopped atomic.Pointer[time.Time]
 	// client-go's election logs every failed try, through the logger of
@@ -183,7 +162,7 @@ func fenceRun(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase tim
 	quiet := klog.NewContext(t.Context(), logr.Discard())
 	ctxA, stopA := context.WithCancel(quiet)
 	defer stopA()
-	a := campaign(ctxA, elector("pod-a", cutLeases{client.CoordinationV1(), &partitioned}), func(leading context.Context) {
+	a := campaign(ctxA, elector("pod-a", cutLeases{LeasesGetter: client.CoordinationV1(), cut: &partitioned}), func(leading context.Context) {
 		<-leading.Done()
 		now := time.Now()
 		stopped.Store(&now)
@@ -211,43 +190,4 @@ func fenceRun(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase tim
 		require.False(t, seen.released.IsZero(), "pod-a released the Lease")
 	}
 	return seen
-}
-
-// errCut is what a replica cut off from the API server gets.
-var errCut = errors.New("cut off from the API server")
-
-// cutLeases reaches the Leases until cut, and nothing after.
-type cutLeases struct {
-	coordinationv1client.LeasesGetter
-	cut *atomic.Bool
-}
-
-func (c cutLeases) Leases(namespace string) coordinationv1client.LeaseInterface {
-	return cutLease{LeaseInterface: c.LeasesGetter.Leases(namespace), cut: c.cut}
-}
-
-type cutLease struct {
-	coordinationv1client.LeaseInterface
-	cut *atomic.Bool
-}
-
-func (c cutLease) Get(ctx context.Context, name string, opts metav1.GetOptions) (*coordinationv1.Lease, error) {
-	if c.cut.Load() {
-		return nil, errCut
-	}
-	return c.LeaseInterface.Get(ctx, name, opts)
-}
-
-func (c cutLease) Create(ctx context.Context, l *coordinationv1.Lease, opts metav1.CreateOptions) (*coordinationv1.Lease, error) {
-	if c.cut.Load() {
-		return nil, errCut
-	}
-	return c.LeaseInterface.Create(ctx, l, opts)
-}
-
-func (c cutLease) Update(ctx context.Context, l *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
-	if c.cut.Load() {
-		return nil, errCut
-	}
-	return c.LeaseInterface.Update(ctx, l, opts)
 }

@@ -35,17 +35,7 @@ const (
 
 func newElector(t *testing.T, client *fake.Clientset, identity string) *lease.Elector {
 	t.Helper()
-	e, err := lease.New(lease.Config{
-		Client:        client.CoordinationV1(),
-		Name:          "memcached-controller",
-		Namespace:     "memcached-system",
-		Identity:      identity,
-		LeaseDuration: leaseDuration,
-		RenewDeadline: renewDeadline,
-		RetryPeriod:   retryPeriod,
-	})
-	require.NoError(t, err)
-	return e
+	return electorOn(t, client.CoordinationV1(), identity, leaseDuration, renewDeadline, retryPeriod)
 }
 
 func holder(t *testing.T, client *fake.Clientset) string {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -16,47 +15,6 @@ import (
 	"github.com/loam-dev/loam/adapters/lease"
 	"github.com/loam-dev/loam/domain/settings"
 )
-
-// partitioned is a LeasesGetter whose requests hang, as behind a network
-// partition or an API server that stops answering, while cut is set: each
-// waits for its context to end, as an HTTP request that gets no answer does.
-type partitioned struct {
-	coordinationv1client.LeasesGetter
-	cut *atomic.Bool
-}
-
-func (p partitioned) Leases(namespace string) coordinationv1client.LeaseInterface {
-	return hanging{LeaseInterface: p.LeasesGetter.Leases(namespace), cut: p.cut}
-}
-
-type hanging struct {
-	coordinationv1client.LeaseInterface
-	cut *atomic.Bool
-}
-
-func (h hanging) Get(ctx context.Context, name string, o metav1.GetOptions) (*coordinationv1.Lease, error) {
-	if h.cut.Load() {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return h.LeaseInterface.Get(ctx, name, o)
-}
-
-func (h hanging) Update(ctx context.Context, l *coordinationv1.Lease, o metav1.UpdateOptions) (*coordinationv1.Lease, error) {
-	if h.cut.Load() {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return h.LeaseInterface.Update(ctx, l, o)
-}
-
-func (h hanging) Create(ctx context.Context, l *coordinationv1.Lease, o metav1.CreateOptions) (*coordinationv1.Lease, error) {
-	if h.cut.Load() {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}
-	return h.LeaseInterface.Create(ctx, l, o)
-}
 
 // TestRun_fences_a_leader_cut_off_by_a_hanging_API_server: when the API
 // server hangs instead of refusing (a partition), client-go gives up
@@ -83,21 +41,11 @@ func TestRun_fences_a_leader_cut_off_by_a_hanging_API_server(t *testing.T) {
 				client := fake.NewClientset()
 				var cut atomic.Bool
 				elector := func(identity string, leases coordinationv1client.LeasesGetter) *lease.Elector {
-					e, err := lease.New(lease.Config{
-						Client:        leases,
-						Name:          "memcached-controller",
-						Namespace:     "memcached-system",
-						Identity:      identity,
-						LeaseDuration: tc.leaseDuration,
-						RenewDeadline: tc.renewDeadline,
-						RetryPeriod:   tc.retryPeriod,
-					})
-					require.NoError(t, err)
-					return e
+					return electorOn(t, leases, identity, tc.leaseDuration, tc.renewDeadline, tc.retryPeriod)
 				}
 				ctxA, stopA := context.WithCancel(t.Context())
 				var aEnded atomic.Int64
-				ca := campaign(ctxA, elector("a", partitioned{LeasesGetter: client.CoordinationV1(), cut: &cut}), func(leading context.Context) {
+				ca := campaign(ctxA, elector("a", cutLeases{LeasesGetter: client.CoordinationV1(), cut: &cut, hang: true}), func(leading context.Context) {
 					<-leading.Done()
 					aEnded.Store(time.Now().UnixNano())
 				})

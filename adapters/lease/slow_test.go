@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
-	"github.com/loam-dev/loam/adapters/lease"
 	"github.com/loam-dev/loam/domain/settings"
 )
 
@@ -92,16 +91,8 @@ func TestRun_keeps_leading_on_a_slow_API_server_that_accepts_every_renewal(t *te
 			synctest.Test(t, func(t *testing.T) {
 				client := fake.NewClientset()
 				var updates atomic.Int64
-				e, err := lease.New(lease.Config{
-					Client:        slowLeases{LeasesGetter: client.CoordinationV1(), latency: tc.latency, updates: &updates},
-					Name:          "memcached-controller",
-					Namespace:     "memcached-system",
-					Identity:      "a",
-					LeaseDuration: tc.leaseDuration,
-					RenewDeadline: tc.renewDeadline,
-					RetryPeriod:   tc.retryPeriod,
-				})
-				require.NoError(t, err)
+				e := electorOn(t, slowLeases{LeasesGetter: client.CoordinationV1(), latency: tc.latency, updates: &updates}, "a",
+					tc.leaseDuration, tc.renewDeadline, tc.retryPeriod)
 				ctx, stop := context.WithCancel(t.Context())
 				defer stop()
 				c := campaign(ctx, e, untilDone)

@@ -3,8 +3,6 @@ package lease_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,29 +10,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/loam-dev/loam/adapters/lease"
+	"github.com/loam-dev/loam/domain/settings"
 )
-
-// takeoverBound is docs/reliability.md's failover bound, as client-go's
-// leaderelection behaves: a standby takes a Lease whose holder stopped
-// renewing within LeaseDuration, truncated to whole seconds as the
-// holder writes leaseDurationSeconds, plus 4.4 RetryPeriods of the last
-// renewal — up to 2.2 RetryPeriods for one of its jittered tries to see
-// the renewal, and up to 2.2 more after the Lease is free. It takes it no
-// sooner than the whole seconds after the first renewal stamped in the
-// same second as the last: the standby compares the records it reads as
-// JSON, whose renewTime has whole seconds, so it notices a renewal only
-// when the second changes. Requests take no time here.
-func takeoverBound(leaseDuration, retryPeriod time.Duration) (lowest, highest time.Duration) {
-	lowest = leaseDuration.Truncate(time.Second)
-	return lowest, lowest + 2*time.Duration(2.2*float64(retryPeriod))
-}
 
 // TestTakeover_bound: a leader crashes, its Lease held and no longer
 // renewed, at many moments between its renewals; every time, the standby
@@ -52,7 +35,15 @@ func TestTakeover_bound(t *testing.T) {
 		{"a LeaseDuration of 3.9s counts 3s", 3900 * time.Millisecond, 2 * time.Second, 500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			lowest, highest := takeoverBound(tc.leaseDuration, tc.retryPeriod)
+			// docs/reliability.md's failover bound, as settings derives
+			// it from client-go's leaderelection: the standby takes the
+			// Lease before Takeover's latest after the last renewal, and
+			// no sooner than LeaseSeconds after the first renewal stamped
+			// in the same whole second as the last, since it compares the
+			// records it reads as JSON, whose renewTime has whole seconds.
+			// Requests take no time here.
+			lowest := settings.LeaseSeconds(tc.leaseDuration)
+			_, highest := settings.Takeover(tc.leaseDuration, tc.retryPeriod)
 			var seen, sinceSecond []time.Duration
 			const crashes = 30
 			for i := range crashes {
@@ -107,19 +98,8 @@ func takeover(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase tim
 			// release included.
 			return true, nil, errCrashed
 		}
-		// Applied here, as the API server would, so only a write that
-		// took counts: one of a stale resourceVersion is a conflict.
-		stored, err := client.Tracker().Get(a.GetResource(), l.Namespace, l.Name)
+		l, err := applyLease(client, a, l)
 		if err != nil {
-			return true, nil, err
-		}
-		if rv := stored.(*coordinationv1.Lease).ResourceVersion; rv != l.ResourceVersion {
-			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), l.Name, fmt.Errorf("stale resourceVersion %q, stored %q", l.ResourceVersion, rv))
-		}
-		l = l.DeepCopy()
-		n, _ := strconv.Atoi(l.ResourceVersion)
-		l.ResourceVersion = strconv.Itoa(n + 1)
-		if err := client.Tracker().Update(a.GetResource(), l, l.Namespace); err != nil {
 			return true, nil, err
 		}
 		switch {
@@ -134,12 +114,7 @@ func takeover(t *testing.T, leaseDuration, renewDeadline, retryPeriod, phase tim
 		return true, l, nil
 	})
 	elector := func(identity string) *lease.Elector {
-		e, err := lease.New(lease.Config{
-			Client: client.CoordinationV1(), Name: "memcached-controller", Namespace: "memcached-system", Identity: identity,
-			LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
-		})
-		require.NoError(t, err)
-		return e
+		return electorOn(t, client.CoordinationV1(), identity, leaseDuration, renewDeadline, retryPeriod)
 	}
 	ctxA, crashA := context.WithCancel(t.Context())
 	a := campaign(ctxA, elector("pod-a"), untilDone)

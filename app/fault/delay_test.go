@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/baggage"
 
 	"github.com/loam-dev/loam/app/apptest"
@@ -46,11 +45,7 @@ func TestInjectDelayEndsWhenSwitchedOff(t *testing.T) {
 		records := tel.Records()
 		require.Len(t, records, 2, "the fault's record, then the lift's")
 		require.Equal(t, fault.LiftedBody, records[1].Body().AsString())
-		fields := map[string]string{}
-		records[1].WalkAttributes(func(kv attribute.KeyValue) bool {
-			fields[string(kv.Key)] = kv.Value.String()
-			return true
-		})
+		fields := fieldsOf(records[1])
 		require.Equal(t, map[string]string{
 			"loam.fit.point": "p", "loam.fit.delay": "3600", "loam.fit.waited": "1",
 			"loam.fit.reason": fault.LiftedOff, "loam.fit.experiment": "x",
@@ -88,9 +83,7 @@ func TestInjectDelayEndsWithItsScenarioOnTheSettingsClock(t *testing.T) {
 		ctx := withScenario(t.Context(), t, fit.Scenario{Ends: time.Now().Add(skew + 3*time.Second), Rules: []fit.Rule{
 			{Point: "p", Fault: fit.Fault{Delay: time.Hour}},
 		}})
-		start := time.Now()
-		require.NoError(t, i.Inject(ctx, "p"))
-		require.Equal(t, 3*time.Second, time.Since(start))
+		require.Equal(t, 3*time.Second, injectTook(ctx, t, i))
 	})
 }
 
@@ -100,16 +93,10 @@ func TestInjectDelayEndsWithItsScenarioOnTheSettingsClock(t *testing.T) {
 func TestInjectDelaySwitchedOffAndOnAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		i := injector(t, nil)
-		ctx := withScenario(t.Context(), t, fit.Scenario{Rules: []fit.Rule{
-			{Point: "p", Fault: fit.Fault{Delay: time.Minute}},
-		}})
+		ctx := withDelay(t.Context(), t, time.Minute)
 		time.AfterFunc(time.Second, func() { i.SetOn(false); i.SetOn(true) })
-		start := time.Now()
-		require.NoError(t, i.Inject(ctx, "p"))
-		require.Equal(t, time.Second, time.Since(start))
-		start = time.Now()
-		require.NoError(t, i.Inject(ctx, "p"))
-		require.Equal(t, time.Minute, time.Since(start), "on again, a new delay runs in full")
+		require.Equal(t, time.Second, injectTook(ctx, t, i))
+		require.Equal(t, time.Minute, injectTook(ctx, t, i), "on again, a new delay runs in full")
 	})
 }
 

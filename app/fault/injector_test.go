@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/propagation"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -50,6 +51,33 @@ func withScenario(ctx context.Context, t testing.TB, s fit.Scenario) context.Con
 	ctx, err := fit.ContextWithScenario(ctx, codec(t), s)
 	require.NoError(t, err)
 	return ctx
+}
+
+// withDelay returns ctx carrying a scenario of one rule: a delay of d at
+// point "p".
+func withDelay(ctx context.Context, t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	return withScenario(ctx, t, fit.Scenario{Rules: []fit.Rule{{Point: "p", Fault: fit.Fault{Delay: d}}}})
+}
+
+// injectTook has i inject at point "p" with ctx, failing the test on an
+// error, and returns how long that took.
+func injectTook(ctx context.Context, t testing.TB, i *fault.Injector) time.Duration {
+	t.Helper()
+	start := time.Now()
+	require.NoError(t, i.Inject(ctx, "p"))
+	return time.Since(start)
+}
+
+// fieldsOf returns the attributes of the log record r, each value as its
+// string.
+func fieldsOf(r sdklog.Record) map[string]string {
+	fields := map[string]string{}
+	r.WalkAttributes(func(kv attribute.KeyValue) bool {
+		fields[string(kv.Key)] = kv.Value.String()
+		return true
+	})
+	return fields
 }
 
 // withMember returns ctx whose baggage also holds the member key=value.
@@ -250,7 +278,7 @@ func TestEvalUndecodableScenario(t *testing.T) {
 func TestEvalDecodesEveryCall(t *testing.T) {
 	i := injector(t, nil)
 	abort := withScenario(t.Context(), t, fit.Scenario{Rules: []fit.Rule{{Point: "p", Fault: fit.Fault{Abort: true}}}})
-	delay := withScenario(abort, t, fit.Scenario{Rules: []fit.Rule{{Point: "p", Fault: fit.Fault{Delay: time.Second}}}})
+	delay := withDelay(abort, t, time.Second)
 	require.Equal(t, fit.Fault{Abort: true}, i.Eval(abort, "p"))
 	require.Equal(t, fit.Fault{Delay: time.Second}, i.Eval(delay, "p"), "a context's own scenario decides")
 	require.Equal(t, fit.Fault{Abort: true}, i.Eval(abort, "p"))
@@ -282,21 +310,15 @@ func TestInjectAbort(t *testing.T) {
 func TestInjectDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		i := injector(t, nil)
-		ctx := withScenario(t.Context(), t, fit.Scenario{Rules: []fit.Rule{
-			{Point: "p", Fault: fit.Fault{Delay: 250 * time.Millisecond}},
-		}})
-		start := time.Now()
-		require.NoError(t, i.Inject(ctx, "p"))
-		require.Equal(t, 250*time.Millisecond, time.Since(start))
+		ctx := withDelay(t.Context(), t, 250*time.Millisecond)
+		require.Equal(t, 250*time.Millisecond, injectTook(ctx, t, i))
 	})
 }
 
 func TestInjectDelayCutShort(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		i := injector(t, nil)
-		base := withScenario(t.Context(), t, fit.Scenario{Rules: []fit.Rule{
-			{Point: "p", Fault: fit.Fault{Delay: time.Minute}},
-		}})
+		base := withDelay(t.Context(), t, time.Minute)
 
 		ctx, cancel := context.WithTimeout(base, 3*time.Second)
 		defer cancel()
@@ -728,11 +750,7 @@ func TestInjectStatus(t *testing.T) {
 
 		records := tel.Records()
 		require.Len(t, records, 2)
-		got := map[string]string{}
-		records[0].WalkAttributes(func(kv attribute.KeyValue) bool {
-			got[string(kv.Key)] = kv.Value.String()
-			return true
-		})
+		got := fieldsOf(records[0])
 		require.Equal(t, map[string]string{
 			"loam.fit.point": "a", "loam.fit.abort": "false", "loam.fit.delay": "0", "loam.fit.status": "429",
 		}, got)
@@ -769,11 +787,7 @@ func TestExperimentID(t *testing.T) {
 	records := tel.Records()
 	require.Len(t, records, 1, "one record, of the abort; none of the point that met nothing")
 	require.Equal(t, fault.InjectedBody, records[0].Body().AsString())
-	got := map[string]string{}
-	records[0].WalkAttributes(func(kv attribute.KeyValue) bool {
-		got[string(kv.Key)] = kv.Value.String()
-		return true
-	})
+	got := fieldsOf(records[0])
 	require.Equal(t, map[string]string{
 		"loam.fit.point": "kube:pods:get", "loam.fit.abort": "true", "loam.fit.delay": "0", "loam.fit.experiment": "game-day-7",
 	}, got)

@@ -29,6 +29,32 @@ func (s stubborn) Reconcile(_ context.Context, obj ports.Object) (ports.Result, 
 
 func (stubborn) Finalize(context.Context, ports.Object) error { return nil }
 
+// withStubborn returns the option that gives a rig's Controller a stubborn
+// Handler and a DrainTimeout of drain, and the function that lets the
+// Handler's passes return, which a test may call any number of times.
+func withStubborn(drain time.Duration) (release func(), with func(*controller.Config)) {
+	stuck := stubborn{stuck: make(chan struct{})}
+	return sync.OnceFunc(func() { close(stuck.stuck) }), func(c *controller.Config) {
+		c.DrainTimeout = drain
+		c.Handler = stuck
+	}
+}
+
+// reportedOnceAfterGrace requires that a hand-off begun now, whose pass
+// ignores its cancel at DrainTimeout drain, is not reported, and Stuck is
+// nil, just before a RetryPeriod after drain, and that it is reported once
+// at that RetryPeriod, its report left on reports.
+func reportedOnceAfterGrace[T any](t *testing.T, r *rig, drain time.Duration, reports chan T) {
+	t.Helper()
+	time.Sleep(drain + fenced.RetryPeriod - time.Millisecond)
+	synctest.Wait()
+	require.Empty(t, reports, "reported before a RetryPeriod after DrainTimeout")
+	require.NoError(t, r.ctrl.Stuck())
+	time.Sleep(time.Millisecond)
+	synctest.Wait()
+	require.Len(t, reports, 1, "the stuck pass is reported once")
+}
+
 // TestShardedHandOffReportsAPassThatIgnoresItsContext: on a rebalance the
 // shard stops admitting passes and DrainTimeout cancels the pass in flight,
 // which ignores it. The replica keeps the shard's Lease while the pass
@@ -40,12 +66,9 @@ func (stubborn) Finalize(context.Context, ports.Object) error { return nil }
 func TestShardedHandOffReportsAPassThatIgnoresItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const drain = 20 * time.Second
-		stuck := stubborn{stuck: make(chan struct{})}
+		release, stubbornly := withStubborn(drain)
 		srv := newLeaseServer(nil)
-		r := newShardedRig(t, srv, 2, func(c *controller.Config) {
-			c.DrainTimeout = drain
-			c.Handler = stuck
-		})
+		r := newShardedRig(t, srv, 2, stubbornly)
 		type report struct {
 			key     ports.Key
 			shard   int
@@ -59,7 +82,6 @@ func TestShardedHandOffReportsAPassThatIgnoresItsContext(t *testing.T) {
 		cancel := r.runSharded(t)
 		defer cancel()
 		// A failed assertion still lets the pass return, so Serve stops.
-		release := sync.OnceFunc(func() { close(stuck.stuck) })
 		defer release()
 		r.change(objectOf("stuck", 1, 2))
 		synctest.Wait()
@@ -69,15 +91,7 @@ func TestShardedHandOffReportsAPassThatIgnoresItsContext(t *testing.T) {
 		srv.set("member-b", "b_1", 2)
 		synctest.Wait()
 		handOff := time.Now()
-		// Just before the grace after DrainTimeout: nothing reported yet.
-		time.Sleep(drain + fenced.RetryPeriod - time.Millisecond)
-		synctest.Wait()
-		require.Empty(t, reports)
-		require.NoError(t, r.ctrl.Stuck())
-
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		require.Len(t, reports, 1, "the stuck pass is reported once")
+		reportedOnceAfterGrace(t, r, drain, reports)
 		got := <-reports
 		require.Equal(t, 1, got.shard)
 		require.True(t, strings.HasPrefix(got.key.Name, "stuck"), "the report names the stuck pass's key: %v", got.key)
@@ -101,9 +115,7 @@ func TestShardedHandOffReportsAPassThatIgnoresItsContext(t *testing.T) {
 		time.Sleep(fenced.LeaseDuration)
 		synctest.Wait()
 		require.NotEqual(t, "a_1", srv.holder("shard-1"), "the shard is handed off once the pass returned")
-		cancel()
-		synctest.Wait()
-		require.NoError(t, <-r.served)
+		r.stopServing(t, cancel)
 	})
 }
 
@@ -118,18 +130,14 @@ func TestShardedHandOffReportsAPassThatIgnoresItsContext(t *testing.T) {
 func TestShardedStopReportsAPassThatIgnoresItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const drain = 20 * time.Second
-		stuck := stubborn{stuck: make(chan struct{})}
+		release, stubbornly := withStubborn(drain)
 		srv := newLeaseServer(nil)
-		r := newShardedRig(t, srv, 2, func(c *controller.Config) {
-			c.DrainTimeout = drain
-			c.Handler = stuck
-		})
+		r := newShardedRig(t, srv, 2, stubbornly)
 		var reports sync.Map
 		r.rec.EXPECT().HandOffStuck(gomock.Any(), gomock.Any(), gomock.Any(), 2, gomock.Any()).Do(
 			func(_ context.Context, key ports.Key, s, _ int, _ time.Duration) { reports.Store(key, s) }).AnyTimes()
 		cancel := r.runSharded(t)
 		defer cancel()
-		release := sync.OnceFunc(func() { close(stuck.stuck) })
 		defer release()
 		r.change(objectOf("stuck", 1, 2))
 		synctest.Wait()
@@ -170,30 +178,20 @@ func TestShardedStopReportsAPassThatIgnoresItsContext(t *testing.T) {
 func TestServe_on_its_context_reports_a_reconcile_that_ignores_its_cancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const drain = 20 * time.Second
-		stuck := stubborn{stuck: make(chan struct{})}
-		r := newRig(t, 1, func(c *controller.Config) {
-			c.DrainTimeout = drain
-			c.Handler = stuck
-		})
+		release, stubbornly := withStubborn(drain)
+		r := newRig(t, 1, stubbornly)
 		reports := make(chan time.Duration, 4)
 		r.rec.EXPECT().HandOffStuck(gomock.Any(), ports.Key{Namespace: "ns", Name: "stuck"}, 0, 0, gomock.Any()).Do(
 			func(_ context.Context, _ ports.Key, _, _ int, running time.Duration) { reports <- running }).AnyTimes()
 		ctx, stop := context.WithCancel(t.Context())
 		defer stop()
-		release := sync.OnceFunc(func() { close(stuck.stuck) })
 		defer release()
 		r.lead(ctx)
 		r.change("stuck")
 		synctest.Wait()
 
 		stop()
-		time.Sleep(drain + fenced.RetryPeriod - time.Millisecond)
-		synctest.Wait()
-		require.Empty(t, reports)
-		require.NoError(t, r.ctrl.Stuck())
-		time.Sleep(time.Millisecond)
-		synctest.Wait()
-		require.Len(t, reports, 1, "the stuck reconcile is reported once")
+		reportedOnceAfterGrace(t, r, drain, reports)
 		require.Equal(t, drain+fenced.RetryPeriod, <-reports)
 		err := r.ctrl.Stuck()
 		require.ErrorContains(t, err, "the stop's hand-off of its Lease")

@@ -19,18 +19,10 @@ import (
 // replica can take the shard meanwhile; only then does the Lease go.
 func TestShardedHandOffRenewsTheLeaseUntilItsPassesReturn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newLeaseServer(nil)
-		r := newShardedRig(t, srv, 2)
-		cancel := r.runSharded(t)
+		// b joins: a gives shard 1 up, with the pass in flight.
+		srv, r, cancel, held := handingOffShard1(t)
 		defer cancel()
 		defer r.handler.free()
-		held := objectOf("hold", 1, 2)
-		r.change(held)
-		synctest.Wait()
-
-		// b joins: a gives shard 1 up, with the pass in flight.
-		srv.set("member-b", "b_1", 2)
-		synctest.Wait()
 		time.Sleep(2 * fenced.LeaseDuration)
 		require.False(t, srv.takeable("shard-1"), "another replica could take shard 1 while its pass runs: %q", r.j.all())
 		require.Equal(t, "a_1", srv.holder("shard-1"))
@@ -41,9 +33,7 @@ func TestShardedHandOffRenewsTheLeaseUntilItsPassesReturn(t *testing.T) {
 		r.j.before(t, "reconciled "+held, "a_1 stops renewing shard-1")
 		r.j.before(t, "watch releases 1", "a_1 stops renewing shard-1")
 		require.Equal(t, []error{nil}, r.handler.heldCauses(), "the pass finished, uncancelled")
-		cancel()
-		synctest.Wait()
-		require.NoError(t, <-r.served)
+		r.stopServing(t, cancel)
 	})
 }
 
@@ -52,18 +42,10 @@ func TestShardedHandOffRenewsTheLeaseUntilItsPassesReturn(t *testing.T) {
 // watched, the Watch's Hold after its Release.
 func TestShardedRetakeDuringADrainWaitsForIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newLeaseServer(nil)
-		r := newShardedRig(t, srv, 2)
-		cancel := r.runSharded(t)
+		// b joins, and leaves while a drains shard 1.
+		srv, r, cancel, _ := handingOffShard1(t)
 		defer cancel()
 		defer r.handler.free()
-		held := objectOf("hold", 1, 2)
-		r.change(held)
-		synctest.Wait()
-
-		// b joins, and leaves while a drains shard 1.
-		srv.set("member-b", "b_1", 2)
-		synctest.Wait()
 		srv.set("member-b", "", 0)
 		synctest.Wait()
 		time.Sleep(fenced.RetryPeriod)
@@ -75,10 +57,26 @@ func TestShardedRetakeDuringADrainWaitsForIt(t *testing.T) {
 		require.Equal(t, 1, srv.mostElectors("shard-1"), "two campaigns for shard 1 at once: %q", r.j.all())
 		require.Equal(t, "a_1", srv.holder("shard-1"))
 		require.Equal(t, "watch holds 1", lastOf(r.j.all(), "watch ", " 1"), "shard 1 held but unwatched: %q", r.j.all())
-		cancel()
-		synctest.Wait()
-		require.NoError(t, <-r.served)
+		r.stopServing(t, cancel)
 	})
+}
+
+// handingOffShard1 runs replica a of a controller with two shards, holds
+// a pass over an object of shard 1 in its Handler, and has replica b join,
+// so that a hands shard 1 off with the pass in flight. It returns the
+// Lease server, the rig, the function that stops Serve and the held
+// object's name; the caller defers the stop and r.handler.free.
+func handingOffShard1(t *testing.T, with ...func(*controller.Config)) (*leaseServer, *rig, context.CancelFunc, string) {
+	t.Helper()
+	srv := newLeaseServer(nil)
+	r := newShardedRig(t, srv, 2, with...)
+	cancel := r.runSharded(t)
+	held := objectOf("hold", 1, 2)
+	r.change(held)
+	synctest.Wait()
+	srv.set("member-b", "b_1", 2)
+	synctest.Wait()
+	return srv, r, cancel, held
 }
 
 // lastOf returns the last line that starts with prefix and ends with
@@ -148,17 +146,9 @@ func TestServe_on_its_context_cancels_a_reconcile_still_running_DrainTimeout_aft
 func TestShardedHandOffCancelsAPassStillRunningDrainTimeoutAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const drain = 20 * time.Second
-		srv := newLeaseServer(nil)
-		r := newShardedRig(t, srv, 2, func(c *controller.Config) { c.DrainTimeout = drain })
-		cancel := r.runSharded(t)
+		srv, r, cancel, held := handingOffShard1(t, func(c *controller.Config) { c.DrainTimeout = drain })
 		defer cancel()
 		defer r.handler.free()
-		held := objectOf("hold", 1, 2)
-		r.change(held)
-		synctest.Wait()
-
-		srv.set("member-b", "b_1", 2)
-		synctest.Wait()
 		time.Sleep(drain - time.Nanosecond)
 		require.Empty(t, r.handler.heldCauses(), "cancelled before DrainTimeout")
 		require.Equal(t, "a_1", srv.holder("shard-1"))
@@ -171,9 +161,7 @@ func TestShardedHandOffCancelsAPassStillRunningDrainTimeoutAfter(t *testing.T) {
 		require.Empty(t, srv.holder("shard-1"))
 		r.j.before(t, "reconciled "+held, "a_1 stops renewing shard-1")
 		require.Equal(t, "a_1", srv.holder("shard-0"))
-		cancel()
-		synctest.Wait()
-		require.NoError(t, <-r.served)
+		r.stopServing(t, cancel)
 	})
 }
 
@@ -181,17 +169,9 @@ func TestShardedHandOffCancelsAPassStillRunningDrainTimeoutAfter(t *testing.T) {
 // ErrLostLeadership, and Serve fails with it.
 func TestShardedLeaseLostDuringAHandOffCancelsItsPass(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newLeaseServer(nil)
-		r := newShardedRig(t, srv, 2)
-		cancel := r.runSharded(t)
+		srv, r, cancel, _ := handingOffShard1(t)
 		defer cancel()
 		defer r.handler.free()
-		held := objectOf("hold", 1, 2)
-		r.change(held)
-		synctest.Wait()
-
-		srv.set("member-b", "b_1", 2)
-		synctest.Wait()
 		srv.set("shard-1", "z_9", 2)
 		synctest.Wait()
 		err := <-r.served

@@ -226,6 +226,15 @@ func (r *rig) runSharded(t *testing.T) context.CancelFunc {
 	return cancel
 }
 
+// stopServing ends Serve's context with cancel and requires that Serve,
+// once everything in the bubble is blocked, returned nil.
+func (r *rig) stopServing(t *testing.T, cancel context.CancelFunc) {
+	t.Helper()
+	cancel()
+	synctest.Wait()
+	require.NoError(t, <-r.served)
+}
+
 // objectOf returns the name of an object, starting with prefix, whose
 // uid (its name, in the rig) is in shard s of count.
 func objectOf(prefix string, s, count int) string {
@@ -292,9 +301,7 @@ func TestShardedReleasesAShardOnlyOnceItsReconcilesAreDone(t *testing.T) {
 		require.Equal(t, "a_1", srv.holder("shard-0"))
 		require.Equal(t, []error{nil}, r.handler.heldCauses(), "the reconcile finished, uncancelled")
 
-		cancel()
-		synctest.Wait()
-		require.NoError(t, <-r.served)
+		r.stopServing(t, cancel)
 		// The shards go first, the membership last.
 		r.j.before(t, "a_1 released shard-0", "a_1 released member-a")
 	})
@@ -317,9 +324,7 @@ func TestShardedReconcilesOnlyItsShards(t *testing.T) {
 		synctest.Wait()
 		require.Len(t, r.handler.of(mine), 1)
 		require.Empty(t, r.handler.of(theirs), "shard 1 is b's")
-		cancel()
-		synctest.Wait()
-		require.NoError(t, <-r.served)
+		r.stopServing(t, cancel)
 	})
 }
 

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loam-dev/loam/adapters/informer"
@@ -27,25 +25,7 @@ func TestFaults_a_FaultSwitch_fails_closed_when_RBAC_is_revoked(t *testing.T) {
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	admin := adminClients(t, c)
-	settings := kube.FaultSwitchSettings{Namespace: ns, Name: "failure-injection"}
-	_, err := admin.kube.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: settings.Name}, Data: map[string]string{kube.DefaultFaultSwitchKey: "on"},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = admin.kube.RbacV1().Roles(ns).Create(t.Context(), &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "failure-injection-switch"},
-		Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{""}, Resources: []string{"configmaps"},
-			ResourceNames: []string{settings.Name}, Verbs: []string{"list", "watch"},
-		}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = admin.kube.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "failure-injection-switch"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "failure-injection-switch"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "switched"}},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	settings := switchOnFor(t, admin, ns, "switched")
 
 	token, err := c.ServiceAccountToken(t.Context(), ns, "switched")
 	require.NoError(t, err)

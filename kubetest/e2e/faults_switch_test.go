@@ -234,15 +234,12 @@ func TestFaults_a_FaultSwitch_turns_failure_injection_off_and_on_in_every_App_wi
 	}, bodies, "each change once, in order")
 }
 
-// TestFaults_a_FaultSwitch_needs_only_list_and_watch_of_its_ConfigMap_by_name:
-// a ServiceAccount that may list and watch the one ConfigMap, by its name
-// alone, reads the switch; one that may not stays off, with nothing
-// recorded on, while its informer retries.
-func TestFaults_a_FaultSwitch_needs_only_list_and_watch_of_its_ConfigMap_by_name(t *testing.T) {
-	t.Parallel()
-	c := cluster.Cluster(t)
-	ns := c.Namespace(t)
-	admin := adminClients(t, c)
+// switchOnFor creates in ns a fault switch's ConfigMap, failure-injection,
+// saying on, and the Role and RoleBinding failure-injection-switch that let
+// the ServiceAccount sa list and watch it, by its name alone. It returns
+// the switch's settings.
+func switchOnFor(t *testing.T, admin clients, ns, sa string) kube.FaultSwitchSettings {
+	t.Helper()
 	settings := kube.FaultSwitchSettings{Namespace: ns, Name: "failure-injection"}
 	_, err := admin.kube.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: settings.Name}, Data: map[string]string{kube.DefaultFaultSwitchKey: "on"},
@@ -259,9 +256,22 @@ func TestFaults_a_FaultSwitch_needs_only_list_and_watch_of_its_ConfigMap_by_name
 	_, err = admin.kube.RbacV1().RoleBindings(ns).Create(t.Context(), &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "failure-injection-switch"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "failure-injection-switch"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "switched"}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: sa}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	return settings
+}
+
+// TestFaults_a_FaultSwitch_needs_only_list_and_watch_of_its_ConfigMap_by_name:
+// a ServiceAccount that may list and watch the one ConfigMap, by its name
+// alone, reads the switch; one that may not stays off, with nothing
+// recorded on, while its informer retries.
+func TestFaults_a_FaultSwitch_needs_only_list_and_watch_of_its_ConfigMap_by_name(t *testing.T) {
+	t.Parallel()
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	admin := adminClients(t, c)
+	settings := switchOnFor(t, admin, ns, "switched")
 
 	var refusedFaults *fault.Injector
 	appAs := func(sa string) *apptest.App {

@@ -29,6 +29,47 @@ func watchesOf(w *wire, resource string) []wireRequest {
 	return out
 }
 
+// startControllers starts an App of n Controllers of r, named memcached-0
+// and on, on one Client of conn, whose Reconcilers do nothing; Controller
+// i is built with parts(i). It returns the App once every Controller has
+// synced, failing the test if one fails to build or never syncs.
+func startControllers(t *testing.T, conn kube.Connection, ns string, r kube.Resource[memcachedSpec, memcachedStatus], n int, parts func(i int) []kube.Part) *apptest.App {
+	t.Helper()
+	noop := kube.ReconcilerFunc[memcachedSpec, memcachedStatus](func(context.Context, memcachedObject) (kube.Result[memcachedStatus], error) {
+		return kube.Result[memcachedStatus]{}, nil
+	})
+	var ctrls []*kube.Controller
+	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
+		client, err := kube.NewClient(s, conn)
+		if err != nil {
+			return nil, err
+		}
+		var services []app.Service
+		for i := range n {
+			settings := settingsFor(fmt.Sprintf("memcached-%d", i), ns, "pod-0")
+			settings.Namespace = ns
+			ctrl, err := kube.NewController(s, client, settings, r, noop, parts(i)...)
+			if err != nil {
+				return nil, err
+			}
+			ctrls = append(ctrls, ctrl)
+			services = append(services, ctrl)
+		}
+		return services, nil
+	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: &network{}})))
+	a.Setup()
+	require.Len(t, ctrls, n, "Init failed; stderr: %s", a.Stderr())
+	wait.For(t, time.Minute, func() bool {
+		for _, ctrl := range ctrls {
+			if ok, _ := ctrl.Synced().Healthy(t.Context()); !ok {
+				return false
+			}
+		}
+		return true
+	}, "the Controllers never synced", &controllerApp{App: a})
+	return a
+}
+
 // An operator of three Controllers on one Client, each of which owns
 // Deployments, two of which read a Cache of Secrets, opens one watch of
 // each: the Client's registry gives every Owns, and every Cache without a
@@ -40,43 +81,14 @@ func TestRegistry_three_Owns_and_two_Caches_on_one_Client_open_one_watch_of_each
 	r := installMemcached(t, c, ns)
 	w, conn := startWire(t, c)
 	secrets := kube.Kind[corev1.Secret]{GVR: corev1.SchemeGroupVersion.WithResource("secrets"), Kind: "Secret", Scope: kube.Namespaced}
-	noop := kube.ReconcilerFunc[memcachedSpec, memcachedStatus](func(context.Context, memcachedObject) (kube.Result[memcachedStatus], error) {
-		return kube.Result[memcachedStatus]{}, nil
+	a := startControllers(t, conn, ns, r, 3, func(i int) []kube.Part {
+		parts := []kube.Part{kube.Owns(deploymentsGVR)}
+		if i < 2 {
+			cache := kube.NewCache(secrets, kube.CacheOptions[corev1.Secret]{})
+			parts = append(parts, kube.Watches(cache, kube.MapFunc(func(metav1.Object) []kube.Key { return nil })))
+		}
+		return parts
 	})
-	var ctrls []*kube.Controller
-	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
-		client, err := kube.NewClient(s, conn)
-		if err != nil {
-			return nil, err
-		}
-		var services []app.Service
-		for i := range 3 {
-			settings := settingsFor(fmt.Sprintf("memcached-%d", i), ns, "pod-0")
-			settings.Namespace = ns
-			parts := []kube.Part{kube.Owns(deploymentsGVR)}
-			if i < 2 {
-				cache := kube.NewCache(secrets, kube.CacheOptions[corev1.Secret]{})
-				parts = append(parts, kube.Watches(cache, kube.MapFunc(func(metav1.Object) []kube.Key { return nil })))
-			}
-			ctrl, err := kube.NewController(s, client, settings, r, noop, parts...)
-			if err != nil {
-				return nil, err
-			}
-			ctrls = append(ctrls, ctrl)
-			services = append(services, ctrl)
-		}
-		return services, nil
-	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: &network{}})))
-	a.Setup()
-	require.Len(t, ctrls, 3, "Init failed; stderr: %s", a.Stderr())
-	wait.For(t, time.Minute, func() bool {
-		for _, ctrl := range ctrls {
-			if ok, _ := ctrl.Synced().Healthy(t.Context()); !ok {
-				return false
-			}
-		}
-		return true
-	}, "the Controllers never synced", &controllerApp{App: a})
 
 	require.Len(t, watchesOf(w, "deployments"), 1, "one watch of Deployments for three Owns: %v", watchesOf(w, "deployments"))
 	require.Len(t, watchesOf(w, "secrets"), 1, "one watch of Secrets for two Caches: %v", watchesOf(w, "secrets"))
@@ -94,42 +106,12 @@ func TestRegistry_two_Controllers_of_one_resource_open_one_watch_of_it_and_of_wh
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
 	w, conn := startWire(t, c)
-	noop := kube.ReconcilerFunc[memcachedSpec, memcachedStatus](func(context.Context, memcachedObject) (kube.Result[memcachedStatus], error) {
-		return kube.Result[memcachedStatus]{}, nil
+	a := startControllers(t, conn, ns, r, 2, func(i int) []kube.Part {
+		if i == 1 {
+			return []kube.Part{kube.Owns(deploymentsGVR, kube.SkipStatusOnly())}
+		}
+		return []kube.Part{kube.Owns(deploymentsGVR)}
 	})
-	var ctrls []*kube.Controller
-	a := apptest.Start(t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
-		client, err := kube.NewClient(s, conn)
-		if err != nil {
-			return nil, err
-		}
-		var services []app.Service
-		for i := range 2 {
-			settings := settingsFor(fmt.Sprintf("memcached-%d", i), ns, "pod-0")
-			settings.Namespace = ns
-			owns := kube.Owns(deploymentsGVR)
-			if i == 1 {
-				owns = kube.Owns(deploymentsGVR, kube.SkipStatusOnly())
-			}
-			ctrl, err := kube.NewController(s, client, settings, r, noop, owns)
-			if err != nil {
-				return nil, err
-			}
-			ctrls = append(ctrls, ctrl)
-			services = append(services, ctrl)
-		}
-		return services, nil
-	}, apptest.WithAppOptions(app.WithHost(app.Host{Network: &network{}})))
-	a.Setup()
-	require.Len(t, ctrls, 2, "Init failed; stderr: %s", a.Stderr())
-	wait.For(t, time.Minute, func() bool {
-		for _, ctrl := range ctrls {
-			if ok, _ := ctrl.Synced().Healthy(t.Context()); !ok {
-				return false
-			}
-		}
-		return true
-	}, "the Controllers never synced", &controllerApp{App: a})
 
 	resource := r.GVR().Resource
 	require.Len(t, watchesOf(w, resource), 1, "one watch of %s for two Controllers: %v", resource, watchesOf(w, resource))
