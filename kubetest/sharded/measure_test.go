@@ -228,26 +228,56 @@ func spreadDurations(ds []time.Duration) string {
 // watchConverged watches the Tiles of ns and returns a channel that
 // receives the moment every one of n has a status that observed its
 // generation: a watch, so that waiting doesn't list thousands of objects
-// again and again beside what is measured.
+// again and again beside what is measured. A watch the API server ends
+// (its timeout, or a consumer too slow on a loaded machine) is opened
+// again from the last resourceVersion seen, and one too old to resume
+// from lists once and goes on from the list.
 func watchConverged(t *testing.T, d dynamic.Interface, ns string, n int) <-chan time.Time {
 	t.Helper()
-	w, err := d.Resource(tiles.GVR()).Namespace(ns).Watch(t.Context(), metav1.ListOptions{})
+	ctx := t.Context()
+	tiles := d.Resource(tiles.GVR()).Namespace(ns)
+	w, err := tiles.Watch(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
-	t.Cleanup(w.Stop)
 	out := make(chan time.Time, 1)
 	go func() {
 		done := map[string]bool{}
-		for ev := range w.ResultChan() {
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
+		seen := func(u *unstructured.Unstructured) {
 			if g, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration"); g == u.GetGeneration() {
 				done[u.GetName()] = true
 			}
-			if len(done) == n {
-				out <- time.Now()
-				return
+		}
+		rv := ""
+		for {
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Error {
+					rv = "" // too old to resume from: list again
+					break
+				}
+				u, ok := ev.Object.(*unstructured.Unstructured)
+				if !ok || ev.Type == watch.Deleted {
+					continue
+				}
+				rv = u.GetResourceVersion()
+				seen(u)
+				if len(done) == n {
+					w.Stop()
+					out <- time.Now()
+					return
+				}
+			}
+			w.Stop()
+			if rv == "" {
+				list, err := tiles.List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return // the test has ended
+				}
+				for i := range list.Items {
+					seen(&list.Items[i])
+				}
+				rv = list.GetResourceVersion()
+			}
+			if w, err = tiles.Watch(ctx, metav1.ListOptions{ResourceVersion: rv}); err != nil {
+				return // the test has ended
 			}
 		}
 	}()
