@@ -1,6 +1,8 @@
 package informer
 
 import (
+	"slices"
+
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 )
@@ -19,3 +21,20 @@ func NewRelated(d dynamic.Interface, m metadata.Interface, c Config, rc RelatedC
 
 // Running returns the number of informers r runs.
 func (r *Registry) Running() int { return r.running() }
+
+// Stored returns the keys of the objects each store the Watch drew from
+// its Registry holds, sorted, by resource: its Owns' and its related
+// caches', and, in an unsharded Watch, its primaries'. A sharded Watch
+// draws none of its primaries: their informers are its own, or its held
+// shards'.
+func (w *Watch) Stored() map[string][]string {
+	out := map[string][]string{}
+	for _, e := range w.acquired {
+		r := e.key.gvr.Resource
+		out[r] = append(out[r], e.informer.GetStore().ListKeys()...)
+	}
+	for _, keys := range out {
+		slices.Sort(keys)
+	}
+	return out
+}

@@ -294,10 +294,10 @@ type tileReplica struct {
 }
 
 // startTiles runs replica id of the Tile controller in ns, with shards
-// shards (0 for leader election) and workers workers, through a proxy that
-// counts what its watches carry. Its Reconciler waits pause, as a call to
-// an outside system would, and writes the status.
-func startTiles(t *testing.T, c *kubetest.Cluster, ns, id string, shards, workers int, pause time.Duration) tileReplica {
+// shards (0 for leader election) and workers workers, and parts, through a
+// proxy that counts what its watches carry. Its Reconciler waits pause, as
+// a call to an outside system would, and writes the status.
+func startTiles(t *testing.T, c *kubetest.Cluster, ns, id string, shards, workers int, pause time.Duration, parts ...kube.Part) tileReplica {
 	t.Helper()
 	counter := newWatchCounter()
 	conn := c.Proxy(t, counter.inspect).Connection()
@@ -317,7 +317,7 @@ func startTiles(t *testing.T, c *kubetest.Cluster, ns, id string, shards, worker
 					}
 				}
 				return kube.Result[tileStatus]{Status: &tileStatus{ObservedGeneration: o.Generation}}, nil
-			}))
+			}), parts...)
 	}, app.WithHost(app.Host{Network: &apptest.Switch{}}))
 	return tileReplica{app: wait.App(a), telemetry: a.Telemetry(), stop: a.Stop, counter: counter}
 }
