@@ -11,12 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/loam-dev/loam/domain/settings"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/wait"
 )
 
-// slowReconcile is longer than the chaos timings' LeaseDuration (3 s): a
+// slowReconcile is longer than the chaos timings' LeaseDuration (4 s): a
 // Lease's hand-off that stopped renewing it before its reconciles
 // returned would let another replica take it while they run (issue 42).
 const slowReconcile = 10 * time.Second
@@ -151,12 +152,13 @@ func slowRound(t *testing.T, c *kubetest.Cluster, admin clients, shards int) {
 	require.Equal(t, 0, pod0.Stop(), "pod-0: SIGTERM: a clean exit")
 
 	// The bound of a hand-off once pod-0 has exited: pod-1 takes the
-	// Lease within LeaseDuration and a RetryPeriod at worst (released, it
-	// takes it at once), may have a reconcile of the change before in
-	// flight, and reconciles this one.
+	// Lease within settings.Takeover's latest at worst (released, it
+	// takes it within a retry gap), may have a reconcile of the change
+	// before in flight, and reconciles this one.
 	change()
 	changed := time.Now()
-	bound := killLeaseDuration + killRetryPeriod + 2*slowReconcile
+	_, takeover := settings.Takeover(killLeaseDuration, killRetryPeriod)
+	bound := takeover + 2*slowReconcile
 	wait.For(t, bound, func() bool {
 		ws, children := listWidgets(t, admin, ns)
 		return len(ws) == len(names) && converged(ws, children) == len(names)
