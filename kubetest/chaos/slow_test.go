@@ -76,12 +76,14 @@ func startSlow(t *testing.T, c connectionFor, ns, identity string, shards int, r
 // longer than LeaseDuration, in rounds that are sharded (two shards) and
 // not in turn. In a round, pod-0 reconciles alone; pod-1 joins while
 // pod-0's reconciles run (a rebalance, sharded); pod-2 joins and is
-// SIGTERMed while pod-0 still drains (sharded); pod-0 is SIGTERMed while
-// its reconciles run; then a change to a Widget of each shard is
-// reconciled within the bound of a hand-off: the drain of a reconcile in
-// flight, then a take, then the reconcile itself. No object is ever
-// reconciled by two replicas at once, nor, unsharded, any two objects.
-// `make test` runs a round of each; `make chaos` 20.
+// SIGTERMed while pod-0 still drains (sharded); pod-0, while its
+// reconciles run, is cut off from the API server (sharded rounds, one in
+// two of make chaos's, the first of make test's) or SIGTERMed (the
+// others); then a change to a Widget of each shard is reconciled within
+// the bound of a hand-off: the drain of a reconcile in flight, or the cut
+// replica's fence, then a take, then the reconcile itself. No object is
+// ever reconciled by two replicas at once, nor, unsharded, any two
+// objects. `make test` runs a round of each; `make chaos` 20.
 func TestChaos_slow_reconciles(t *testing.T) {
 	rounds := 2
 	if *full {
@@ -90,18 +92,23 @@ func TestChaos_slow_reconciles(t *testing.T) {
 	c := startCluster(t)
 	admin := adminClients(t, c)
 	for round := range rounds {
-		shards := 0
+		shards, cut := 0, false
 		if round%2 == 0 {
-			shards = slowShards
+			shards, cut = slowShards, round%4 == 0
 		}
-		t.Run(fmt.Sprintf("round %d, %d shards", round+1, shards), func(t *testing.T) {
-			slowRound(t, c, admin, shards)
+		end := "SIGTERM"
+		if cut {
+			end = "cut off"
+		}
+		t.Run(fmt.Sprintf("round %d, %d shards, pod-0 %s", round+1, shards, end), func(t *testing.T) {
+			slowRound(t, c, admin, shards, cut)
 		})
 	}
 }
 
-// slowRound is one round of TestChaos_slow_reconciles.
-func slowRound(t *testing.T, c *kubetest.Cluster, admin clients, shards int) {
+// slowRound is one round of TestChaos_slow_reconciles: pod-0 ends cut
+// off from the API server when cut, else SIGTERMed.
+func slowRound(t *testing.T, c *kubetest.Cluster, admin clients, shards int, cut bool) {
 	ns := c.Namespace(t)
 	running := &inFlight{}
 	var replicas []*replica
@@ -146,15 +153,24 @@ func slowRound(t *testing.T, c *kubetest.Cluster, admin clients, shards int) {
 	}
 	wait.For(t, time.Minute, func() bool { return pod1.synced(t) }, "pod-1 never synced", pod1)
 
-	// pod-0 SIGTERMed mid-reconcile.
+	// pod-0 SIGTERMed, or cut off, mid-reconcile. Cut off, it fences
+	// itself FenceAfter the last renewal the API server accepted,
+	// cancelling its reconciles before another replica may take its
+	// Leases, and exits 1 as a lost leader does.
 	change()
 	busy(pod0, "changed")
-	require.Equal(t, 0, pod0.Stop(), "pod-0: SIGTERM: a clean exit")
+	if cut {
+		pod0.network.Cut()
+		require.Equal(t, 1, pod0.Wait(), "pod-0: cut off: a lost Lease exits 1")
+		require.Contains(t, pod0.failure(), kube.ErrLostLeadership.Error())
+	} else {
+		require.Equal(t, 0, pod0.Stop(), "pod-0: SIGTERM: a clean exit")
+	}
 
 	// The bound of a hand-off once pod-0 has exited: pod-1 takes the
-	// Lease within settings.Takeover's latest at worst (released, it
-	// takes it within a retry gap), may have a reconcile of the change
-	// before in flight, and reconciles this one.
+	// Lease within settings.Takeover's latest of pod-0's last renewal at
+	// worst (released, it takes it within a retry gap), may have a
+	// reconcile of the change before in flight, and reconciles this one.
 	change()
 	changed := time.Now()
 	_, takeover := settings.Takeover(killLeaseDuration, killRetryPeriod)
@@ -163,7 +179,7 @@ func slowRound(t *testing.T, c *kubetest.Cluster, admin clients, shards int) {
 		ws, children := listWidgets(t, admin, ns)
 		return len(ws) == len(names) && converged(ws, children) == len(names)
 	}, "a change after the hand-offs is not reconciled within their bound", pod1)
-	figure(t, fmt.Sprintf("slow reconciles, %d shards: a change after the hand-offs reconciled", shards), "%v", time.Since(changed).Round(time.Millisecond))
+	figure(t, fmt.Sprintf("slow reconciles, %d shards, pod-0 %s: a change after the hand-offs reconciled", shards, map[bool]string{true: "cut off", false: "SIGTERMed"}[cut]), "%v", time.Since(changed).Round(time.Millisecond))
 	require.Equal(t, 0, pod1.Stop(), "pod-1: SIGTERM: a clean exit")
 
 	var all []interval
