@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A stale view, Sieve's observability gap: from the operator's k-th
@@ -19,6 +21,13 @@ import (
 // another's or reconnects. The explorer lets the watches go once the
 // operator has been quiet for Quiet: a correct operator then converges,
 // and one that acted on what it couldn't see has done so.
+//
+// A watch that streams its list first (client-go's WatchList, on by
+// default since 1.35: sendInitialEvents=true) is held only once its
+// list has arrived, after the bookmark that ends it: a view is stale
+// only once there is a view. Holding the list itself would leave the
+// informer unsynced, the replica never quiet, and the hold never let
+// go.
 
 // stream is one watch response the operator's replica reads through the
 // proxy. While it is held, what the API server sends on it is kept, in
@@ -33,7 +42,16 @@ type stream struct {
 	// ended is set once the proxy's handler has returned, after which rw
 	// must not be written.
 	ended bool
+	// listing is set while the stream sends its initial list, which is
+	// never held back; tail is the end of what it last wrote, in which
+	// the bookmark's mark may have begun.
+	listing bool
+	tail    []byte
 }
+
+// initialEventsEnd is what the bookmark ending a streamed list carries
+// (metav1.InitialEventsAnnotationKey), in JSON and protobuf alike.
+var initialEventsEnd = []byte(metav1.InitialEventsAnnotationKey)
 
 // Header returns the response's header.
 func (s *stream) Header() http.Header { return s.rw.Header() }
@@ -46,24 +64,39 @@ func (s *stream) WriteHeader(code int) {
 	s.rw.WriteHeader(code)
 }
 
-// Write writes p to the client, or keeps it while the stream is held.
+// Write writes p to the client, or keeps it while the stream is held and
+// its list has arrived.
 func (s *stream) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.listing {
+		s.listed(p)
+		return s.rw.Write(p)
+	}
 	if s.held {
 		return s.kept.Write(p)
 	}
 	return s.rw.Write(p)
 }
 
-// Flush sends what was written, unless the stream is held: the proxy
-// flushes after every event of a watch.
+// listed ends the stream's listing once p, with what came before it,
+// holds the mark of the bookmark that ends the list. s.mu is held.
+func (s *stream) listed(p []byte) {
+	seen := append(s.tail, p...)
+	if bytes.Contains(seen, initialEventsEnd) {
+		s.listing, s.tail = false, nil
+		return
+	}
+	s.tail = slices.Clone(seen[max(0, len(seen)-len(initialEventsEnd)+1):])
+}
+
+// Flush sends what was written to the client: the proxy flushes after
+// every event of a watch. What a held stream keeps isn't written, so it
+// isn't sent.
 func (s *stream) Flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.held {
-		_ = http.NewResponseController(s.rw).Flush()
-	}
+	_ = http.NewResponseController(s.rw).Flush()
 }
 
 // hold holds the stream back.
@@ -108,7 +141,8 @@ func (w *writes) watching(rw http.ResponseWriter, r *http.Request) *stream {
 	if !ok || o.gvr.GroupResource() == w.explored {
 		return nil
 	}
-	s := &stream{rw: rw}
+	initial, _ := strconv.ParseBool(r.URL.Query().Get("sendInitialEvents"))
+	s := &stream{rw: rw, listing: initial}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s.held = w.holding

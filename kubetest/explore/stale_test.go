@@ -35,6 +35,39 @@ func TestStream(t *testing.T) {
 	require.Equal(t, "abc", rec.Body.String(), "what an ended stream kept is dropped")
 }
 
+// A streamed list is never held back, even from a hold that began before
+// it: an informer whose list is held never syncs, its replica is never
+// quiet, and the hold is never let go. Once the bookmark that ends the
+// list has passed, even split across two writes, the hold takes.
+func TestStream_passes_a_streamed_list(t *testing.T) {
+	w := &writes{explored: schema.GroupResource{Group: "cache.example.com", Resource: "memcacheds"}, streams: map[*stream]struct{}{}}
+	w.mu.Lock()
+	w.holdLocked()
+	w.mu.Unlock()
+	rec := httptest.NewRecorder()
+	s := w.watching(rec, httptest.NewRequest(http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", nil))
+	require.NotNil(t, s)
+	plain := w.watching(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments?watch=true&resourceVersion=7", nil))
+	require.False(t, plain.listing, "a watch from a resourceVersion lists nothing")
+
+	added := `{"type":"ADDED","object":{"kind":"Deployment"}}` + "\n"
+	bookmark := `{"type":"BOOKMARK","object":{"kind":"Deployment","metadata":{"annotations":{"k8s.io/initial-events-end":"true"}}}}` + "\n"
+	cut := len(bookmark) / 2
+	for _, p := range []string{added, bookmark[:cut], bookmark[cut:]} {
+		_, err := s.Write([]byte(p))
+		require.NoError(t, err)
+		s.Flush()
+	}
+	require.Equal(t, added+bookmark, rec.Body.String(), "the list and its bookmark pass a hold")
+	modified := `{"type":"MODIFIED","object":{"kind":"Deployment"}}` + "\n"
+	_, err := s.Write([]byte(modified))
+	require.NoError(t, err)
+	s.Flush()
+	require.Equal(t, added+bookmark, rec.Body.String(), "what comes after the list is held back")
+	require.True(t, w.release())
+	require.Equal(t, added+bookmark+modified, rec.Body.String())
+}
+
 func TestWatching(t *testing.T) {
 	w := &writes{explored: schema.GroupResource{Group: "cache.example.com", Resource: "memcacheds"}, streams: map[*stream]struct{}{}}
 	for _, tc := range []struct {
