@@ -188,11 +188,13 @@ func storeAlphas(t *testing.T, c *kubetest.Cluster, alphas dynamic.Namespaceable
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
 			"metadata": map[string]any{"name": fmt.Sprintf("m%d", i), "namespace": ns},
-			"spec":     map[string]any{"size": int64(i + 1), "image": "memcached:1.6." + fmt.Sprint(i)},
+			"spec":     map[string]any{"size": int64(i%3 + 1), "image": "memcached:1.6." + fmt.Sprint(i)},
 		}}
 		created, err := alphas.Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
 		require.NoError(t, err)
-		created.Object["status"] = map[string]any{"readyReplicas": int64(i)}
+		// Not 0: the conversion's Go types drop an explicit 0 (omitempty),
+		// which the v1beta1 copy then stores without.
+		created.Object["status"] = map[string]any{"readyReplicas": int64(i + 1)}
 		_, err = alphas.Namespace(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
 		require.NoError(t, err)
 	}
