@@ -10,4 +10,4 @@
 // interface, generated with go.uber.org/mock's mockgen, are in portsmock.
 package ports
 
-//go:generate go run go.uber.org/mock/mockgen@v0.6.0 -destination portsmock/portsmock.go -package portsmock -typed . ObjectSource,Watch,Writer,Queue,Elector,Clock,Readiness,Recorder,Handler,Events,ShardLeases
+//go:generate go run go.uber.org/mock/mockgen@v0.6.0 -destination portsmock/portsmock.go -package portsmock -typed . ObjectSource,Watch,Writer,Queue,Elector,Clock,Readiness,Recorder,Handler,Events,ShardLeases,StoredObjects,StorageDefinition,MigrationRecorder
