@@ -9,10 +9,7 @@
 // for a while; any other error is the Controller's to report at once.
 package webhookreach
 
-import (
-	"net/url"
-	"strings"
-)
+import "strings"
 
 // conversionFailed is how the API server's conversion words a webhook it
 // could not call: "conversion webhook for <group/version, Kind=kind>
@@ -34,9 +31,9 @@ func NamesConversion(err error, paths []string) bool {
 	if !strings.Contains(text, conversionFailed) {
 		return false
 	}
-	for _, u := range urls(text) {
+	for _, path := range urlPaths(text) {
 		for _, p := range paths {
-			if p != "" && strings.HasSuffix(u.Path, p) {
+			if p != "" && strings.HasSuffix(path, p) {
 				return true
 			}
 		}
@@ -44,24 +41,33 @@ func NamesConversion(err error, paths []string) bool {
 	return false
 }
 
-// urls returns every https URL in text that parses: each runs from
-// "https://" to the first quote, space or end, less the punctuation of
-// the sentence around it.
-func urls(text string) []*url.URL {
-	var out []*url.URL
+// urlPaths returns the path of every https URL in text: each URL runs
+// from "https://" to the first quote, space or end, less the punctuation
+// of the sentence around it, and its path from the first slash after the
+// host to its query or fragment. (net/url is no domain import: the
+// domain does no I/O, and a path is all it reads.)
+func urlPaths(text string) []string {
+	var out []string
 	for {
 		i := strings.Index(text, "https://")
 		if i < 0 {
 			return out
 		}
-		text = text[i:]
+		text = text[i+len("https://"):]
 		end := strings.IndexAny(text, "\"'` \t\n\\")
 		if end < 0 {
 			end = len(text)
 		}
-		if u, err := url.Parse(strings.TrimRight(text[:end], ":;,.)")); err == nil {
-			out = append(out, u)
-		}
+		u := strings.TrimRight(text[:end], ":;,.)")
 		text = text[end:]
+		slash := strings.IndexByte(u, '/')
+		if slash < 0 {
+			continue
+		}
+		path := u[slash:]
+		if q := strings.IndexAny(path, "?#"); q >= 0 {
+			path = path[:q]
+		}
+		out = append(out, path)
 	}
 }
