@@ -19,7 +19,7 @@ import (
 // conversion webhook, which the rig's Gate retries; errOther is any
 // other error of the check.
 var (
-	errUnreached = errors.New(`conversion webhook for cache.example.com/v1beta1, Kind=Memcached failed: Post "https://memcached-webhooks.memcached-system.svc:443/convert/memcacheds.cache.example.com?timeout=30s": connection refused`)
+	errUnreached = errors.New(`conversion webhook for cache.example.com/v1beta1, Kind=Memcached failed: Post "https://memcached-webhooks.memcached-system.svc:443/convert/cache.example.com/memcacheds?timeout=30s": connection refused`)
 	errOther     = errors.New("the server could not find the requested resource")
 )
 
