@@ -42,7 +42,8 @@ type ServiceProxy struct {
 // the Apps the test started later, and fails the test if it can't start.
 func ServeService(t testing.TB, svc *corev1.Service, target string, ready func(ctx context.Context) bool) *ServiceProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// The proxy stands for the cluster's network, outside any App's Host.
+	ln, err := net.Listen("tcp", "127.0.0.1:0") //nolint:forbidigo // a Service is the cluster's, not an App's
 	if err != nil {
 		t.Fatalf("kubetest: ServeService: %v", err)
 	}
