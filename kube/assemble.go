@@ -137,7 +137,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		ReconcileTimeout: settings.ReconcileTimeout,
 		Events:           ev.failures,
 		EventWriter:      ev.writer,
-		Gates:            gatesOf(s, settings.Name, p.awaits),
+		Gates:            gatesOf(s, settings.Name, p.awaits), FindGates: findGatesOf(s, settings.Name, p.awaits),
 
 		// NewController checked it is at least RetryPeriod.
 		DrainTimeout: le.DrainTimeout,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/loam-dev/loam/app/tlsfiles"
 	"github.com/loam-dev/loam/domain/controller"
 	"github.com/loam-dev/loam/domain/webhookconfig"
+	"github.com/loam-dev/loam/domain/webhookreach"
 )
 
 // DefaultWebhookAddress is where DefaultWebhookSettings serves the
@@ -51,13 +53,20 @@ type WebhookSettings struct {
 	// MaxRequestBytes bounds a review's body; a larger one is answered
 	// with 413 Request Entity Too Large.
 	MaxRequestBytes int64
+	// AwaitBound bounds how long each Controller of the App waits for
+	// these Webhooks when it starts: for them to listen, and then for the
+	// API server to reach their conversion, retrying a first check that
+	// fails on it (docs/kubernetes.md, "Readiness and the Service"). From
+	// 1s to 10m; DefaultWebhookSettings sets AwaitWebhooksBound.
+	AwaitBound time.Duration
 }
 
 // DefaultWebhookSettings returns the WebhookSettings an Init starts from:
 // DefaultWebhookAddress, tlsfiles.DefaultSettings (no files, which an Init
-// always sources) and DefaultMaxRequestBytes.
+// always sources), DefaultMaxRequestBytes and AwaitWebhooksBound.
 func DefaultWebhookSettings() WebhookSettings {
-	return WebhookSettings{Address: DefaultWebhookAddress, TLS: tlsfiles.DefaultSettings(), MaxRequestBytes: DefaultMaxRequestBytes}
+	return WebhookSettings{Address: DefaultWebhookAddress, TLS: tlsfiles.DefaultSettings(), MaxRequestBytes: DefaultMaxRequestBytes,
+		AwaitBound: AwaitWebhooksBound}
 }
 
 // mistakes returns an error for each mistake in s but its TLS settings,
@@ -74,7 +83,29 @@ func (s WebhookSettings) mistakes() []error {
 	if s.MaxRequestBytes < 1 {
 		errs = append(errs, fmt.Errorf("kube: WebhookSettings.MaxRequestBytes is %d: want at least 1, such as DefaultMaxRequestBytes", s.MaxRequestBytes))
 	}
+	if err := CheckWebhookAwaitBound(s.AwaitBound); err != nil {
+		errs = append(errs, fmt.Errorf("kube: WebhookSettings.AwaitBound %w", err))
+	}
 	return errs
+}
+
+// The bounds of WebhookSettings.AwaitBound: at least a second, one retry
+// of the first check (controller.CheckRetryInterval); at most ten
+// minutes, past which a Controller that cannot list is better reported
+// than waited for.
+const (
+	minWebhookAwaitBound = controller.CheckRetryInterval
+	maxWebhookAwaitBound = 10 * time.Minute
+)
+
+// CheckWebhookAwaitBound checks a WebhookSettings.AwaitBound, as
+// NewWebhooks does, for an Init's config.Validate: it fails unless bound
+// is from 1s to 10m.
+func CheckWebhookAwaitBound(bound time.Duration) error {
+	if bound < minWebhookAwaitBound || bound > maxWebhookAwaitBound {
+		return fmt.Errorf("is %v: want from %v to %v, such as AwaitWebhooksBound (%v)", bound, minWebhookAwaitBound, maxWebhookAwaitBound, AwaitWebhooksBound)
+	}
+	return nil
 }
 
 // Webhooks is the app.Service that serves an App's Hooks over HTTPS, on
@@ -88,6 +119,10 @@ func (s WebhookSettings) mistakes() []error {
 // a header.
 type Webhooks struct {
 	service *webhook.Service
+	// awaitBound is the Settings' AwaitBound, and conversions the paths
+	// of the Conversion hooks, whose errors the App's Controllers retry.
+	awaitBound  time.Duration
+	conversions []string
 }
 
 // NewWebhooks returns the Webhooks serving hooks as settings say, through
@@ -101,6 +136,11 @@ type Webhooks struct {
 // the zero Hook, a nil function, a mistake in a Resource or a Kind, an
 // option out of range or given twice, two Hooks served at one path, and a
 // Conversion hub whose versions don't check, as its CRD would report.
+//
+// The Webhooks are shared on s (app.Setup.Share): every Controller made
+// on s, before or after, waits for them to listen when it starts, and
+// retries its first check while the API server fails to reach their
+// conversion, for at most settings' AwaitBound, as AwaitWebhooks does.
 func NewWebhooks(s *app.Setup, settings WebhookSettings, hooks ...Hook) (*Webhooks, error) {
 	if s == nil {
 		return nil, errors.New("kube: the Setup is nil: pass the one Init is given")
@@ -132,7 +172,9 @@ func NewWebhooks(s *app.Setup, settings WebhookSettings, hooks ...Hook) (*Webhoo
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
-	return &Webhooks{service: service}, nil
+	w := &Webhooks{service: service, awaitBound: settings.AwaitBound, conversions: conversionPaths(routes)}
+	s.Share(w)
+	return w, nil
 }
 
 // routesOf returns the webhook server's Route of each of hooks, and every
@@ -202,16 +244,26 @@ func (w *Webhooks) String() string {
 	return w.service.String()
 }
 
-// AwaitWebhooksBound is the longest a Controller's Serve waits for an
-// AwaitWebhooks' Webhooks to listen: 30 seconds, long enough for a
-// certificate mounted at the pod's start to be read and the port opened,
-// and short enough that a Webhooks that never listens shows as the
+// AwaitWebhooksBound is WebhookSettings.AwaitBound's default: 30
+// seconds, long enough for a certificate mounted at the pod's start to be
+// read, the port opened and the Service's endpoints to follow, and short
+// enough that a Webhooks the API server never reaches shows as the
 // Controller's own failure soon after.
 const AwaitWebhooksBound = 30 * time.Second
 
+// conversionPaths returns the paths of routes' conversions.
+func conversionPaths(routes []webhook.Route) []string {
+	var paths []string
+	for _, r := range routes {
+		if r.Type == webhook.Conversion {
+			paths = append(paths, r.Path)
+		}
+	}
+	return paths
+}
+
 // gatesOf returns the Gates of the Controller named controllerName that
-// awaits, its AwaitWebhooks' Webhooks, logging through s's LoggerProvider
-// when it starts to wait and when AwaitWebhooksBound passes.
+// awaits, its AwaitWebhooks' Webhooks, logging through s's LoggerProvider.
 func gatesOf(s *app.Setup, controllerName string, awaits []*Webhooks) []controller.Gate {
 	if len(awaits) == 0 {
 		return nil
@@ -219,7 +271,37 @@ func gatesOf(s *app.Setup, controllerName string, awaits []*Webhooks) []controll
 	logger := loggerOf(s)
 	gates := make([]controller.Gate, len(awaits))
 	for i, w := range awaits {
-		gates[i] = w.service.Gate(logger, controllerName, AwaitWebhooksBound)
+		gates[i] = w.gate(logger, controllerName)
 	}
 	return gates
+}
+
+// findGatesOf returns what the Controller named controllerName calls when
+// it starts for the Gates of the Webhooks shared on s but those of
+// awaits, which gatesOf made already: those NewWebhooks made on s so far,
+// before or after the Controller.
+func findGatesOf(s *app.Setup, controllerName string, awaits []*Webhooks) func() []controller.Gate {
+	return func() []controller.Gate {
+		var found []*Webhooks
+		for _, v := range s.Shared() {
+			if w, ok := v.(*Webhooks); ok && !slices.Contains(awaits, w) && !slices.Contains(found, w) {
+				found = append(found, w)
+			}
+		}
+		return gatesOf(s, controllerName, found)
+	}
+}
+
+// gate returns the Gate that holds the Controller named controllerName
+// until w listens, and retries its first check while the API server
+// fails to reach w's conversion, for at most w's AwaitBound, with a
+// record through logger of the wait and of each retry.
+func (w *Webhooks) gate(logger log.Logger, controllerName string) controller.Gate {
+	g := w.service.Gate(logger, controllerName, w.awaitBound)
+	if len(w.conversions) > 0 {
+		conversions := w.conversions
+		g.Retries = func(err error) bool { return webhookreach.NamesConversion(err, conversions) }
+		g.Retrying = w.service.Retrying(logger, controllerName)
+	}
+	return g
 }

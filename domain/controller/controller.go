@@ -106,8 +106,13 @@ type Config struct {
 	// Events does; nil records none.
 	Events ports.Events
 	// Gates hold Serve, before its first check, until each is open or its
-	// Bound passes, in turn; none holds nothing.
+	// Bound passes, in turn; none holds nothing. A Gate whose Retries
+	// accepts an error of the first check has it retried (retry.go).
 	Gates []Gate
+	// FindGates, when not nil, is called once at the start of Serve for
+	// more Gates, held as Gates are: those of what the App made besides
+	// the Controller, such as its webhooks, which may be made after it.
+	FindGates func() []Gate
 	// EventWriter, when not nil, writes the Events the controller
 	// records, Events' and the end user's: Serve starts it, and closes it
 	// last, once the workers have returned, the Lease is released and the
@@ -244,7 +249,8 @@ func (c *Controller) Serve(ctx context.Context) error {
 	if le := c.c.Lease; !settings.Fenced(le.LeaseDuration, le.RenewDeadline, le.RetryPeriod) {
 		c.c.Recorder.LeaderElectionUnfenced(ctx, le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
 	}
-	if !c.await(stop) {
+	gates := c.gates()
+	if !c.await(stop, gates) {
 		return nil
 	}
 	// A sharded replica lists its controller's Leases first: the Watch's
@@ -259,7 +265,7 @@ func (c *Controller) Serve(ctx context.Context) error {
 			return fmt.Errorf("controller %s: %w", c.c.Name, err)
 		}
 	}
-	if err := c.c.Watch.Check(stop); err != nil {
+	if err := c.check(stop, gates); err != nil {
 		if stop.Err() != nil {
 			return nil
 		}

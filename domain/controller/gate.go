@@ -24,6 +24,17 @@ type Gate struct {
 	// closed and starts to wait; Passed, when not nil, when Bound passes
 	// before Open is closed. They are for the records about the wait.
 	Waiting, Passed func()
+	// Retries, when not nil, says whether an error of Serve's first check
+	// is one this Gate stands for even once Open is closed, such as the
+	// API server's failure to reach the App's conversion webhook through
+	// a Service whose endpoints lag behind the pod: Serve checks again
+	// every CheckRetryInterval, for at most Bound from the first such
+	// failure, rather than fail at once (retry.go). Any other error still
+	// ends Serve.
+	Retries func(err error) bool
+	// Retrying, when not nil, is called for each failed check Serve
+	// retries, with the try's number, 1 for the first, and its error.
+	Retrying func(try int, err error)
 }
 
 // mistakes returns an error for each mistake in g, the ith of Gates.
@@ -40,17 +51,38 @@ func (g Gate) mistakes(name string, i int) []error {
 
 // gateMistakes returns the mistakes of c's Gates, joined.
 func (c Config) gateMistakes() error {
-	var errs []error
-	for i, g := range c.Gates {
-		errs = append(errs, g.mistakes(c.Name, i)...)
-	}
-	return errors.Join(errs...)
+	return errors.Join(gatesMistakes(c.Name, c.Gates)...)
 }
 
-// await waits for each of the Gates in turn, each until it opens or its
+// gatesMistakes returns an error for each mistake in gates.
+func gatesMistakes(name string, gates []Gate) []error {
+	var errs []error
+	for i, g := range gates {
+		errs = append(errs, g.mistakes(name, i)...)
+	}
+	return errs
+}
+
+// gates returns the Gates Serve waits for: Config's, and FindGates'.
+// Found Gates with a mistake are left out, since New could not report
+// them: FindGates is the assembler's, which makes none.
+func (c *Controller) gates() []Gate {
+	gates := c.c.Gates
+	if c.c.FindGates == nil {
+		return gates
+	}
+	for i, g := range c.c.FindGates() {
+		if len(g.mistakes(c.c.Name, i)) == 0 {
+			gates = append(gates[:len(gates):len(gates)], g)
+		}
+	}
+	return gates
+}
+
+// await waits for each of gates in turn, each until it opens or its
 // Bound passes, and reports false when stop ended first.
-func (c *Controller) await(stop context.Context) bool {
-	for _, g := range c.c.Gates {
+func (c *Controller) await(stop context.Context, gates []Gate) bool {
+	for _, g := range gates {
 		select {
 		case <-g.Open:
 			continue

@@ -29,11 +29,15 @@
 // that starts with none of the operator's allowed prefixes (Images), a
 // policy of the operator's settings that no CRD can hold. The API server
 // calls the admission webhooks with v1beta1, converting a v1alpha1
-// request first. The Memcached controller waits for the webhooks to
-// listen before it lists Memcacheds (kube.AwaitWebhooks), and the pod's
-// readiness includes them, so the webhooks' Service sends reviews only to
-// a pod that answers them. The operator never writes its CRD or the
-// webhook configurations: deploy/ does.
+// request first. Both controllers wait for the webhooks to listen before
+// they list Memcacheds, and retry their first list for up to 30 s while
+// the API server does not reach the conversion yet (kube.NewWebhooks);
+// the pod's readiness includes the webhooks and both controllers'
+// Synced, and the webhooks' Service (deploy/webhooks-service.yaml)
+// publishes not-ready addresses, so the API server reaches the
+// conversion that the controllers' caches need before the pod is ready.
+// The operator never writes its CRD or the webhook configurations:
+// deploy/ does.
 //
 // # Variables
 //

@@ -111,8 +111,8 @@ var errNoExporter = fmt.Errorf("memcached: Operator.Init: %w", telemetry.ErrNoEx
 // PROBE_ADDRESS whose readiness is the Memcached controller's Synced, and
 // a metrics Service on METRICS_ADDRESS that serves the exporter o's
 // HostTelemetry made. With WEBHOOKS=on, it also returns the Webhooks of
-// Hooks on WEBHOOK_ADDRESS, which the Memcached controller awaits and
-// readiness includes. With FAILURE_INJECTION_SWITCH, it also returns the
+// Hooks on WEBHOOK_ADDRESS, which both controllers wait for and readiness
+// includes. With FAILURE_INJECTION_SWITCH, it also returns the
 // kube.FaultSwitch of that ConfigMap in POD_NAMESPACE. A variable that is
 // missing or wrong fails Init,
 // naming every one, so the App exits 78; so does an App whose telemetry
@@ -173,23 +173,23 @@ func initOperator(ctx context.Context, s *app.Setup, serveMetrics bool, exporter
 	// Budget stays leader-elected: CONTROLLER_SHARDS shards the Memcached
 	// controller only.
 	budgetSettings.Shards = 0
-	var awaits []kube.Part
-	if webhooks != nil {
-		// The API server lists and watches Memcacheds of v1alpha1 through
-		// the conversion webhook: until it serves, the controller's
-		// informer would only fail and back off.
-		awaits = append(awaits, kube.AwaitWebhooks(webhooks))
-	}
-	memcacheds, budgets, err := operator(s, client, settings.controller, budgetSettings, kc, scenarioNamespace, awaits...)
+	// The API server lists and watches Memcacheds of v1alpha1, and their
+	// metadata for Budget, through the conversion webhook: both
+	// controllers wait for the webhooks made on s to listen, and retry
+	// their first check while the API server does not reach them yet,
+	// without being told (kube.NewWebhooks).
+	memcacheds, budgets, err := operator(s, client, settings.controller, budgetSettings, kc, scenarioNamespace)
 	if err != nil {
 		return nil, err
 	}
 	ready := []health.Monitor{memcacheds.Synced(), budgets.Synced()}
 	var services []app.Service
 	if webhooks != nil {
-		// A pod is a Service's endpoint only once ready: the webhook
-		// Service must not send the API server's reviews to a pod that
-		// doesn't answer them yet.
+		// Readiness keeps both controllers' Synced, and adds the
+		// webhooks: a rollout waits for a pod that answers reviews. The
+		// webhook Service publishes not-ready addresses all the same,
+		// since the caches sync only through the conversion webhook
+		// (deploy/webhooks-service.yaml).
 		ready = append(ready, webhooks)
 		services = append(services, webhooks)
 	}
@@ -262,13 +262,13 @@ func keepData(cm *corev1.ConfigMap) {
 // keeps an Index of Memcacheds by the ConfigMap each names, so a
 // ConfigMap's change, its creation included, reconciles exactly the
 // Memcacheds that name it.
-func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.Settings, kc kubernetes.Interface, experiments string, parts ...kube.Part) (*kube.Controller, *kube.Controller, error) {
+func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.Settings, kc kubernetes.Interface, experiments string) (*kube.Controller, *kube.Controller, error) {
 	configMaps := kube.NewCache(ConfigMaps, kube.CacheOptions[corev1.ConfigMap]{Transform: keepData})
 	// The Memcached controller's trust, which Budget's asks of each
 	// Deployment's Memcached too.
 	inExperiments := func(obj metav1.Object) bool { return obj.GetNamespace() == experiments }
 	byConfigMap := kube.NewIndex(configMapIndex, configMapOf)
-	memcacheds, err := kube.NewController(s, client, settings, Memcached, Reconciler{Kube: kc, ConfigMaps: configMaps}, append([]kube.Part{
+	memcacheds, err := kube.NewController(s, client, settings, Memcached, Reconciler{Kube: kc, ConfigMaps: configMaps},
 		// Only the Deployments the Reconciler applied, which it labels.
 		kube.Owns(appsv1.SchemeGroupVersion.WithResource("deployments"), kube.Selector{Labels: managedBy}),
 		kube.Watches(configMaps, kube.ByIndex(byConfigMap)),
@@ -280,7 +280,7 @@ func operator(s *app.Setup, client *kube.Client, settings, budgetSettings kube.S
 		// An admission policy lets only the chaos harness set the annotation
 		// in scenarioNamespace, which Init passes as experiments.
 		kube.TrustScenario(ScenarioAnnotation, inExperiments),
-	}, parts...)...)
+	)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -55,7 +55,14 @@ func TestMemcachedCRD(t *testing.T) {
 // failure tells to rerun.
 func golden(t *testing.T, test, path string, objs ...any) {
 	t.Helper()
-	var got []byte
+	goldenHeaded(t, test, path, "", objs...)
+}
+
+// goldenHeaded is golden of a file that starts with header, comments
+// that say what the YAML is for.
+func goldenHeaded(t *testing.T, test, path, header string, objs ...any) {
+	t.Helper()
+	got := []byte(header)
 	for i, obj := range objs {
 		y, err := yaml.Marshal(obj)
 		require.NoError(t, err)

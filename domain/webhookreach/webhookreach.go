@@ -1,0 +1,73 @@
+// Package webhookreach tells the API server's failure to reach an App's
+// own conversion webhook from every other error a list can fail with.
+//
+// While an App's pod starts, the API server may not reach its webhooks
+// yet: the Service's endpoints follow the pod a moment late, and a pod
+// whose Service doesn't publish not-ready addresses is no endpoint at all
+// until it is ready. A list of a resource stored in another version then
+// fails with the conversion webhook's error, which a Controller retries
+// for a while; any other error is the Controller's to report at once.
+package webhookreach
+
+import "strings"
+
+// conversionFailed is how the API server's conversion words a webhook it
+// could not call: "conversion webhook for <group/version, Kind=kind>
+// failed: Post \"<url>\": <why>".
+const conversionFailed = "conversion webhook for "
+
+// NamesConversion reports whether err is the API server's failure to call
+// a conversion webhook whose URL's path is one of paths, or ends with
+// one, as a Service's path prefixed to it does. It reads the error's
+// text, as the API server sends it, for the webhook's URL, whatever
+// words surround it; an error that names no such URL, such as one of a
+// webhook that answered with a malformed response, or of another
+// webhook, is not one. A nil err is not one either.
+func NamesConversion(err error, paths []string) bool {
+	if err == nil || len(paths) == 0 {
+		return false
+	}
+	text := err.Error()
+	if !strings.Contains(text, conversionFailed) {
+		return false
+	}
+	for _, path := range urlPaths(text) {
+		for _, p := range paths {
+			if p != "" && strings.HasSuffix(path, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// urlPaths returns the path of every https URL in text: each URL runs
+// from "https://" to the first quote, space or end, less the punctuation
+// of the sentence around it, and its path from the first slash after the
+// host to its query or fragment. (net/url is no domain import: the
+// domain does no I/O, and a path is all it reads.)
+func urlPaths(text string) []string {
+	var out []string
+	for {
+		i := strings.Index(text, "https://")
+		if i < 0 {
+			return out
+		}
+		text = text[i+len("https://"):]
+		end := strings.IndexAny(text, "\"'` \t\n\\")
+		if end < 0 {
+			end = len(text)
+		}
+		u := strings.TrimRight(text[:end], ":;,.)")
+		text = text[end:]
+		slash := strings.IndexByte(u, '/')
+		if slash < 0 {
+			continue
+		}
+		path := u[slash:]
+		if q := strings.IndexAny(path, "?#"); q >= 0 {
+			path = path[:q]
+		}
+		out = append(out, path)
+	}
+}

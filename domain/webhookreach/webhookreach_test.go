@@ -1,0 +1,53 @@
+package webhookreach_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/loam-dev/loam/domain/webhookreach"
+)
+
+func TestNamesConversion(t *testing.T) {
+	const path = "/convert/cache.example.com/memcacheds"
+	paths := []string{"/convert/example.com/widgets", path}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"through a Service, refused",
+			errors.New(`conversion webhook for cache.example.com/v1beta1, Kind=Memcached failed: Post "https://memcached-webhooks.memcached-system.svc:443/convert/cache.example.com/memcacheds?timeout=30s": dial tcp 10.96.0.12:443: connect: connection refused`), true},
+		{"through a Service with no endpoints",
+			errors.New(`conversion webhook for cache.example.com/v1beta1, Kind=Memcached failed: Post "https://memcached-webhooks.memcached-system.svc:443/convert/cache.example.com/memcacheds?timeout=30s": no endpoints available for service "memcached-webhooks"`), true},
+		{"at a URL, reset",
+			errors.New(`conversion webhook for cache.example.com/v1beta1, Kind=Memcached failed: Post "https://127.0.0.1:40123/convert/cache.example.com/memcacheds?timeout=30s": read tcp 127.0.0.1:1->127.0.0.1:40123: read: connection reset by peer`), true},
+		{"behind a Service's path",
+			errors.New(`conversion webhook for cache.example.com/v1beta1, Kind=Memcached failed: Post "https://w.ns.svc:8443/hooks/convert/cache.example.com/memcacheds?timeout=30s": EOF`), true},
+		{"wrapped by a list",
+			fmt.Errorf("kube: listing cache.example.com/v1alpha1, Resource=memcacheds: %w",
+				errors.New(`Internal error occurred: conversion webhook for cache.example.com/v1beta1, Kind=Memcached failed: Post "https://127.0.0.1:9443/convert/cache.example.com/memcacheds?timeout=30s": context deadline exceeded`)), true},
+		{"with no query",
+			errors.New(`conversion webhook for cache.example.com/v1beta1, Kind=Memcached failed: Post https://127.0.0.1:9443/convert/cache.example.com/memcacheds: EOF`), true},
+		{"another App's conversion webhook",
+			errors.New(`conversion webhook for example.com/v2, Kind=Gadget failed: Post "https://127.0.0.1:9443/convert/example.com/gadgets?timeout=30s": EOF`), false},
+		{"a path that only starts with one of ours",
+			errors.New(`conversion webhook for cache.example.com/v1beta1, Kind=Memcached failed: Post "https://127.0.0.1:9443/convert/cache.example.com/memcacheds.evil?timeout=30s": EOF`), false},
+		{"our webhook answered, malformed",
+			errors.New(`conversion webhook for cache.example.com/v1beta1, Kind=Memcached returned 0 objects, expected 1`), false},
+		{"an admission webhook of ours",
+			errors.New(`Internal error occurred: failed calling webhook "validate.v1beta1.memcacheds.cache.example.com": Post "https://127.0.0.1:9443/convert/cache.example.com/memcacheds?timeout=10s": EOF`), false},
+		{"a CRD not installed", errors.New("the server could not find the requested resource"), false},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, webhookreach.NamesConversion(tt.err, paths))
+		})
+	}
+	t.Run("no paths", func(t *testing.T) {
+		require.False(t, webhookreach.NamesConversion(tests[0].err, nil))
+	})
+}
