@@ -284,12 +284,17 @@ func TestServer_answers_admission_reviews(t *testing.T) {
 	})
 }
 
-func TestServer_answers_a_panic_with_500_and_serves_the_next_review(t *testing.T) {
+// The API server reads the HTTP status before the review: a 5xx is a
+// failed call, which FailurePolicy Ignore admits. A panic is answered 200
+// with a denial, which every failure policy keeps.
+func TestServer_denies_a_panic_with_200_and_serves_the_next_review(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := start(t)
 		resp, body := f.review(validatePath, admissionReview("panic"))
-		require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
-		require.False(t, decode(t, body).Response.Allowed)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "a 5xx fails open under FailurePolicy Ignore")
+		r := decode(t, body).Response
+		require.False(t, r.Allowed)
+		require.Equal(t, "the webhook panicked: boom", r.Status.Message)
 		require.Equal(t, []string{"boom"}, f.telemetry.ExceptionMessages("webhook panicked"))
 
 		resp, body = f.review(validatePath, admissionReview("ok"))
