@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -277,6 +278,26 @@ func TestNewWebhooks_serves_typed_hooks_over_HTTPS(t *testing.T) {
 		require.JSONEq(t, `{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached","metadata":{"name":"mc","namespace":"ns"},"spec":{"size":1,"image":"memcached:1.6"}}`, string(patched))
 	})
 	require.NotEmpty(t, tel.SpansNamed("validate Memcached"), "each review is a span")
+}
+
+// The path in the configurations is the Service's Path and the Hook's
+// own: the Webhooks answer reviews there, with no setting of their own
+// that could say another.
+func TestNewWebhooks_answer_at_the_path_the_configurations_name_with_a_prefix(t *testing.T) {
+	deny := kube.Validate(Memcached, func(context.Context, kube.Admission[memcachedObject]) ([]string, error) {
+		return nil, errors.New("denied by the handler")
+	})
+	w, client, _ := servedWebhooks(t, deny)
+	for _, prefix := range []string{"/hooks", "/hooks/", "/a/b"} {
+		wc := kube.WebhookClient{Service: &kube.WebhookService{Namespace: "ns", Name: "hooks", Path: prefix}}
+		v, _, err := kube.WebhookConfigurations("memcached", wc, deny)
+		require.NoError(t, err)
+		path := *v.Webhooks[0].ClientConfig.Service.Path
+		require.True(t, strings.HasPrefix(path, strings.TrimSuffix(prefix, "/")+"/validate/"), path)
+		res := review(t, w, client, path, admissionv1.Create, `{"metadata":{"name":"mc","namespace":"ns"},"spec":{"size":1}}`)
+		require.False(t, res.Allowed)
+		require.Equal(t, "denied by the handler", res.Result.Message)
+	}
 }
 
 func TestNewWebhooks_names_every_mistake_at_once(t *testing.T) {
