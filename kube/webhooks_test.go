@@ -87,7 +87,9 @@ func TestWebhookConfigurations_golden(t *testing.T) {
 			}}),
 			kube.SubResources("status"), kube.SideEffects(kube.SideEffectsNoneOnDryRun), kube.MatchPolicy(kube.Exact),
 			kube.MatchConditions(kube.MatchCondition{Name: "not-the-operator", Expression: "request.userInfo.username != 'system:serviceaccount:memcached-system:memcached-operator'"})),
-		kube.MutateSubResource(deploymentScale, func(context.Context, kube.Admission[autoscalingv1.Scale], *autoscalingv1.Scale) ([]string, error) { return nil, nil },
+		kube.MutateSubResource(deploymentScale, func(context.Context, kube.Admission[autoscalingv1.Scale], *autoscalingv1.Scale) ([]string, error) {
+			return nil, nil
+		},
 			kube.Operations(kube.Update), kube.ReinvocationPolicy(kube.IfNeeded)),
 		kube.ValidateSubResource(podExec, func(context.Context, kube.Admission[corev1.PodExecOptions]) ([]string, error) { return nil, nil },
 			kube.Operations(kube.Connect), kube.IncludeOwnNamespace()),
@@ -175,7 +177,9 @@ func TestWebhookConfigurations_names_every_mistake_in_subresources_and_the_new_o
 			kube.MatchConditions(kube.MatchCondition{Name: "n", Expression: "object.metadata.name"})),
 		kube.Validate(Memcached, validateMemcached, kube.ReinvocationPolicy(kube.IfNeeded), kube.IncludeOwnNamespace()),
 		kube.ValidateSubResource(kube.SubResource[corev1.PodExecOptions]{}, func(context.Context, kube.Admission[corev1.PodExecOptions]) ([]string, error) { return nil, nil }),
-		kube.MutateSubResource(podExec, func(context.Context, kube.Admission[corev1.PodExecOptions], *corev1.PodExecOptions) ([]string, error) { return nil, nil }, kube.Operations(kube.Connect)),
+		kube.MutateSubResource(podExec, func(context.Context, kube.Admission[corev1.PodExecOptions], *corev1.PodExecOptions) ([]string, error) {
+			return nil, nil
+		}, kube.Operations(kube.Connect)),
 	)
 	require.Error(t, err)
 	for _, want := range []string{
