@@ -197,11 +197,6 @@ func TestWebhooks_a_Fail_hook_on_Pods_leaves_the_App_s_own_namespace_out(t *test
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 	}
-	for _, n := range []string{ns, own} {
-		// No controller makes a namespace's default ServiceAccount here.
-		_, err := k.CoreV1().ServiceAccounts(n).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-		require.NoError(t, err)
-	}
 	var last error
 	wait.For(t, 30*time.Second, func() bool {
 		_, last = k.CoreV1().Pods(ns).Create(t.Context(), pod, dryRun)
