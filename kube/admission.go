@@ -30,8 +30,9 @@ const (
 type Admission[T any] struct {
 	// Operation is Create, Update, Delete or Connect.
 	Operation Operation
-	// Object is the object as it would be stored: the zero T on a Delete,
-	// and on a Connect, whose object is the connection's options, not a T.
+	// Object is the object as it would be stored: the zero T on a Delete.
+	// A subresource's request carries its own object, such as a Scale;
+	// on a Connect, the connection's options, such as a PodExecOptions.
 	Object T
 	// OldObject is the object as it was, on an Update and a Delete; the
 	// zero T otherwise.
@@ -142,7 +143,9 @@ func decodeAdmission[T any](gvk groupVersionKind, r ports.AdmissionRequest) (Adm
 	if got := (groupVersionKind{r.Group, r.Version, r.Kind}); got != gvk {
 		return a, fmt.Errorf("%s: the review is of %s, and this webhook admits %s", objectName(r), got, gvk)
 	}
-	if len(r.Object) > 0 && a.Operation != Connect {
+	// A Connect's object is the connection's options, which only a
+	// subresource's Hook, typed on them, is asked about.
+	if len(r.Object) > 0 {
 		if err := json.Unmarshal(r.Object, &a.Object); err != nil {
 			return a, fmt.Errorf("%s: object: %w", objectName(r), err)
 		}

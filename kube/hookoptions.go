@@ -19,8 +19,10 @@ const (
 )
 
 // HookOption sets one thing about a Validate's or a Mutate's webhook:
-// FailurePolicy, Operations, TimeoutSeconds, NamespaceSelector or
-// ObjectSelector. A Hook takes each at most once.
+// FailurePolicy, Operations, TimeoutSeconds, NamespaceSelector,
+// ObjectSelector, SideEffects, ReinvocationPolicy, MatchPolicy,
+// MatchConditions, SubResources or IncludeOwnNamespace. A Hook takes each
+// at most once.
 type HookOption struct {
 	o webhookconfig.Option
 }
@@ -67,6 +69,111 @@ func NamespaceSelector(s metav1.LabelSelector) HookOption {
 // selects, as the API server's objectSelector does.
 func ObjectSelector(s metav1.LabelSelector) HookOption {
 	return HookOption{webhookconfig.Option{Kind: webhookconfig.ObjectSelector, Selector: s}}
+}
+
+// SideEffectClass says what calling a webhook does besides answering,
+// as the API server must know to call it on a dry run.
+type SideEffectClass string
+
+const (
+	// SideEffectsNone says the webhook changes nothing else: the default.
+	SideEffectsNone SideEffectClass = "None"
+	// SideEffectsNoneOnDryRun says the webhook changes something else,
+	// but never when the Admission's DryRun is true.
+	SideEffectsNoneOnDryRun SideEffectClass = "NoneOnDryRun"
+)
+
+// SideEffects sets the webhook's sideEffects: SideEffectsNone, the
+// default, or SideEffectsNoneOnDryRun. The API server refuses a dry run
+// to a webhook of any other class, and admissionregistration/v1 takes
+// no other.
+func SideEffects(c SideEffectClass) HookOption {
+	return HookOption{webhookconfig.Option{Kind: webhookconfig.SideEffects, Value: string(c)}}
+}
+
+// ReinvocationPolicyType says whether the API server calls a mutating
+// webhook again after later webhooks changed the object.
+type ReinvocationPolicyType string
+
+const (
+	// Never calls the webhook once: the API server's default.
+	Never ReinvocationPolicyType = "Never"
+	// IfNeeded calls it again, at most once, when a later mutating
+	// webhook changed the object, so the webhook must be idempotent.
+	IfNeeded ReinvocationPolicyType = "IfNeeded"
+)
+
+// ReinvocationPolicy sets a Mutate's or a MutateKind's
+// reinvocationPolicy: Never, the default, or IfNeeded. A validating Hook
+// takes no ReinvocationPolicy: it runs once, after every mutation.
+func ReinvocationPolicy(p ReinvocationPolicyType) HookOption {
+	return HookOption{webhookconfig.Option{Kind: webhookconfig.ReinvocationPolicy, Value: string(p)}}
+}
+
+// MatchPolicyType says which requests a webhook's rules match.
+type MatchPolicyType string
+
+const (
+	// Equivalent matches a request made through any version of the
+	// resource, converted to the webhook's: the default.
+	Equivalent MatchPolicyType = "Equivalent"
+	// Exact matches the requests made through the webhook's version alone.
+	Exact MatchPolicyType = "Exact"
+)
+
+// MatchPolicy sets the webhook's matchPolicy: Equivalent, the default,
+// or Exact.
+func MatchPolicy(p MatchPolicyType) HookOption {
+	return HookOption{webhookconfig.Option{Kind: webhookconfig.MatchPolicy, Value: string(p)}}
+}
+
+// MatchCondition is a CEL expression the API server evaluates before it
+// calls a webhook, over object, oldObject, request, namespaceObject and
+// authorizer, as a configuration's matchConditions do. Name names it in
+// the API server's errors: a qualified name, unique in its Hook.
+type MatchCondition struct {
+	Name, Expression string
+}
+
+// MaxMatchConditions is the most MatchConditions a Hook takes, as the API
+// server bounds them.
+const MaxMatchConditions = webhookconfig.MaxMatchConditions
+
+// MatchConditions sets the webhook's matchConditions: the API server calls
+// the webhook only for the requests on which every condition is true,
+// such as !(request.userInfo.username == 'system:...:my-operator') to
+// leave out the App's own writes. NewWebhooks and WebhookConfigurations
+// compile each expression with the API server's own CEL compiler
+// (k8s.io/apiserver's), and report one that doesn't compile or isn't a
+// bool, a missing, malformed or repeated name, and more than
+// MaxMatchConditions conditions.
+func MatchConditions(conds ...MatchCondition) HookOption {
+	cs := make([]webhookconfig.Condition, len(conds))
+	for i, c := range conds {
+		cs[i] = webhookconfig.Condition(c)
+	}
+	return HookOption{webhookconfig.Option{Kind: webhookconfig.MatchConditions, Conditions: cs}}
+}
+
+// SubResources adds subresources to what the webhook admits, besides the
+// objects themselves, such as status: their requests carry the resource's
+// own object, decoded as the Hook's T, with Admission.SubResource naming
+// them. Only those whose object is the resource's are taken: status,
+// ephemeralcontainers, resize, finalize and approval. Any other, such as
+// scale or exec, carries another object: admit it with
+// ValidateSubResource or MutateSubResource, typed on that object.
+func SubResources(names ...string) HookOption {
+	return HookOption{webhookconfig.Option{Kind: webhookconfig.SubResources, Names: names}}
+}
+
+// IncludeOwnNamespace keeps the App's own namespace in the webhook of a
+// Kind, such as Pods, which leaves it out by default: a Fail webhook on
+// Pods that the App's own pods need answered would keep them from ever
+// starting again once they are all down. Set it only for a webhook that
+// must see the App's namespace too and can afford to. A Resource's Hook
+// takes no IncludeOwnNamespace: it admits every namespace already.
+func IncludeOwnNamespace() HookOption {
+	return HookOption{webhookconfig.Option{Kind: webhookconfig.IncludeOwnNamespace}}
 }
 
 // String describes the option as the end user wrote it, for errors.

@@ -125,6 +125,7 @@ func resourceHook[Spec, Status any](typ webhookconfig.Type, r Resource[Spec, Sta
 func kindHook[T any](typ webhookconfig.Type, k Kind[T], opts []HookOption) Hook {
 	h := Hook{cfg: webhookconfig.Hook{
 		Type: typ, Group: k.GVR.Group, Version: k.GVR.Version, Plural: k.GVR.Resource, Kind: k.Kind, Scope: string(k.Scope), Options: options(opts),
+		OfKind: true,
 	}}
 	for _, err := range k.mistakes() {
 		h.cfg.Mistakes = append(h.cfg.Mistakes, fmt.Errorf("Kind %s: %w", k.name(), err))
@@ -139,7 +140,11 @@ func (h Hook) name() string {
 	if h.cfg.Plural == "" || h.cfg.Version == "" {
 		return h.named
 	}
-	return h.cfg.Plural + "." + h.cfg.Version + "." + h.cfg.GroupName()
+	plural := h.cfg.Plural
+	if h.cfg.SubResource != "" {
+		plural += "/" + h.cfg.SubResource
+	}
+	return plural + "." + h.cfg.Version + "." + h.cfg.GroupName()
 }
 
 // gvk is what h admits, as a review names it.

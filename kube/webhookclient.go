@@ -28,6 +28,11 @@ type WebhookClient struct {
 	// injector to fill, as the annotation cert-manager.io/inject-ca-from
 	// asks.
 	CABundle []byte
+	// OwnNamespace is the namespace the App runs in, which the webhooks
+	// of Kinds, such as Pods, leave out (IncludeOwnNamespace says why).
+	// Empty, it is the Service's Namespace; with a URL and no
+	// OwnNamespace, no namespace is left out.
+	OwnNamespace string
 }
 
 // WebhookService names the Service in front of an App's webhooks.
@@ -80,14 +85,22 @@ func (c WebhookClient) mistakes(field string) []error {
 			errs = append(errs, fmt.Errorf("%s.URL %q has a query, a fragment or a user, which the API server refuses", field, c.URL))
 		}
 	}
+	if c.OwnNamespace != "" {
+		if p := validation.IsDNS1123Label(c.OwnNamespace); len(p) > 0 {
+			errs = append(errs, fmt.Errorf("%s.OwnNamespace %q: %s", field, c.OwnNamespace, strings.Join(p, "; ")))
+		}
+	}
 	return errs
 }
 
 // config returns what domain/webhookconfig reads of c.
 func (c WebhookClient) config() webhookconfig.Client {
-	cfg := webhookconfig.Client{URL: c.URL, CABundle: c.CABundle}
+	cfg := webhookconfig.Client{URL: c.URL, CABundle: c.CABundle, OwnNamespace: c.OwnNamespace}
 	if s := c.Service; s != nil {
 		cfg.Service = &webhookconfig.Service{Namespace: s.Namespace, Name: s.Name, Port: s.Port, Path: s.Path}
+		if cfg.OwnNamespace == "" {
+			cfg.OwnNamespace = s.Namespace
+		}
 	}
 	return cfg
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	otellog "go.opentelemetry.io/otel/log"
 	admissionv1 "k8s.io/api/admission/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +33,17 @@ import (
 )
 
 var podKind = kube.Kind[corev1.Pod]{GVR: corev1.SchemeGroupVersion.WithResource("pods"), Kind: "Pod", Scope: kube.Namespaced}
+
+var (
+	deploymentScale = kube.SubResource[autoscalingv1.Scale]{
+		GVR: appsv1.SchemeGroupVersion.WithResource("deployments"), Name: "scale",
+		Kind: autoscalingv1.SchemeGroupVersion.WithKind("Scale"), Scope: kube.Namespaced,
+	}
+	podExec = kube.SubResource[corev1.PodExecOptions]{
+		GVR: corev1.SchemeGroupVersion.WithResource("pods"), Name: "exec",
+		Kind: corev1.SchemeGroupVersion.WithKind("PodExecOptions"), Scope: kube.Namespaced,
+	}
+)
 
 func validateMemcached(context.Context, kube.Admission[memcachedObject]) ([]string, error) {
 	return nil, nil
@@ -70,7 +84,15 @@ func TestWebhookConfigurations_golden(t *testing.T) {
 		kube.ValidateKind(podKind, validatePod,
 			kube.NamespaceSelector(metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}},
-			}})),
+			}}),
+			kube.SubResources("status"), kube.SideEffects(kube.SideEffectsNoneOnDryRun), kube.MatchPolicy(kube.Exact),
+			kube.MatchConditions(kube.MatchCondition{Name: "not-the-operator", Expression: "request.userInfo.username != 'system:serviceaccount:memcached-system:memcached-operator'"})),
+		kube.MutateSubResource(deploymentScale, func(context.Context, kube.Admission[autoscalingv1.Scale], *autoscalingv1.Scale) ([]string, error) {
+			return nil, nil
+		},
+			kube.Operations(kube.Update), kube.ReinvocationPolicy(kube.IfNeeded)),
+		kube.ValidateSubResource(podExec, func(context.Context, kube.Admission[corev1.PodExecOptions]) ([]string, error) { return nil, nil },
+			kube.Operations(kube.Connect), kube.IncludeOwnNamespace()),
 	}
 	t.Run("Service", func(t *testing.T) {
 		client := kube.WebhookClient{Service: &kube.WebhookService{Namespace: "memcached-system", Name: "memcached-webhooks"}}
@@ -147,6 +169,66 @@ func TestWebhookConfigurations_names_every_mistake_at_once(t *testing.T) {
 		require.Contains(t, err.Error(), want)
 	}
 	require.NotContains(t, err.Error(), "webhook's name", "a bad Resource's or Kind's webhook name is not named again")
+}
+
+func TestWebhookConfigurations_names_every_mistake_in_subresources_and_the_new_options(t *testing.T) {
+	_, _, err := kube.WebhookConfigurations("x", kube.WebhookClient{URL: "https://example.com", OwnNamespace: "Not_A_Namespace"},
+		kube.ValidateKind(podKind, validatePod, kube.Operations(kube.Connect), kube.SubResources("exec"),
+			kube.MatchConditions(kube.MatchCondition{Name: "n", Expression: "object.metadata.name"})),
+		kube.Validate(Memcached, validateMemcached, kube.ReinvocationPolicy(kube.IfNeeded), kube.IncludeOwnNamespace()),
+		kube.ValidateSubResource(kube.SubResource[corev1.PodExecOptions]{}, func(context.Context, kube.Admission[corev1.PodExecOptions]) ([]string, error) { return nil, nil }),
+		kube.MutateSubResource(podExec, func(context.Context, kube.Admission[corev1.PodExecOptions], *corev1.PodExecOptions) ([]string, error) {
+			return nil, nil
+		}, kube.Operations(kube.Connect)),
+	)
+	require.Error(t, err)
+	for _, want := range []string{
+		`kube: WebhookClient.OwnNamespace "Not_A_Namespace": `,
+		`kube: Hook 0, ValidateKind(pods.v1.core): option 0, Operations(["CONNECT"]): CONNECT is made to a subresource alone, such as pods/exec: admit it with ValidateSubResource, or it never fires`,
+		`option 1, SubResources(["exec"]): the requests to pods/exec carry no Pod, which this Hook decodes: admit them with kube.ValidateSubResource or MutateSubResource`,
+		`option 2, MatchConditions(["n"]): condition 0 (n): must evaluate to bool but got dyn`,
+		`kube: Hook 1, Validate(memcacheds.v1alpha1.cache.example.com): option 0, ReinvocationPolicy("IfNeeded"): only a Mutate is reinvoked`,
+		`option 1, IncludeOwnNamespace(): only a Kind's webhook leaves the App's own namespace out`,
+		"kube: Hook 2, ValidateSubResource(/..core): SubResource /..core: the GVR has no Version",
+		"the Name is missing",
+		"has no Version or no Kind",
+		`the Scope "" is neither Namespaced nor Cluster`,
+		`kube: Hook 3, MutateSubResource(pods/exec.v1.core): option 0, Operations(["CONNECT"]): a Mutate may not take CONNECT`,
+	} {
+		require.Contains(t, err.Error(), want)
+	}
+}
+
+func TestValidateSubResource_decodes_the_subresource_s_own_object(t *testing.T) {
+	seen := make(chan kube.Admission[corev1.PodExecOptions], 1)
+	exec := kube.ValidateSubResource(podExec, func(_ context.Context, a kube.Admission[corev1.PodExecOptions]) ([]string, error) {
+		seen <- a
+		return nil, fmt.Errorf("no exec into %s/%s", a.Namespace, a.Name)
+	}, kube.Operations(kube.Connect))
+	require.Equal(t, "/validate/core/v1/pods/exec", exec.Path())
+	w, client, _ := servedWebhooks(t, exec)
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID: "1", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"},
+			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, SubResource: "exec",
+			Namespace: "ns", Name: "web", Operation: admissionv1.Connect,
+			Object: runtime.RawExtension{Raw: []byte(`{"kind":"PodExecOptions","apiVersion":"v1","stdout":true,"command":["ls"]}`)},
+		},
+	})
+	require.NoError(t, err)
+	res, err := client.Post("https://"+w.Addr().String()+exec.Path(), "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer res.Body.Close()
+	var got admissionv1.AdmissionReview
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&got))
+	require.False(t, got.Response.Allowed)
+	require.Equal(t, "no exec into ns/web", got.Response.Result.Message)
+	a := <-seen
+	require.Equal(t, kube.Connect, a.Operation)
+	require.Equal(t, "exec", a.SubResource)
+	require.Equal(t, []string{"ls"}, a.Object.Command)
+	require.True(t, a.Object.Stdout)
 }
 
 func TestWebhookConfigurations_takes_a_valid_Hook_list_only(t *testing.T) {
@@ -277,6 +359,26 @@ func TestNewWebhooks_serves_typed_hooks_over_HTTPS(t *testing.T) {
 		require.JSONEq(t, `{"apiVersion":"cache.example.com/v1alpha1","kind":"Memcached","metadata":{"name":"mc","namespace":"ns"},"spec":{"size":1,"image":"memcached:1.6"}}`, string(patched))
 	})
 	require.NotEmpty(t, tel.SpansNamed("validate Memcached"), "each review is a span")
+}
+
+// The path in the configurations is the Service's Path and the Hook's
+// own: the Webhooks answer reviews there, with no setting of their own
+// that could say another.
+func TestNewWebhooks_answer_at_the_path_the_configurations_name_with_a_prefix(t *testing.T) {
+	deny := kube.Validate(Memcached, func(context.Context, kube.Admission[memcachedObject]) ([]string, error) {
+		return nil, errors.New("denied by the handler")
+	})
+	w, client, _ := servedWebhooks(t, deny)
+	for _, prefix := range []string{"/hooks", "/hooks/", "/a/b"} {
+		wc := kube.WebhookClient{Service: &kube.WebhookService{Namespace: "ns", Name: "hooks", Path: prefix}}
+		v, _, err := kube.WebhookConfigurations("memcached", wc, deny)
+		require.NoError(t, err)
+		path := *v.Webhooks[0].ClientConfig.Service.Path
+		require.True(t, strings.HasPrefix(path, strings.TrimSuffix(prefix, "/")+"/validate/"), path)
+		res := review(t, w, client, path, admissionv1.Create, `{"metadata":{"name":"mc","namespace":"ns"},"spec":{"size":1}}`)
+		require.False(t, res.Allowed)
+		require.Equal(t, "denied by the handler", res.Result.Message)
+	}
 }
 
 func TestNewWebhooks_names_every_mistake_at_once(t *testing.T) {

@@ -19,8 +19,9 @@
 // a request refused before its body is read as a review (a wrong method,
 // Content-Type or timeout, an oversize body) has the verb alone, such as
 // "validate". Its attributes are those of the keys below; a review that
-// fails or panics has the status Error. A path no Route has is answered
-// with 404 and reported nowhere.
+// fails or panics has the status Error. A Route is served at its Path
+// under any prefix too (Route.Path says why); a path that is no Route's,
+// with or without a prefix, is answered with 404 and reported nowhere.
 //
 // The baggage the Propagator finds goes on into the review's context, but
 // for the members of the App's failure-injection Decoder (Config.Faults):
@@ -167,7 +168,10 @@ func (t Type) verb() string {
 type Route struct {
 	// Path is where the API server POSTs the reviews, such as
 	// /validate/cache.example.com/v1alpha1/memcacheds; it starts with a
-	// slash and is matched exactly.
+	// slash. The Route is served at Path and at Path under any prefix,
+	// such as /hooks/validate/…, which a Service's path or a URL's puts
+	// in front of it in the configurations: the server need not be told
+	// the prefix, so it can't be told a different one.
 	Path string
 	// Name names the webhook in telemetry, as NameKey's value, such as
 	// the webhook configuration's name of it.
@@ -382,9 +386,26 @@ func (s *Server) Ready() <-chan struct{} { return s.http.Ready() }
 // Addr returns the address Serve listens on, or nil before it does.
 func (s *Server) Addr() net.Addr { return s.http.Addr() }
 
+// route returns the Route served at path: the Route whose Path is path,
+// or else the one whose Path is the longest suffix of path that starts
+// at a slash, which is path with a prefix taken off.
+func (s *Server) route(path string) (*route, bool) {
+	for p := path; p != ""; {
+		if rt, ok := s.routes[p]; ok {
+			return rt, true
+		}
+		i := strings.IndexByte(p[1:], '/')
+		if i < 0 {
+			break
+		}
+		p = p[i+1:]
+	}
+	return nil, false
+}
+
 // ServeHTTP answers one request: a review POSTed to a Route's path.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rt, ok := s.routes[r.URL.Path]
+	rt, ok := s.route(r.URL.Path)
 	if !ok {
 		http.Error(w, fmt.Sprintf("no webhook is served at %s", r.URL.Path), http.StatusNotFound)
 		return

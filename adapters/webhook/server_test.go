@@ -284,12 +284,17 @@ func TestServer_answers_admission_reviews(t *testing.T) {
 	})
 }
 
-func TestServer_answers_a_panic_with_500_and_serves_the_next_review(t *testing.T) {
+// The API server reads the HTTP status before the review: a 5xx is a
+// failed call, which FailurePolicy Ignore admits. A panic is answered 200
+// with a denial, which every failure policy keeps.
+func TestServer_denies_a_panic_with_200_and_serves_the_next_review(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := start(t)
 		resp, body := f.review(validatePath, admissionReview("panic"))
-		require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
-		require.False(t, decode(t, body).Response.Allowed)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "a 5xx fails open under FailurePolicy Ignore")
+		r := decode(t, body).Response
+		require.False(t, r.Allowed)
+		require.Equal(t, "the webhook panicked: boom", r.Status.Message)
 		require.Equal(t, []string{"boom"}, f.telemetry.ExceptionMessages("webhook panicked"))
 
 		resp, body = f.review(validatePath, admissionReview("ok"))
@@ -300,6 +305,20 @@ func TestServer_answers_a_panic_with_500_and_serves_the_next_review(t *testing.T
 		require.Len(t, spans, 2)
 		require.Equal(t, codes.Error, spans[0].Status.Code)
 		require.Equal(t, "exception", spans[0].Events[0].Name)
+	})
+}
+
+// A WebhookService's Path or a URL's path puts a prefix in front of each
+// Route's Path in the configurations; the Route answers there too.
+func TestServer_serves_a_Route_under_any_prefix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := start(t)
+		for _, prefix := range []string{"", "/hooks", "/a/b", "/validate"} {
+			resp, body := f.review(prefix+validatePath, admissionReview("deny"))
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", prefix, body)
+			require.False(t, decode(t, body).Response.Allowed, prefix)
+		}
+		require.Len(t, f.telemetry.SpansNamed("validate Memcached"), 4)
 	})
 }
 
@@ -327,6 +346,8 @@ func TestServer_refuses_what_is_not_a_review(t *testing.T) {
 	}{
 		{name: "a wrong method", method: http.MethodGet, path: validatePath, contentType: "application/json", status: http.StatusMethodNotAllowed, want: "method GET, want POST"},
 		{name: "an unknown path", method: http.MethodPost, path: "/validate/nothing", contentType: "application/json", status: http.StatusNotFound, want: "no webhook is served at /validate/nothing"},
+		{name: "an unknown path under a prefix", method: http.MethodPost, path: "/hooks/validate/nothing", contentType: "application/json", status: http.StatusNotFound, want: "no webhook is served at /hooks/validate/nothing"},
+		{name: "a Route's path with a tail", method: http.MethodPost, path: validatePath + "/extra", contentType: "application/json", status: http.StatusNotFound, want: "no webhook is served at " + validatePath + "/extra"},
 		{name: "another content type", method: http.MethodPost, path: validatePath, contentType: "text/plain", body: admissionReview("ok"), status: http.StatusUnsupportedMediaType, want: `Content-Type is "text/plain", want application/json`},
 		{name: "an oversize body", method: http.MethodPost, path: validatePath, contentType: "application/json", body: `{"x":"` + strings.Repeat("a", maxBytes) + `"}`, status: http.StatusRequestEntityTooLarge, want: fmt.Sprintf("the review is larger than %d bytes", maxBytes)},
 		{name: "a bad timeout", method: http.MethodPost, path: validatePath + "?timeout=soon", contentType: "application/json", body: admissionReview("ok"), status: http.StatusBadRequest, want: `the timeout parameter "soon" is not a positive duration`},

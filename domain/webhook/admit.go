@@ -32,8 +32,11 @@ const (
 // k8s.io/apimachinery, or code 403 and its message otherwise. A mutating
 // webhook's response carries the JSON patch from the request's object to
 // the result's Object, none when that is nil or equal. A panic of a
-// denies the request with a 500 Outcome that carries the panic and its
-// stack, as does a result's Object that is not a JSON object.
+// denies the request with a 200 Outcome that carries the panic and its
+// stack, and a denial whose status says 500 InternalError, as does a
+// result's Object that is not a JSON object: the API server reads the
+// HTTP status first, and a 5xx is a failed call, which FailurePolicy
+// Ignore admits. Only a review denies for sure.
 func Admit(ctx context.Context, body []byte, mutating bool, a ports.Admitter) Outcome {
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &review); err != nil {
@@ -61,7 +64,7 @@ func Admit(ctx context.Context, body []byte, mutating bool, a ports.Admitter) Ou
 	if p := guard(func() { result, err = a.Admit(ctx, r) }); p != nil {
 		o.Result, o.Panic, o.Stack = Panicked, p.value, p.stack
 		o.Message = fmt.Sprintf("the webhook panicked: %v", p.value)
-		return o.respond(statusInternalServerError, denial(req, &metav1.Status{
+		return o.respond(statusOK, denial(req, &metav1.Status{
 			Status: metav1.StatusFailure, Message: o.Message,
 			Reason: metav1.StatusReasonInternalError, Code: statusInternalServerError,
 		}, nil))
@@ -85,7 +88,7 @@ func Admit(ctx context.Context, body []byte, mutating bool, a ports.Admitter) Ou
 		if err != nil {
 			o.Result = Errored
 			o.Message = fmt.Sprintf("computing the patch of %s: %v", objectName(req.Namespace, req.Name), err)
-			return o.respond(statusInternalServerError, denial(req, &metav1.Status{
+			return o.respond(statusOK, denial(req, &metav1.Status{
 				Status: metav1.StatusFailure, Message: o.Message,
 				Reason: metav1.StatusReasonInternalError, Code: statusInternalServerError,
 			}, result.Warnings))
@@ -158,11 +161,17 @@ func (o Outcome) respond(code int, resp *admissionv1.AdmissionResponse) Outcome 
 	body, err := json.Marshal(review)
 	if err != nil {
 		// Only a Details field of an end user's status could fail to
-		// encode; the review is then answered as the failure it is.
-		f := failure(statusInternalServerError, metav1.StatusReasonInternalError,
-			fmt.Errorf("encoding the AdmissionReview of %s: %w", objectName(o.Namespace, o.Name), err))
-		o.Status, o.Body, o.Result, o.Message = f.Status, f.Body, Errored, f.Message
-		return o
+		// encode; the review is then denied with a status of strings
+		// alone, which always encodes, and still answered 200, so that
+		// no failure policy admits it.
+		o.Result = Errored
+		o.Message = fmt.Sprintf("encoding the AdmissionReview of %s: %v", objectName(o.Namespace, o.Name), err)
+		review.Response = &admissionv1.AdmissionResponse{UID: resp.UID, Result: &metav1.Status{
+			Status: metav1.StatusFailure, Message: o.Message,
+			Reason: metav1.StatusReasonInternalError, Code: statusInternalServerError,
+		}}
+		body, _ = json.Marshal(review)
+		code = statusOK
 	}
 	o.Status, o.Body = code, body
 	return o

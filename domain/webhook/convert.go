@@ -107,7 +107,7 @@ func Convert(ctx context.Context, body []byte, c ports.Converter) Outcome {
 		o.Message = fmt.Sprintf("the conversion webhook panicked: %v", p.value)
 		resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: o.Message,
 			Reason: metav1.StatusReasonInternalError, Code: statusInternalServerError}
-		return o.respondConversion(statusInternalServerError, resp)
+		return o.respondConversion(statusOK, resp)
 	case err != nil:
 		o.Result, o.Message = Errored, err.Error()
 		resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: o.Message}
@@ -154,10 +154,17 @@ func (o Outcome) respondConversion(code int, resp conversionResponse) Outcome {
 		Response: resp,
 	})
 	if err != nil {
-		f := failure(statusInternalServerError, metav1.StatusReasonInternalError,
-			fmt.Errorf("encoding the ConversionReview: %w", err))
-		o.Status, o.Body, o.Result, o.Message = f.Status, f.Body, Errored, f.Message
-		return o
+		// The objects are compacted JSON already, so this is never
+		// expected; it still answers a Failure review, never a 5xx.
+		o.Result = Errored
+		o.Message = fmt.Sprintf("encoding the ConversionReview: %v", err)
+		body, _ = json.Marshal(conversionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: conversionAPIVersion, Kind: conversionKind},
+			Response: conversionResponse{UID: resp.UID, ConvertedObjects: []json.RawMessage{}, Result: metav1.Status{
+				Status: metav1.StatusFailure, Message: o.Message, Reason: metav1.StatusReasonInternalError, Code: statusInternalServerError,
+			}},
+		})
+		code = statusOK
 	}
 	o.Status, o.Body = code, body
 	return o

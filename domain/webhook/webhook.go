@@ -42,10 +42,10 @@ const (
 // Outcome is what one review came to: the HTTP response to write, and
 // what the adapter's span, metrics and logs say about it.
 type Outcome struct {
-	// Status is the HTTP status code to answer with: 200 for a review
-	// decided, allowed or denied; 400 for a body that is not a review; 500
-	// when the Admitter or Converter panicked or its answer could not be
-	// encoded.
+	// Status is the HTTP status code to answer with: 200 for every
+	// review, allowed, denied, failed or panicked, since the API server
+	// takes any other status for a failed call, which FailurePolicy
+	// Ignore admits; 400 for a body that is not a review.
 	Status int
 	// Body is the JSON to answer with: the response review, or a
 	// metav1.Status when the body was not a review.

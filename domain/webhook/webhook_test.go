@@ -178,25 +178,25 @@ func TestAdmit_decides_with_the_Admitter(t *testing.T) {
 	}
 }
 
-func TestAdmit_denies_with_500_when_the_Admitter_panics(t *testing.T) {
+func TestAdmit_denies_with_200_when_the_Admitter_panics(t *testing.T) {
 	a := admitFunc(func(context.Context, ports.AdmissionRequest) (ports.AdmissionResult, error) { panic("boom") })
 	o := webhook.Admit(t.Context(), admissionReview(t, nil), false, a)
-	require.Equal(t, 500, o.Status)
+	require.Equal(t, 200, o.Status, "a 5xx is a failed call, which FailurePolicy Ignore admits")
 	require.Equal(t, webhook.Panicked, o.Result)
 	require.Equal(t, "boom", o.Panic)
-	require.Contains(t, string(o.Stack), "TestAdmit_denies_with_500_when_the_Admitter_panics")
+	require.Contains(t, string(o.Stack), "TestAdmit_denies_with_200_when_the_Admitter_panics")
 	r := response(t, o)
 	require.False(t, r.Allowed)
 	require.Equal(t, int32(500), r.Result.Code)
 	require.Equal(t, "the webhook panicked: boom", r.Result.Message)
 }
 
-func TestAdmit_fails_with_500_a_mutation_that_is_not_an_object(t *testing.T) {
+func TestAdmit_denies_with_200_a_mutation_that_is_not_an_object(t *testing.T) {
 	a := admitFunc(func(context.Context, ports.AdmissionRequest) (ports.AdmissionResult, error) {
 		return ports.AdmissionResult{Object: []byte(`[1]`)}, nil
 	})
 	o := webhook.Admit(t.Context(), admissionReview(t, nil), true, a)
-	require.Equal(t, 500, o.Status)
+	require.Equal(t, 200, o.Status)
 	require.Equal(t, webhook.Errored, o.Result)
 	require.Contains(t, o.Message, "computing the patch of shop/web")
 	require.False(t, response(t, o).Allowed)
@@ -287,7 +287,7 @@ func TestConvert_converts_every_object_or_none(t *testing.T) {
 		{name: "no object", status: 200, result: webhook.Allowed},
 		{name: "the first error", objs: []string{memcached("a"), memcached("bad"), memcached("array")}, status: 200, result: webhook.Errored, message: "converting shop/bad: spec.size: not a number"},
 		{name: "a conversion that is not an object", objs: []string{memcached("array")}, status: 200, result: webhook.Errored, message: "converting object 0 (shop/array) to cache.example.com/v2: the conversion is not a JSON object"},
-		{name: "a panic", objs: []string{memcached("panic")}, status: 500, result: webhook.Panicked, message: "the conversion webhook panicked: boom"},
+		{name: "a panic", objs: []string{memcached("panic")}, status: 200, result: webhook.Panicked, message: "the conversion webhook panicked: boom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,9 @@ type Client struct {
 	// CABundle is the PEM of the certificates that verify the webhooks'
 	// serving certificate; empty leaves it to a CA injector.
 	CABundle []byte
+	// OwnNamespace is the App's own namespace, which a Kind's webhook
+	// leaves out; empty leaves nothing out.
+	OwnNamespace string
 }
 
 // Service names the Service in front of the webhooks.

@@ -11,14 +11,17 @@ import (
 // MutatingWebhookConfiguration, both named name, that tell the API server
 // to call hooks' webhooks through client: nil for a type of which hooks
 // have none. Each Hook is one webhook, in hooks' order, named by its
-// WebhookName, matching its resource's operations in any of its versions
-// (matchPolicy Equivalent), with no side effects. Conversion Hooks are
-// left out: the CRD carries them. Both have their apiVersion and kind.
+// WebhookName, matching its resource's operations (and subresources) in
+// any of its versions (matchPolicy Equivalent) unless its options say
+// otherwise, with no side effects unless on a dry run when they say so,
+// and, for a Kind's Hook, in every namespace but client's OwnNamespace.
+// Conversion Hooks are left out: the CRD carries them. Both have their
+// apiVersion and kind.
 //
 // name and client must have no mistakes, as kube checks. It fails with
-// one error naming every mistake Mistakes finds in hooks.
-func Configurations(name string, client Client, hooks []Hook) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	settings, errs := Mistakes(hooks)
+// one error naming every mistake Mistakes finds in hooks, with check.
+func Configurations(name string, client Client, hooks []Hook, check Check) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	settings, errs := Mistakes(hooks, check)
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
@@ -35,6 +38,7 @@ func Configurations(name string, client Client, hooks []Hook) (*admissionregistr
 				FailurePolicy: w.FailurePolicy, MatchPolicy: w.MatchPolicy,
 				NamespaceSelector: w.NamespaceSelector, ObjectSelector: w.ObjectSelector,
 				SideEffects: w.SideEffects, TimeoutSeconds: w.TimeoutSeconds, AdmissionReviewVersions: w.AdmissionReviewVersions,
+				MatchConditions: w.MatchConditions, ReinvocationPolicy: settings[i].Reinvocation,
 			})
 		}
 	}
@@ -60,19 +64,40 @@ func Configurations(name string, client Client, hooks []Hook) (*admissionregistr
 // validating one; a mutating one has the same fields and no others set.
 func webhook(h Hook, s Settings, client Client) admissionregistrationv1.ValidatingWebhook {
 	scope := admissionregistrationv1.ScopeType(h.Scope)
-	equivalent := admissionregistrationv1.Equivalent
-	none := admissionregistrationv1.SideEffectClassNone
+	resources := []string{h.resource("/")}
+	for _, sub := range s.SubResources {
+		resources = append(resources, h.Plural+"/"+sub)
+	}
+	namespaces := s.Namespaces
+	if h.OfKind && !s.IncludeOwnNamespace && client.OwnNamespace != "" {
+		namespaces = withoutNamespace(namespaces, client.OwnNamespace)
+	}
 	return admissionregistrationv1.ValidatingWebhook{
 		Name: h.WebhookName(), ClientConfig: client.Admission(h.Path()),
 		Rules: []admissionregistrationv1.RuleWithOperations{{
 			Operations: s.Operations,
 			Rule: admissionregistrationv1.Rule{
 				APIGroups: []string{h.Group}, APIVersions: []string{h.Version},
-				Resources: []string{h.Plural}, Scope: &scope,
+				Resources: resources, Scope: &scope,
 			},
 		}},
-		FailurePolicy: &s.Policy, MatchPolicy: &equivalent,
-		NamespaceSelector: s.Namespaces, ObjectSelector: s.Objects,
-		SideEffects: &none, TimeoutSeconds: &s.Timeout, AdmissionReviewVersions: []string{"v1"},
+		FailurePolicy: &s.Policy, MatchPolicy: &s.MatchPolicy,
+		NamespaceSelector: namespaces, ObjectSelector: s.Objects,
+		SideEffects: &s.SideEffects, TimeoutSeconds: &s.Timeout, AdmissionReviewVersions: []string{"v1"},
+		MatchConditions: s.Conditions,
 	}
+}
+
+// withoutNamespace returns a copy of sel, nil for every namespace, that
+// leaves the namespace ns out too, by the kubernetes.io/metadata.name
+// label the API server puts on every namespace.
+func withoutNamespace(sel *metav1.LabelSelector, ns string) *metav1.LabelSelector {
+	out := &metav1.LabelSelector{}
+	if sel != nil {
+		out = sel.DeepCopy()
+	}
+	out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{ns},
+	})
+	return out
 }

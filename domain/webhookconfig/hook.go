@@ -40,6 +40,15 @@ type Hook struct {
 	// Cluster.
 	Group, Version, Plural, Kind string
 	Scope                        string
+	// SubResource is the subresource the Hook admits alone, such as scale
+	// or exec, whose requests carry an object of another kind than the
+	// resource's, as Kind names it; empty for the resource's own objects.
+	SubResource string
+	// OfKind says the Hook admits a Kind's objects, such as Pods, rather
+	// than one of the App's own Resources: its webhook leaves the App's
+	// own namespace out unless an IncludeOwnNamespace option says not to,
+	// so that an App whose pods are down never blocks its own restart.
+	OfKind bool
 	// Options are the Hook's options, in the order given.
 	Options []Option
 	// Mistakes are those found in what the Hook was made of: its Resource
@@ -67,14 +76,15 @@ func (h Hook) GroupName() string {
 
 // Path returns the path the Hook is served at: for a Validate,
 // /validate/<group>/<version>/<plural>, for a Mutate, /mutate/…, with
-// core for the core group; for a Conversion, ConversionPath's; "" for the
-// zero Hook.
+// core for the core group and /<subresource> after the plural for a
+// subresource's Hook; for a Conversion, ConversionPath's; "" for the zero
+// Hook.
 func (h Hook) Path() string {
 	switch h.Type {
 	case Validate:
-		return "/validate/" + h.GroupName() + "/" + h.Version + "/" + h.Plural
+		return "/validate/" + h.GroupName() + "/" + h.Version + "/" + h.resource("/")
 	case Mutate:
-		return "/mutate/" + h.GroupName() + "/" + h.Version + "/" + h.Plural
+		return "/mutate/" + h.GroupName() + "/" + h.Version + "/" + h.resource("/")
 	case Conversion:
 		return ConversionPath(h.Group, h.Plural)
 	}
@@ -94,11 +104,20 @@ func ConversionPath(group, plural string) string { return "/convert/" + group + 
 func (h Hook) WebhookName() string {
 	switch h.Type {
 	case Mutate:
-		return "mutate." + h.Version + "." + h.Plural + "." + h.GroupName()
+		return "mutate." + h.Version + "." + h.resource(".") + "." + h.GroupName()
 	case Conversion:
 		return "convert." + h.Plural + "." + h.GroupName()
 	}
-	return "validate." + h.Version + "." + h.Plural + "." + h.GroupName()
+	return "validate." + h.Version + "." + h.resource(".") + "." + h.GroupName()
+}
+
+// resource returns h's plural, and its subresource after sep when it has
+// one, such as deployments/scale.
+func (h Hook) resource(sep string) string {
+	if h.SubResource == "" {
+		return h.Plural
+	}
+	return h.Plural + sep + h.SubResource
 }
 
 // OptionKind is what an Option sets. The zero OptionKind is the zero
@@ -113,7 +132,20 @@ const (
 	TimeoutSeconds
 	NamespaceSelector
 	ObjectSelector
+	SideEffects
+	ReinvocationPolicy
+	MatchPolicy
+	MatchConditions
+	SubResources
+	IncludeOwnNamespace
 )
+
+// Condition is a match condition: a CEL expression the API server
+// evaluates before it calls the webhook, calling it only when every
+// condition is true.
+type Condition struct {
+	Name, Expression string
+}
 
 // Option sets one thing about a Validate's or a Mutate's webhook; the
 // field its Kind names holds its value.
@@ -127,6 +159,14 @@ type Option struct {
 	Timeout int32
 	// Selector is a NamespaceSelector's or an ObjectSelector's.
 	Selector metav1.LabelSelector
+	// Value is a SideEffects', a ReinvocationPolicy's or a MatchPolicy's:
+	// the API server's name of the class or policy.
+	Value string
+	// Conditions are a MatchConditions'.
+	Conditions []Condition
+	// Names are a SubResources': status, and the others whose requests
+	// carry the resource's own object.
+	Names []string
 }
 
 // String describes the option as the end user wrote it, for errors.
@@ -142,6 +182,29 @@ func (o Option) String() string {
 		return fmt.Sprintf("NamespaceSelector(%s)", metav1.FormatLabelSelector(&o.Selector))
 	case ObjectSelector:
 		return fmt.Sprintf("ObjectSelector(%s)", metav1.FormatLabelSelector(&o.Selector))
+	case SideEffects, ReinvocationPolicy, MatchPolicy:
+		return fmt.Sprintf("%s(%q)", o.Kind.name(), o.Value)
+	case MatchConditions:
+		names := make([]string, len(o.Conditions))
+		for i, c := range o.Conditions {
+			names[i] = c.Name
+		}
+		return fmt.Sprintf("MatchConditions(%q)", names)
+	case SubResources:
+		return fmt.Sprintf("SubResources(%q)", o.Names)
+	case IncludeOwnNamespace:
+		return "IncludeOwnNamespace()"
 	}
 	return "HookOption{}"
+}
+
+// name is the name of the option kube makes of k, for String.
+func (k OptionKind) name() string {
+	switch k {
+	case SideEffects:
+		return "SideEffects"
+	case ReinvocationPolicy:
+		return "ReinvocationPolicy"
+	}
+	return "MatchPolicy"
 }

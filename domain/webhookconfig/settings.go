@@ -26,17 +26,39 @@ type Settings struct {
 	// Namespaces and Objects are the selectors; nil selects everything.
 	Namespaces *metav1.LabelSelector
 	Objects    *metav1.LabelSelector
+	// SideEffects is None unless a SideEffects option says NoneOnDryRun.
+	SideEffects admissionregistrationv1.SideEffectClass
+	// Reinvocation is a Mutate's ReinvocationPolicy; nil is the API
+	// server's default, Never.
+	Reinvocation *admissionregistrationv1.ReinvocationPolicyType
+	// MatchPolicy is Equivalent unless a MatchPolicy option says Exact.
+	MatchPolicy admissionregistrationv1.MatchPolicyType
+	// Conditions are the match conditions, in the order given.
+	Conditions []admissionregistrationv1.MatchCondition
+	// SubResources are the subresources admitted besides the object.
+	SubResources []string
+	// IncludeOwnNamespace keeps the App's own namespace in a Kind's
+	// webhook, which otherwise leaves it out.
+	IncludeOwnNamespace bool
 }
+
+// Check compiles a match condition's CEL expression as the API server
+// would, and returns why it does not compile or is not a bool; nil skips
+// the compilation.
+type Check func(expression string) error
 
 // Settings returns what h's options add up to, and an error for each
 // mistake in h: its own Mistakes; the zero Hook; each option that is the
 // zero Option, given twice or out of range; a Conversion given options;
-// and a webhook name that is no DNS subdomain.
-func (h Hook) Settings() (Settings, []error) {
+// and a webhook name that is no DNS subdomain. check compiles the match
+// conditions' expressions.
+func (h Hook) Settings(check Check) (Settings, []error) {
 	s := Settings{
-		Policy:     admissionregistrationv1.Fail,
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-		Timeout:    DefaultTimeoutSeconds,
+		Policy:      admissionregistrationv1.Fail,
+		Operations:  []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Timeout:     DefaultTimeoutSeconds,
+		SideEffects: admissionregistrationv1.SideEffectClassNone,
+		MatchPolicy: admissionregistrationv1.Equivalent,
 	}
 	if h.Type == None {
 		return s, []error{errors.New("the zero Hook: make Hooks with Validate, Mutate, ValidateKind, MutateKind or Conversion")}
@@ -49,7 +71,7 @@ func (h Hook) Settings() (Settings, []error) {
 			mistakes = append(mistakes, "a Hook takes one of each option, and this is a second")
 		}
 		seen[o.Kind] = true
-		mistakes = append(mistakes, s.apply(h.Type, o)...)
+		mistakes = append(mistakes, s.apply(h, o, check)...)
 		for _, m := range mistakes {
 			errs = append(errs, fmt.Errorf("option %d, %v: %s", i, o, m))
 		}
@@ -65,21 +87,21 @@ func (h Hook) Settings() (Settings, []error) {
 	return s, errs
 }
 
-// apply sets what o sets in s, for a Hook of type t, and returns what is
-// wrong with o.
-func (s *Settings) apply(t Type, o Option) []string {
+// apply sets what o sets in s, for the Hook h, and returns what is wrong
+// with o.
+func (s *Settings) apply(h Hook, o Option, check Check) []string {
 	var mistakes []string
 	mistake := func(format string, args ...any) { mistakes = append(mistakes, fmt.Sprintf(format, args...)) }
 	switch o.Kind {
 	case NoOption:
-		mistake("the zero HookOption: make options with FailurePolicy, Operations, TimeoutSeconds, NamespaceSelector or ObjectSelector")
+		mistake("the zero HookOption: make options with kube's FailurePolicy, Operations, TimeoutSeconds, NamespaceSelector, ObjectSelector, SideEffects, ReinvocationPolicy, MatchPolicy, MatchConditions, SubResources or IncludeOwnNamespace")
 	case FailurePolicy:
 		if p := admissionregistrationv1.FailurePolicyType(o.Policy); p != admissionregistrationv1.Fail && p != admissionregistrationv1.Ignore {
 			mistake("the policy is neither Fail nor Ignore")
 		}
 		s.Policy = admissionregistrationv1.FailurePolicyType(o.Policy)
 	case Operations:
-		mistakes = append(mistakes, s.operations(t, o.Operations)...)
+		mistakes = append(mistakes, s.operations(h, o.Operations)...)
 	case TimeoutSeconds:
 		if o.Timeout < 1 || o.Timeout > MaxTimeoutSeconds {
 			mistake("the timeout is not from 1 to %d seconds", MaxTimeoutSeconds)
@@ -95,13 +117,16 @@ func (s *Settings) apply(t Type, o Option) []string {
 		} else {
 			s.Objects = &sel
 		}
+	default:
+		mistakes = s.applyMore(h, o, check)
 	}
 	return mistakes
 }
 
-// operations sets s's Operations to ops, for a Hook of type t, and
-// returns what is wrong with them.
-func (s *Settings) operations(t Type, ops []string) []string {
+// operations sets s's Operations to ops, for the Hook h, and returns
+// what is wrong with them.
+func (s *Settings) operations(h Hook, ops []string) []string {
+	t := h.Type
 	var mistakes []string
 	mistake := func(format string, args ...any) { mistakes = append(mistakes, fmt.Sprintf(format, args...)) }
 	if len(ops) == 0 {
@@ -116,6 +141,8 @@ func (s *Settings) operations(t Type, ops []string) []string {
 			mistake("%q is not an operation: pass kube.Create, Update, Delete or Connect", op)
 		case t == Mutate && (o == admissionregistrationv1.Delete || o == admissionregistrationv1.Connect):
 			mistake("a Mutate may not take %s: its requests have no object to change", op)
+		case o == admissionregistrationv1.Connect && h.SubResource == "":
+			mistake("CONNECT is made to a subresource alone, such as pods/exec: admit it with ValidateSubResource, or it never fires")
 		case slices.Contains(s.Operations, o):
 			mistake("%s is named twice", op)
 		}
@@ -126,19 +153,22 @@ func (s *Settings) operations(t Type, ops []string) []string {
 
 // Mistakes returns each Hook's Settings, and an error for each mistake in
 // hooks, each named by the Hook's place and description: the Hooks' own,
-// and two Hooks served at one path.
-func Mistakes(hooks []Hook) ([]Settings, []error) {
+// with their match conditions compiled by check, and two Hooks served at
+// one path or with one webhook name.
+func Mistakes(hooks []Hook, check Check) ([]Settings, []error) {
 	var errs []error
 	settings := make([]Settings, len(hooks))
-	paths := map[string]int{}
+	paths, names := map[string]int{}, map[string]int{}
 	for i, h := range hooks {
-		s, mistakes := h.Settings()
+		s, mistakes := h.Settings(check)
 		settings[i] = s
 		if p := h.Path(); p != "" {
 			if j, ok := paths[p]; ok {
 				mistakes = append(mistakes, fmt.Errorf("Hook %d, %v, is served at %s too: one Hook a path", j, hooks[j], p))
+			} else if j, ok := names[h.WebhookName()]; ok {
+				mistakes = append(mistakes, fmt.Errorf("Hook %d, %v, has the webhook name %s too: one Hook a name", j, hooks[j], h.WebhookName()))
 			} else {
-				paths[p] = i
+				paths[p], names[h.WebhookName()] = i, i
 			}
 		}
 		for _, err := range mistakes {

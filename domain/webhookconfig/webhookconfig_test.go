@@ -2,6 +2,7 @@ package webhookconfig_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,30 +38,36 @@ func TestHook_names_its_path_and_webhook(t *testing.T) {
 }
 
 func TestHook_Settings_defaults(t *testing.T) {
-	s, errs := hook(webhookconfig.Validate).Settings()
+	s, errs := hook(webhookconfig.Validate).Settings(nil)
 	require.Empty(t, errs)
 	require.Equal(t, webhookconfig.Settings{
-		Policy:     admissionregistrationv1.Fail,
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-		Timeout:    webhookconfig.DefaultTimeoutSeconds,
+		Policy:      admissionregistrationv1.Fail,
+		Operations:  []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Timeout:     webhookconfig.DefaultTimeoutSeconds,
+		SideEffects: admissionregistrationv1.SideEffectClassNone,
+		MatchPolicy: admissionregistrationv1.Equivalent,
 	}, s)
 }
 
 func TestHook_Settings_applies_each_option(t *testing.T) {
 	ns := metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 	obj := metav1.LabelSelector{MatchLabels: map[string]string{"tier": "b"}}
-	s, errs := hook(webhookconfig.Validate,
+	exec := hook(webhookconfig.Validate,
 		webhookconfig.Option{Kind: webhookconfig.FailurePolicy, Policy: "Ignore"},
 		webhookconfig.Option{Kind: webhookconfig.Operations, Operations: []string{"DELETE", "CONNECT"}},
 		webhookconfig.Option{Kind: webhookconfig.TimeoutSeconds, Timeout: 30},
 		webhookconfig.Option{Kind: webhookconfig.NamespaceSelector, Selector: ns},
 		webhookconfig.Option{Kind: webhookconfig.ObjectSelector, Selector: obj},
-	).Settings()
+	)
+	exec.SubResource = "exec" // CONNECT is a subresource's alone
+	s, errs := exec.Settings(nil)
 	require.Empty(t, errs)
 	require.Equal(t, webhookconfig.Settings{
 		Policy:     admissionregistrationv1.Ignore,
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete, admissionregistrationv1.Connect},
 		Timeout:    30, Namespaces: &ns, Objects: &obj,
+		SideEffects: admissionregistrationv1.SideEffectClassNone,
+		MatchPolicy: admissionregistrationv1.Equivalent,
 	}, s)
 }
 
@@ -100,7 +107,7 @@ func TestHook_Settings_names_every_mistake(t *testing.T) {
 			[]string{`the webhook's name "validate.v1.memcacheds.Cache": `}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, errs := c.hook.Settings()
+			_, errs := c.hook.Settings(nil)
 			err := errors.Join(errs...)
 			require.Len(t, errs, len(c.want), "%v", err)
 			for _, w := range c.want {
@@ -111,7 +118,7 @@ func TestHook_Settings_names_every_mistake(t *testing.T) {
 }
 
 func TestMistakes_names_each_Hook_and_two_at_one_path(t *testing.T) {
-	settings, errs := webhookconfig.Mistakes([]webhookconfig.Hook{hook(webhookconfig.Validate), {}, hook(webhookconfig.Validate)})
+	settings, errs := webhookconfig.Mistakes([]webhookconfig.Hook{hook(webhookconfig.Validate), {}, hook(webhookconfig.Validate)}, nil)
 	require.Len(t, settings, 3)
 	err := errors.Join(errs...)
 	require.ErrorContains(t, err, "kube: Hook 1, Hook{}: the zero Hook")
@@ -148,7 +155,7 @@ func TestConfigurations_writes_one_webhook_a_Hook(t *testing.T) {
 		hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.TimeoutSeconds, Timeout: 5}),
 		hook(webhookconfig.Conversion),
 		{Type: webhookconfig.Mutate, Desc: "MutateKind(pods.v1.core)", Version: "v1", Plural: "pods", Kind: "Pod", Scope: "Namespaced"},
-	})
+	}, nil)
 	require.NoError(t, err)
 	require.Equal(t, "ValidatingWebhookConfiguration", v.Kind)
 	require.Equal(t, "admissionregistration.k8s.io/v1", v.APIVersion)
@@ -168,11 +175,134 @@ func TestConfigurations_writes_one_webhook_a_Hook(t *testing.T) {
 	require.Equal(t, []string{""}, m.Webhooks[0].Rules[0].APIGroups)
 	require.Equal(t, int32(webhookconfig.DefaultTimeoutSeconds), *m.Webhooks[0].TimeoutSeconds)
 
-	v, m, err = webhookconfig.Configurations("memcached", client, []webhookconfig.Hook{hook(webhookconfig.Conversion)})
+	v, m, err = webhookconfig.Configurations("memcached", client, []webhookconfig.Hook{hook(webhookconfig.Conversion)}, nil)
 	require.NoError(t, err)
 	require.Nil(t, v, "a Conversion is the CRD's")
 	require.Nil(t, m)
 
-	_, _, err = webhookconfig.Configurations("memcached", client, []webhookconfig.Hook{{}})
+	_, _, err = webhookconfig.Configurations("memcached", client, []webhookconfig.Hook{{}}, nil)
 	require.ErrorContains(t, err, "the zero Hook")
+}
+
+func TestHook_Settings_applies_the_options_kubebuilder_users_set(t *testing.T) {
+	var checked []string
+	check := func(expr string) error { checked = append(checked, expr); return nil }
+	ifNeeded := admissionregistrationv1.IfNeededReinvocationPolicy
+	s, errs := hook(webhookconfig.Mutate,
+		webhookconfig.Option{Kind: webhookconfig.SideEffects, Value: "NoneOnDryRun"},
+		webhookconfig.Option{Kind: webhookconfig.ReinvocationPolicy, Value: "IfNeeded"},
+		webhookconfig.Option{Kind: webhookconfig.MatchPolicy, Value: "Exact"},
+		webhookconfig.Option{Kind: webhookconfig.MatchConditions, Conditions: []webhookconfig.Condition{{Name: "not-mine", Expression: "true"}}},
+		webhookconfig.Option{Kind: webhookconfig.SubResources, Names: []string{"status"}},
+	).Settings(check)
+	require.Empty(t, errs)
+	require.Equal(t, []string{"true"}, checked, "each expression is compiled")
+	require.Equal(t, admissionregistrationv1.SideEffectClassNoneOnDryRun, s.SideEffects)
+	require.Equal(t, &ifNeeded, s.Reinvocation)
+	require.Equal(t, admissionregistrationv1.Exact, s.MatchPolicy)
+	require.Equal(t, []admissionregistrationv1.MatchCondition{{Name: "not-mine", Expression: "true"}}, s.Conditions)
+	require.Equal(t, []string{"status"}, s.SubResources)
+}
+
+func TestHook_Settings_names_every_mistake_in_the_new_options(t *testing.T) {
+	failing := func(string) error { return errors.New("must evaluate to bool") }
+	many := make([]webhookconfig.Condition, webhookconfig.MaxMatchConditions+1)
+	for i := range many {
+		many[i] = webhookconfig.Condition{Name: fmt.Sprintf("c%d", i), Expression: "true"}
+	}
+	for _, c := range []struct {
+		name  string
+		hook  webhookconfig.Hook
+		check webhookconfig.Check
+		want  []string
+	}{
+		{"CONNECT without a subresource", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.Operations, Operations: []string{"CONNECT"}}), nil,
+			[]string{"CONNECT is made to a subresource alone, such as pods/exec"}},
+		{"bad classes and policies", hook(webhookconfig.Validate,
+			webhookconfig.Option{Kind: webhookconfig.SideEffects, Value: "Some"},
+			webhookconfig.Option{Kind: webhookconfig.ReinvocationPolicy, Value: "Always"},
+			webhookconfig.Option{Kind: webhookconfig.MatchPolicy, Value: "Loose"}), nil,
+			[]string{
+				`option 0, SideEffects("Some"): the class is neither None nor NoneOnDryRun`,
+				`option 1, ReinvocationPolicy("Always"): the policy is neither Never nor IfNeeded`,
+				`option 1, ReinvocationPolicy("Always"): only a Mutate is reinvoked`,
+				`option 2, MatchPolicy("Loose"): the policy is neither Equivalent nor Exact`,
+			}},
+		{"bad conditions", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.MatchConditions, Conditions: []webhookconfig.Condition{
+			{Expression: "true"}, {Name: "a b", Expression: "true"}, {Name: "x", Expression: " "}, {Name: "x", Expression: "object"},
+		}}), failing, []string{
+			"condition 0: the name is missing",
+			`condition 1: the name "a b": `,
+			"condition 1 (a b): must evaluate to bool",
+			"condition 2 (x): the expression is empty",
+			`condition 3: the name "x" is given twice`,
+			"condition 3 (x): must evaluate to bool",
+			"condition 0 (): must evaluate to bool",
+		}},
+		{"too many conditions", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.MatchConditions, Conditions: many}), nil,
+			[]string{"65 conditions, more than the 64 the API server takes"}},
+		{"no condition", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.MatchConditions}), nil,
+			[]string{"no condition"}},
+		{"a subresource of another object", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.SubResources, Names: []string{"status", "scale", "status"}}), nil,
+			[]string{"the requests to memcacheds/scale carry no Memcached, which this Hook decodes: admit them with kube.ValidateSubResource", "status is named twice"}},
+		{"IncludeOwnNamespace on a Resource's Hook", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.IncludeOwnNamespace}), nil,
+			[]string{"only a Kind's webhook leaves the App's own namespace out"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, errs := c.hook.Settings(c.check)
+			err := errors.Join(errs...)
+			require.Len(t, errs, len(c.want), "%v", err)
+			for _, w := range c.want {
+				require.ErrorContains(t, err, w)
+			}
+		})
+	}
+}
+
+func TestConfigurations_writes_subresources_options_and_leaves_the_own_namespace_out(t *testing.T) {
+	client := webhookconfig.Client{URL: "https://hooks.example.com", OwnNamespace: "memcached-system"}
+	team := metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	pods := webhookconfig.Hook{Type: webhookconfig.Validate, Desc: "ValidateKind(pods.v1.core)", Version: "v1", Plural: "pods", Kind: "Pod", Scope: "Namespaced", OfKind: true,
+		Options: []webhookconfig.Option{{Kind: webhookconfig.NamespaceSelector, Selector: team}, {Kind: webhookconfig.SubResources, Names: []string{"status"}}}}
+	exec := webhookconfig.Hook{Type: webhookconfig.Validate, Desc: "ValidateSubResource(pods/exec.v1.core)", Version: "v1", Plural: "pods", SubResource: "exec", Kind: "PodExecOptions", Scope: "Namespaced", OfKind: true,
+		Options: []webhookconfig.Option{{Kind: webhookconfig.Operations, Operations: []string{"CONNECT"}}, {Kind: webhookconfig.IncludeOwnNamespace}}}
+	scale := webhookconfig.Hook{Type: webhookconfig.Mutate, Desc: "MutateSubResource(deployments/scale.v1.apps)", Group: "apps", Version: "v1", Plural: "deployments", SubResource: "scale", Kind: "Scale", Scope: "Namespaced", OfKind: true,
+		Options: []webhookconfig.Option{{Kind: webhookconfig.ReinvocationPolicy, Value: "IfNeeded"}, {Kind: webhookconfig.MatchConditions, Conditions: []webhookconfig.Condition{{Name: "n", Expression: "true"}}}}}
+	v, m, err := webhookconfig.Configurations("x", client, []webhookconfig.Hook{pods, exec, scale, hook(webhookconfig.Validate)}, nil)
+	require.NoError(t, err)
+	require.Len(t, v.Webhooks, 3)
+	w := v.Webhooks[0]
+	require.Equal(t, []string{"pods", "pods/status"}, w.Rules[0].Resources)
+	require.Equal(t, &metav1.LabelSelector{MatchLabels: team.MatchLabels, MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"memcached-system"}},
+	}}, w.NamespaceSelector, "a Kind's webhook leaves the App's namespace out, with the selector it was given")
+	require.Equal(t, map[string]string{"team": "a"}, team.MatchLabels, "the option's selector is not changed")
+	require.Empty(t, team.MatchExpressions)
+
+	w = v.Webhooks[1]
+	require.Equal(t, "validate.v1.pods.exec.core", w.Name)
+	require.Equal(t, "https://hooks.example.com/validate/core/v1/pods/exec", *w.ClientConfig.URL)
+	require.Equal(t, []string{"pods/exec"}, w.Rules[0].Resources)
+	require.Nil(t, w.NamespaceSelector, "IncludeOwnNamespace keeps it")
+	require.Nil(t, v.Webhooks[2].NamespaceSelector, "a Resource's webhook admits every namespace")
+
+	mw := m.Webhooks[0]
+	require.Equal(t, "mutate.v1.deployments.scale.apps", mw.Name)
+	require.Equal(t, []string{"deployments/scale"}, mw.Rules[0].Resources)
+	require.Equal(t, admissionregistrationv1.IfNeededReinvocationPolicy, *mw.ReinvocationPolicy)
+	require.Equal(t, []admissionregistrationv1.MatchCondition{{Name: "n", Expression: "true"}}, mw.MatchConditions)
+	require.NotNil(t, mw.NamespaceSelector)
+
+	client.OwnNamespace = ""
+	v, _, err = webhookconfig.Configurations("x", client, []webhookconfig.Hook{pods}, nil)
+	require.NoError(t, err)
+	require.Equal(t, &team, v.Webhooks[0].NamespaceSelector, "no OwnNamespace, nothing left out")
+}
+
+func TestMistakes_names_two_Hooks_with_one_webhook_name(t *testing.T) {
+	a := webhookconfig.Hook{Type: webhookconfig.Validate, Desc: "a", Group: "apps", Version: "v1", Plural: "deployments", SubResource: "scale", Kind: "Scale", Scope: "Namespaced"}
+	b := webhookconfig.Hook{Type: webhookconfig.Validate, Desc: "b", Group: "scale.apps", Version: "v1", Plural: "deployments", Kind: "Deployment", Scope: "Namespaced"}
+	_, errs := webhookconfig.Mistakes([]webhookconfig.Hook{a, b}, nil)
+	require.Len(t, errs, 1)
+	require.ErrorContains(t, errs[0], "kube: Hook 1, b: Hook 0, a, has the webhook name validate.v1.deployments.scale.apps too: one Hook a name")
 }
