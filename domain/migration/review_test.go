@@ -1,0 +1,115 @@
+package migration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/mock/gomock"
+
+	"github.com/loam-dev/loam/ports"
+)
+
+// An object that a controller updates faster than the migration can read
+// and write it conflicts on every try. Each conflict is a write made
+// after the run's list, so in the storage version already.
+func TestReview_a_conflict_that_never_ends_fails_the_run(t *testing.T) {
+	m, c := newMocks(t)
+	c.ConflictRetries = 2
+	conflict := fmt.Errorf("update: %w", ports.ErrConflict)
+	m.crd.EXPECT().Read(gomock.Any()).Return(state(), nil).Times(2)
+	m.rec.EXPECT().MigrationStarted(gomock.Any(), gomock.Any())
+	m.objects.EXPECT().List(gomock.Any(), "", int64(2)).Return(ports.StoredPage{Objects: []ports.StoredObject{obj("hot"), obj("b")}}, nil)
+	m.objects.EXPECT().Rewrite(gomock.Any(), obj("hot")).Return(conflict).Times(3)
+	m.objects.EXPECT().Get(gomock.Any(), "ns", "hot").Return(obj("hot"), nil).Times(2)
+	m.objects.EXPECT().Rewrite(gomock.Any(), obj("b"))
+	m.crd.EXPECT().SaveCheckpoint(gomock.Any(), gomock.Any()).AnyTimes()
+	m.rec.EXPECT().MigrationPage(gomock.Any(), gomock.Any())
+	m.crd.EXPECT().SetStoredVersions(gomock.Any(), state(), []string{"v1beta1"})
+	m.rec.EXPECT().MigrationEnded(gomock.Any(), gomock.Any(), []string{"v1beta1"}, nil)
+	res, err := Run(t.Context(), c)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Rewritten)
+	require.Equal(t, 3, res.Conflicts)
+}
+
+// A run that rewrote every page and then stopped (its context ended, or
+// the trim was refused) leaves what it did on the CRD: the next run goes
+// straight to the trim instead of rewriting every object again.
+func TestReview_a_run_stopped_before_the_trim_starts_over(t *testing.T) {
+	m, c := newMocks(t)
+	var saved string
+	m.crd.EXPECT().Read(gomock.Any()).Return(state(), nil).Times(2)
+	m.rec.EXPECT().MigrationStarted(gomock.Any(), gomock.Any())
+	m.objects.EXPECT().List(gomock.Any(), "", int64(2)).Return(ports.StoredPage{Objects: []ports.StoredObject{obj("a")}}, nil)
+	m.objects.EXPECT().Rewrite(gomock.Any(), obj("a"))
+	m.crd.EXPECT().SaveCheckpoint(gomock.Any(), gomock.Any()).DoAndReturn(func(_ context.Context, cp string) error { saved = cp; return nil }).AnyTimes()
+	m.rec.EXPECT().MigrationPage(gomock.Any(), gomock.Any())
+	m.crd.EXPECT().SetStoredVersions(gomock.Any(), state(), []string{"v1beta1"}).Return(context.Canceled)
+	m.rec.EXPECT().MigrationEnded(gomock.Any(), gomock.Any(), gomock.Any(), gomock.Not(nil))
+	_, err := Run(t.Context(), c)
+	require.ErrorIs(t, err, context.Canceled)
+
+	// The second run: no list, no rewrite, the trim at once.
+	m, c = newMocks(t)
+	st := state()
+	st.Checkpoint = saved
+	m.crd.EXPECT().Read(gomock.Any()).Return(st, nil).Times(2)
+	m.rec.EXPECT().MigrationStarted(gomock.Any(), gomock.Any())
+	m.crd.EXPECT().SaveCheckpoint(gomock.Any(), "").AnyTimes()
+	m.crd.EXPECT().SetStoredVersions(gomock.Any(), st, []string{"v1beta1"})
+	m.rec.EXPECT().MigrationEnded(gomock.Any(), gomock.Any(), []string{"v1beta1"}, nil)
+	res, err := Run(t.Context(), c)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Rewritten, "the first run's count")
+}
+
+// An object that a validating webhook or the new schema refuses stops
+// the run at the first such object: the error names one, and the user
+// finds the next only after fixing it and running again. The others on
+// the way must still be rewritten, every refused object named together,
+// the checkpoint held before the first refusal, and nothing trimmed.
+func TestReview_a_refused_object_stops_the_run_at_the_first(t *testing.T) {
+	m, c := newMocks(t)
+	refused := func(name string) error {
+		return fmt.Errorf("%w: admission webhook %q denied the request: %s", ports.ErrRefused, "v.memcached", name)
+	}
+	m.crd.EXPECT().Read(gomock.Any()).Return(state(), nil)
+	m.rec.EXPECT().MigrationStarted(gomock.Any(), gomock.Any())
+	m.objects.EXPECT().List(gomock.Any(), "", int64(2)).Return(ports.StoredPage{Objects: []ports.StoredObject{obj("a"), obj("b")}, Continue: "t1"}, nil)
+	m.objects.EXPECT().Rewrite(gomock.Any(), obj("a")).Return(refused("a"))
+	m.objects.EXPECT().Rewrite(gomock.Any(), obj("b"))
+	m.objects.EXPECT().List(gomock.Any(), "t1", int64(2)).Return(ports.StoredPage{Objects: []ports.StoredObject{obj("c")}}, nil)
+	m.objects.EXPECT().Rewrite(gomock.Any(), obj("c")).Return(refused("c"))
+	m.rec.EXPECT().MigrationPage(gomock.Any(), gomock.Any()).AnyTimes()
+	m.rec.EXPECT().MigrationEnded(gomock.Any(), gomock.Any(), []string{"v1alpha1", "v1beta1"}, gomock.Not(nil))
+	res, err := Run(t.Context(), c)
+	require.ErrorIs(t, err, ports.ErrRefused)
+	require.ErrorContains(t, err, "rewriting ns/a")
+	require.ErrorContains(t, err, "rewriting ns/c")
+	require.Equal(t, 1, res.Rewritten)
+	require.Equal(t, []string{"v1alpha1", "v1beta1"}, res.StoredVersions)
+}
+
+// A checkpoint annotation that doesn't parse (edited by hand, cut short)
+// fails every run for good, with an error that doesn't say which
+// annotation to remove. Starting over is always safe: a rewrite of an
+// object already stored in the new version changes nothing.
+func TestReview_a_corrupt_checkpoint_fails_every_run(t *testing.T) {
+	m, c := newMocks(t)
+	st := state()
+	st.Checkpoint = `{"version":"v1beta1","gener`
+	m.crd.EXPECT().Read(gomock.Any()).Return(st, nil).Times(2)
+	m.rec.EXPECT().MigrationStarted(gomock.Any(), gomock.Any()).Do(func(_ context.Context, p ports.MigrationProgress) {
+		require.False(t, p.Resumed)
+	})
+	m.objects.EXPECT().List(gomock.Any(), "", int64(2)).Return(ports.StoredPage{}, nil)
+	m.crd.EXPECT().SaveCheckpoint(gomock.Any(), gomock.Any()).AnyTimes()
+	m.rec.EXPECT().MigrationPage(gomock.Any(), gomock.Any())
+	m.crd.EXPECT().SetStoredVersions(gomock.Any(), st, []string{"v1beta1"})
+	m.rec.EXPECT().MigrationEnded(gomock.Any(), gomock.Any(), []string{"v1beta1"}, nil)
+	_, err := Run(t.Context(), c)
+	require.NoError(t, err)
+}
+
