@@ -13,8 +13,9 @@ import (
 
 // An object that a controller updates faster than the migration can read
 // and write it conflicts on every try. Each conflict is a write made
-// after the run's list, so in the storage version already.
-func TestReview_a_conflict_that_never_ends_fails_the_run(t *testing.T) {
+// after the run's list, so in the storage version already: the run goes
+// on and trims. (It failed the run, for good, before.)
+func TestRun_counts_an_object_that_keeps_conflicting_as_written(t *testing.T) {
 	m, c := newMocks(t)
 	c.ConflictRetries = 2
 	conflict := fmt.Errorf("update: %w", ports.ErrConflict)
@@ -36,8 +37,9 @@ func TestReview_a_conflict_that_never_ends_fails_the_run(t *testing.T) {
 
 // A run that rewrote every page and then stopped (its context ended, or
 // the trim was refused) leaves what it did on the CRD: the next run goes
-// straight to the trim instead of rewriting every object again.
-func TestReview_a_run_stopped_before_the_trim_starts_over(t *testing.T) {
+// straight to the trim instead of rewriting every object again. (It
+// started over before.)
+func TestRun_stopped_before_the_trim_resumes_at_the_trim(t *testing.T) {
 	m, c := newMocks(t)
 	var saved string
 	m.crd.EXPECT().Read(gomock.Any()).Return(state(), nil).Times(2)
@@ -65,12 +67,13 @@ func TestReview_a_run_stopped_before_the_trim_starts_over(t *testing.T) {
 	require.Equal(t, 1, res.Rewritten, "the first run's count")
 }
 
-// An object that a validating webhook or the new schema refuses stops
-// the run at the first such object: the error names one, and the user
-// finds the next only after fixing it and running again. The others on
-// the way must still be rewritten, every refused object named together,
-// the checkpoint held before the first refusal, and nothing trimmed.
-func TestReview_a_refused_object_stops_the_run_at_the_first(t *testing.T) {
+// An object that a validating webhook or the new schema refuses doesn't
+// stop the run at the first such object (it did before: the user found
+// the next only after fixing one and running again). The others are
+// still rewritten, every refused object named together, the checkpoint
+// held before the first refusal (no SaveCheckpoint is expected), and
+// nothing trimmed.
+func TestRun_names_every_refused_object_and_holds_the_checkpoint(t *testing.T) {
 	m, c := newMocks(t)
 	refused := func(name string) error {
 		return fmt.Errorf("%w: admission webhook %q denied the request: %s", ports.ErrRefused, "v.memcached", name)
@@ -93,10 +96,10 @@ func TestReview_a_refused_object_stops_the_run_at_the_first(t *testing.T) {
 }
 
 // A checkpoint annotation that doesn't parse (edited by hand, cut short)
-// fails every run for good, with an error that doesn't say which
+// failed every run for good, with an error that didn't say which
 // annotation to remove. Starting over is always safe: a rewrite of an
 // object already stored in the new version changes nothing.
-func TestReview_a_corrupt_checkpoint_fails_every_run(t *testing.T) {
+func TestRun_starts_over_from_a_corrupt_checkpoint(t *testing.T) {
 	m, c := newMocks(t)
 	st := state()
 	st.Checkpoint = `{"version":"v1beta1","gener`
