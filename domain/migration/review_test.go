@@ -115,4 +115,3 @@ func TestRun_starts_over_from_a_corrupt_checkpoint(t *testing.T) {
 	_, err := Run(t.Context(), c)
 	require.NoError(t, err)
 }
-
