@@ -32,7 +32,7 @@ const (
 	DefaultConflictRetries = 5
 	// MaxConflictRetries bounds ConflictRetries: an object that changes
 	// faster than this many reads is written by someone else, in the
-	// storage version already, and a later run finds it so.
+	// storage version already, and counts as done.
 	MaxConflictRetries = 100
 )
 

@@ -50,11 +50,13 @@ type Result struct {
 // from the checkpoint an interrupted run of the same storage version left
 // on the CRD, and keeps its own after each page. An object deleted on the
 // way is skipped; a rewrite that conflicts is retried on a fresh read, up
-// to ConflictRetries times. It returns an error, naming the CRD and the
+// to ConflictRetries times, and past them counts as written by whoever
+// changed the object. It returns an error, naming the CRD and the
 // object, when the CRD doesn't store c.Version, a list or a write fails,
-// an object conflicts past the retries, or the CRD's storage changed
-// during the run, in which case storedVersions is left as it was; a run
-// again then goes on from the last checkpoint. A CRD whose storedVersions
+// the API server refused objects (each named, after the others are
+// rewritten), or the CRD's storage changed during the run, in which case
+// storedVersions is left as it was; a run again then goes on from the
+// last checkpoint. A CRD whose storedVersions
 // is its storage version alone, with no checkpoint, needs nothing and
 // returns at once.
 func Run(ctx context.Context, c Config) (Result, error) {
