@@ -115,3 +115,22 @@ func TestRun_starts_over_from_a_corrupt_checkpoint(t *testing.T) {
 	_, err := Run(t.Context(), c)
 	require.NoError(t, err)
 }
+
+// Refused objects stop the run once maxRefused of them are named: past
+// them the rest are likely refused for the same reason, and a page of
+// 500 would otherwise make 500 requests and an error of 500 lines.
+func TestRun_stops_after_maxRefused_refused_objects(t *testing.T) {
+	m, c := newMocks(t)
+	page := make([]ports.StoredObject, maxRefused+5)
+	for i := range page {
+		page[i] = obj(fmt.Sprint("m", i))
+	}
+	m.crd.EXPECT().Read(gomock.Any()).Return(state(), nil)
+	m.rec.EXPECT().MigrationStarted(gomock.Any(), gomock.Any())
+	m.objects.EXPECT().List(gomock.Any(), "", int64(2)).Return(ports.StoredPage{Objects: page, Continue: "t1"}, nil)
+	m.objects.EXPECT().Rewrite(gomock.Any(), gomock.Any()).Return(fmt.Errorf("x: %w", ports.ErrRefused)).Times(maxRefused)
+	m.rec.EXPECT().MigrationEnded(gomock.Any(), gomock.Any(), []string{"v1alpha1", "v1beta1"}, gomock.Not(nil))
+	_, err := Run(t.Context(), c)
+	require.ErrorIs(t, err, ports.ErrRefused)
+	require.ErrorContains(t, err, fmt.Sprintf("%d objects refused, the run stopped there", maxRefused))
+}

@@ -139,8 +139,11 @@ func (r *run) pages(ctx context.Context) error {
 			if err := r.rewrite(ctx, obj); err != nil {
 				return errors.Join(append(r.refused, err)...)
 			}
+			if len(r.refused) == maxRefused {
+				return fmt.Errorf("%d objects refused, the run stopped there, each left in its old version: %w", maxRefused, errors.Join(r.refused...))
+			}
 		}
-		if len(r.refused) >= maxRefused || (page.Continue == "" && len(r.refused) > 0) {
+		if page.Continue == "" && len(r.refused) > 0 {
 			return fmt.Errorf("%d objects refused, each left in its old version: %w", len(r.refused), errors.Join(r.refused...))
 		}
 		r.cp.Pages++
