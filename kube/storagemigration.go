@@ -43,7 +43,8 @@ type StorageMigrationSettings struct {
 	// MaxStorageMigrationPageSize, 0 for 500.
 	PageSize int64
 	// ConflictRetries is how many times the rewrite of an object that
-	// changed since its list is retried on a fresh read: 1 to
+	// changed since its list is retried on a fresh read, before it counts
+	// as written by its other writer: 1 to
 	// MaxStorageMigrationConflictRetries, 0 for 5.
 	ConflictRetries int
 	// FieldManager names the migration's writes in managedFields: ""
@@ -134,11 +135,13 @@ func storageMigrationMistakes(s *app.Setup, client *Client, settings StorageMigr
 // it finished when run again; then it sets status.storedVersions to the
 // storage version alone. An object deleted on the way is skipped; one
 // that changed since its list is read again and rewritten, up to
-// ConflictRetries times. It returns an error, with the result so far,
-// when the CRD doesn't store the Resource's version, a request fails, an
-// object keeps conflicting, or the CRD's spec changed during the run; in
-// each case storedVersions is left as it was. A CRD already trimmed, with
-// no checkpoint, returns at once.
+// ConflictRetries times, and past them counts as written in the storage
+// version by whoever changed it. It returns an error, with the result so
+// far, when the CRD doesn't store the Resource's version, a request
+// fails, the API server refuses objects (every one named, after the rest
+// are rewritten), or the CRD's spec changed during the run; in each case
+// storedVersions is left as it was. A CRD already trimmed, with no
+// checkpoint, returns at once.
 func (m *StorageMigration) Run(ctx context.Context) (StorageMigrationResult, error) {
 	res, err := migration.Run(ctx, m.c)
 	if err != nil {

@@ -14,6 +14,10 @@ var (
 	ErrConflict = errors.New("the object has changed since it was read")
 	// ErrGone is an object, or a resource, that no longer exists.
 	ErrGone = errors.New("not found")
+	// ErrRefused is a write of one object that the API server refused
+	// for that object alone: its validation, or an admission webhook or
+	// policy that denied it. Writing other objects may still succeed.
+	ErrRefused = errors.New("the API server refused the object")
 )
 
 // ContinueExpiredError is a list whose continue token is too old for a

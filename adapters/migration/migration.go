@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	crdclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +39,25 @@ func translate(err error) error {
 		return fmt.Errorf("%w: %w", ports.ErrGone, err)
 	}
 	return err
+}
+
+// translateWrite translates an object's write as translate does, and
+// wraps with ports.ErrRefused what the API server refused for that
+// object alone: 422 Invalid (the schema, its CEL rules), and a denial by
+// an admission webhook or policy, which answers with the status code it
+// likes and says "denied" in a message of the API server's own.
+func translateWrite(err error) error {
+	var status apierrors.APIStatus
+	if apierrors.IsInvalid(err) || (errors.As(err, &status) && denied(status.Status().Message)) {
+		return fmt.Errorf("%w: %w", ports.ErrRefused, err)
+	}
+	return translate(err)
+}
+
+// denied reports whether message is an admission webhook's or policy's
+// denial, in the words of k8s.io/apiserver's admission plugins.
+func denied(message string) bool {
+	return strings.Contains(message, " denied the request") || strings.Contains(message, " denied request")
 }
 
 // Objects is every object of one resource, through the dynamic client,
@@ -80,11 +100,12 @@ func (o Objects) Get(ctx context.Context, namespace, name string) (ports.StoredO
 }
 
 // Rewrite writes obj back with an update, whose resourceVersion makes it
-// conflict once obj has changed.
+// conflict once obj has changed; one the API server refuses for obj
+// alone wraps ports.ErrRefused.
 func (o Objects) Rewrite(ctx context.Context, obj ports.StoredObject) error {
 	u := &unstructured.Unstructured{Object: obj.Object}
 	_, err := o.Client.Namespace(obj.Namespace).Update(ctx, u, metav1.UpdateOptions{FieldManager: o.FieldManager})
-	return translate(err)
+	return translateWrite(err)
 }
 
 // stored returns u as the port carries it.

@@ -32,7 +32,7 @@ const (
 	DefaultConflictRetries = 5
 	// MaxConflictRetries bounds ConflictRetries: an object that changes
 	// faster than this many reads is written by someone else, in the
-	// storage version already, and a later run finds it so.
+	// storage version already, and counts as done.
 	MaxConflictRetries = 100
 )
 
@@ -101,6 +101,9 @@ type checkpoint struct {
 	Generation int64  `json:"generation"`
 	// Continue is the token of the next page.
 	Continue string `json:"continue"`
+	// Listed says every page is rewritten and only the trim is left, so
+	// that a run stopped between the two doesn't list everything again.
+	Listed bool `json:"listed,omitempty"`
 	// The counts so far, and the last object rewritten.
 	Pages     int    `json:"pages"`
 	Rewritten int    `json:"rewritten"`
@@ -119,21 +122,23 @@ func (c checkpoint) encode() (string, error) {
 }
 
 // resume returns the checkpoint of st to go on from, in a migration to
-// version: none (ok false) when st has none, or one of another version or
-// generation, whose continue token lists another storage's snapshot; an
-// unreadable one is an error, since something else wrote it.
-func resume(st ports.StorageState, version string) (checkpoint, bool, error) {
+// version: none (ok false) when st has none, one of another version or
+// generation, whose continue token lists another storage's snapshot, or
+// one that doesn't read. Starting over is always safe, since rewriting
+// an object already in the storage version changes nothing, whereas
+// failing on an annotation edited by hand would fail every run for good.
+func resume(st ports.StorageState, version string) (checkpoint, bool) {
 	if st.Checkpoint == "" {
-		return checkpoint{}, false, nil
+		return checkpoint{}, false
 	}
 	var c checkpoint
 	if err := json.Unmarshal([]byte(st.Checkpoint), &c); err != nil {
-		return checkpoint{}, false, fmt.Errorf("CRD %s: the checkpoint of an earlier migration doesn't read: %w", st.Name, err)
+		return checkpoint{}, false
 	}
-	if c.Version != version || c.Generation != st.Generation || c.Continue == "" {
-		return checkpoint{}, false, nil
+	if c.Version != version || c.Generation != st.Generation || (c.Continue == "" && !c.Listed) {
+		return checkpoint{}, false
 	}
-	return c, true, nil
+	return c, true
 }
 
 // gone reports whether err says the object no longer exists.

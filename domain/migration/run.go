@@ -15,6 +15,11 @@ import (
 // server that never serves the page, and the run fails rather than spin.
 const maxExpired = 3
 
+// maxRefused bounds the refused objects a run goes on past: past it the
+// others are likely refused for the same reason, and the run stops
+// rather than try every one.
+const maxRefused = 20
+
 // Config is one migration: the ports it drives and its settings.
 type Config struct {
 	// Objects are the resource's objects; Definition its CRD.
@@ -45,11 +50,13 @@ type Result struct {
 // from the checkpoint an interrupted run of the same storage version left
 // on the CRD, and keeps its own after each page. An object deleted on the
 // way is skipped; a rewrite that conflicts is retried on a fresh read, up
-// to ConflictRetries times. It returns an error, naming the CRD and the
+// to ConflictRetries times, and past them counts as written by whoever
+// changed the object. It returns an error, naming the CRD and the
 // object, when the CRD doesn't store c.Version, a list or a write fails,
-// an object conflicts past the retries, or the CRD's storage changed
-// during the run, in which case storedVersions is left as it was; a run
-// again then goes on from the last checkpoint. A CRD whose storedVersions
+// the API server refused objects (each named, after the others are
+// rewritten), or the CRD's storage changed during the run, in which case
+// storedVersions is left as it was; a run again then goes on from the
+// last checkpoint. A CRD whose storedVersions
 // is its storage version alone, with no checkpoint, needs nothing and
 // returns at once.
 func Run(ctx context.Context, c Config) (Result, error) {
@@ -69,17 +76,16 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		c.Recorder.MigrationEnded(ctx, p, start.StoredVersions, nil)
 		return Result{MigrationProgress: p, StoredVersions: start.StoredVersions}, nil
 	}
-	cp, resumed, err := resume(start, version)
-	if err != nil {
-		return Result{StoredVersions: start.StoredVersions}, err
-	}
+	cp, resumed := resume(start, version)
 	if !resumed {
 		cp = checkpoint{Version: version, Generation: start.Generation}
 	}
 	r.cp, r.resumed = cp, resumed
 	c.Recorder.MigrationStarted(ctx, r.progress())
 	stored := start.StoredVersions
-	err = r.pages(ctx)
+	if !r.cp.Listed {
+		err = r.pages(ctx)
+	}
 	if err == nil {
 		stored, err = r.trim(ctx, start, version)
 	}
@@ -97,6 +103,9 @@ type run struct {
 	name    string
 	cp      checkpoint
 	resumed bool
+	// refused are the rewrites the API server refused for their object
+	// alone, each naming it.
+	refused []error
 }
 
 // progress returns the run's progress as its records report it.
@@ -109,8 +118,10 @@ func (r *run) progress() ports.MigrationProgress {
 }
 
 // pages lists every page from the checkpoint's on and rewrites its
-// objects, keeping the checkpoint of the next page once a page is done;
-// the last page removes it.
+// objects, keeping the checkpoint of the next page once a page is done,
+// and the last page's as Listed. Once an object is refused the checkpoint
+// stays where it was, so that no later run passes the object, and the
+// run goes on only to name every refused object together.
 func (r *run) pages(ctx context.Context) error {
 	expired := 0
 	for {
@@ -121,30 +132,45 @@ func (r *run) pages(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("listing the objects: %w", err)
+			return errors.Join(append(r.refused, fmt.Errorf("listing the objects: %w", err))...)
 		}
 		expired = 0
 		for _, obj := range page.Objects {
 			if err := r.rewrite(ctx, obj); err != nil {
-				return err
+				return errors.Join(append(r.refused, err)...)
 			}
+			if len(r.refused) == maxRefused {
+				return fmt.Errorf("%d objects refused, the run stopped there, each left in its old version: %w", maxRefused, errors.Join(r.refused...))
+			}
+		}
+		if page.Continue == "" && len(r.refused) > 0 {
+			return fmt.Errorf("%d objects refused, each left in its old version: %w", len(r.refused), errors.Join(r.refused...))
 		}
 		r.cp.Pages++
-		r.cp.Continue = page.Continue
-		saved := ""
-		if page.Continue != "" {
-			if saved, err = r.cp.encode(); err != nil {
+		r.cp.Continue, r.cp.Listed = page.Continue, page.Continue == ""
+		if len(r.refused) == 0 {
+			if err := r.save(ctx); err != nil {
 				return err
 			}
-		}
-		if err := r.c.Definition.SaveCheckpoint(ctx, saved); err != nil {
-			return fmt.Errorf("keeping the checkpoint: %w", err)
 		}
 		r.c.Recorder.MigrationPage(ctx, r.progress())
 		if page.Continue == "" {
 			return nil
 		}
 	}
+}
+
+// save keeps the checkpoint on the CRD; "" removes it once the trim is
+// done.
+func (r *run) save(ctx context.Context) error {
+	saved, err := r.cp.encode()
+	if err != nil {
+		return err
+	}
+	if err := r.c.Definition.SaveCheckpoint(ctx, saved); err != nil {
+		return fmt.Errorf("keeping the checkpoint: %w", err)
+	}
+	return nil
 }
 
 // rewrite writes obj back unchanged, retrying on a fresh read after a
@@ -164,13 +190,20 @@ func (r *run) rewrite(ctx context.Context, obj ports.StoredObject) error {
 		case gone(err):
 			r.cp.Gone++
 			return nil
+		case errors.Is(err, ports.ErrRefused):
+			r.refused = append(r.refused, fmt.Errorf("rewriting %s: %w", key, err))
+			return nil
 		case !errors.Is(err, ports.ErrConflict):
 			return fmt.Errorf("rewriting %s: %w", key, err)
-		case attempt > r.c.ConflictRetries:
-			return fmt.Errorf("rewriting %s: it conflicted %d times in a row: %w", key, attempt, err)
 		}
 		r.cp.Conflicts++
 		r.c.Recorder.MigrationConflict(ctx, r.progress(), key, attempt)
+		if attempt > r.c.ConflictRetries {
+			// A conflict is a write made after the list the run read obj
+			// from, and the CRD stored the version then: that write stored
+			// obj in it, as kube-controller-manager's migrator reasons.
+			return nil
+		}
 		obj, err = r.c.Objects.Get(ctx, obj.Namespace, obj.Name)
 		if gone(err) {
 			r.cp.Gone++
@@ -184,8 +217,22 @@ func (r *run) rewrite(ctx context.Context, obj ports.StoredObject) error {
 
 // trim sets the CRD's storedVersions to version alone, once Trim finds
 // it safe, retrying on a fresh read when the CRD changed since it was
-// read. It returns the storedVersions the CRD has at the end.
+// read, and then removes the checkpoint. It returns the storedVersions
+// the CRD has at the end.
 func (r *run) trim(ctx context.Context, start ports.StorageState, version string) ([]string, error) {
+	stored, err := r.setStored(ctx, start, version)
+	if err != nil {
+		return stored, err
+	}
+	if err := r.c.Definition.SaveCheckpoint(ctx, ""); err != nil {
+		return stored, fmt.Errorf("removing the checkpoint: %w", err)
+	}
+	return stored, nil
+}
+
+// setStored sets the CRD's storedVersions to version alone, once Trim
+// finds it safe, retrying on a fresh read after a conflict.
+func (r *run) setStored(ctx context.Context, start ports.StorageState, version string) ([]string, error) {
 	for attempt := 1; ; attempt++ {
 		now, err := r.c.Definition.Read(ctx)
 		if err != nil {
