@@ -294,7 +294,10 @@ func TestExplore(t *testing.T) {
 	}, {
 		bug: notIdempotent, name: "an operator that writes on every pass",
 		found: func(t *testing.T, f *explore.Failure) {
-			require.ErrorContains(t, f.Err, "the operator still writes")
+			// It writes again and again: never quiet for Quiet, or, on
+			// a machine busy enough to space its writes further apart,
+			// quiet once and then writing with nothing to do.
+			require.Regexp(t, `the operator still writes|the operator isn't quiet: with nothing to do, it changed`, f.Err.Error())
 			require.Len(t, f.Steps, 1, "a create is enough")
 			require.Equal(t, generate.Create, f.Steps[0].Op)
 		},

@@ -16,8 +16,11 @@
 //	                      priority
 //	-scale.load=before    convergence's objects are created before the
 //	                      controller starts (before), or while it runs (while)
-//	-scale.lease=short    failover's Lease: short (2s, 1.2s, 0.4s) or
-//	                      default (kube.DefaultSettings: 15s, 10s, 2s)
+//	-scale.lease=short    failover's Lease: short (4s, 2s, 0.5s, fenced in
+//	                      client-go's whole seconds as the chaos suite's
+//	                      are; 2s, 1.2s, 0.4s lost its Lease on a loaded
+//	                      machine) or default (kube.DefaultSettings:
+//	                      15s, 10s, 2s)
 //	-scale.limits=client-go,loam,watched
 //	                      the limit's variants: client-go is the limit;
 //	                      loam sends the same writes through loam's Client;

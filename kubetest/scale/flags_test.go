@@ -15,7 +15,7 @@ var (
 	flagW       = flag.String("scale.w", "4", "worker counts W, comma-separated")
 	flagOnly    = flag.String("scale.only", strings.Join(allPhases, ","), "phases to run, comma-separated")
 	flagLoad    = flag.String("scale.load", loadBefore, "when convergence's objects are created: before the controller starts, or while it runs")
-	flagLease   = flag.String("scale.lease", leaseShort, "failover's Lease durations: short (2s, 1.2s, 0.4s) or default (15s, 10s, 2s)")
+	flagLease   = flag.String("scale.lease", leaseShort, "failover's Lease durations: short (4s, 2s, 0.5s: fenced, as the chaos suite's) or default (15s, 10s, 2s)")
 	flagLoaders = flag.Int("scale.loaders", 16, "parallel clients that create and delete the objects")
 	flagLimits  = flag.String("scale.limits", strings.Join(allLimits, ","), "the limit's variants: client-go (the limit), loam (through loam's Client), watched (while informers watch as the Controller's do)")
 	flagRepeat  = flag.Int("scale.repeat", 1, "how many times to measure each limit, convergence and priority variant, one after the other")
@@ -111,7 +111,7 @@ func parseConfig(n, w, only, limits, load, lease string, loaders, repeat int, ou
 	}
 	switch lease {
 	case leaseShort:
-		c.lease = leaseDurations{leaseShort, 2 * time.Second, 1200 * time.Millisecond, 400 * time.Millisecond}
+		c.lease = leaseDurations{leaseShort, 4 * time.Second, 2 * time.Second, 500 * time.Millisecond}
 	case leaseDefault:
 		c.lease = leaseDurations{leaseDefault, 15 * time.Second, 10 * time.Second, 2 * time.Second}
 	default:
