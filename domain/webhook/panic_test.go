@@ -27,7 +27,7 @@ func (panickyStatus) Status() metav1.Status { panic("status boom") }
 // A panic escaping Admit or Convert ends the request with no answer,
 // which the API server takes for a failed call, admitted under
 // FailurePolicy Ignore: the end user's error is their code too.
-func TestReview_an_error_that_panics_denies(t *testing.T) {
+func TestAdmit_and_Convert_deny_with_200_when_the_error_panics(t *testing.T) {
 	for name, err := range map[string]error{
 		"a typed nil error":    (*nilError)(nil),
 		"a status that panics": panickyStatus{},
@@ -55,7 +55,7 @@ func TestReview_an_error_that_panics_denies(t *testing.T) {
 
 // A mutation of a request whose object is not a JSON object, or is null,
 // is denied as an error, never a panic.
-func TestReview_a_patch_of_odd_objects_denies(t *testing.T) {
+func TestAdmit_answers_200_to_a_mutation_of_an_odd_object(t *testing.T) {
 	for _, c := range []struct{ name, before, after string }{
 		{"null to object", `null`, `{"a":1}`},
 		{"array to object", `[1,2]`, `{"a":1}`},
