@@ -15,7 +15,7 @@ import (
 // subdomains (k8s.io/apiserver's ValidateWebhookService): such a prefix
 // is refused at WebhookConfigurations, not when the configuration is
 // applied.
-func TestReview_a_Service_Path_the_API_server_refuses(t *testing.T) {
+func TestWebhookConfigurations_refuses_a_Service_Path_the_API_server_refuses(t *testing.T) {
 	for _, path := range []string{"/Hooks", "/a//b", "/a/../b", "/a b", "/_x"} {
 		wc := kube.WebhookClient{Service: &kube.WebhookService{Namespace: "ns", Name: "hooks", Path: path}}
 		_, _, err := kube.WebhookConfigurations("memcached", wc, kube.Validate(Memcached, validateMemcached))
@@ -33,17 +33,21 @@ var nodeKind = kube.Kind[corev1.Node]{GVR: corev1.SchemeGroupVersion.WithResourc
 // A cluster-scoped Kind's objects are in no namespace: a NotIn on the
 // App's namespace means nothing for Nodes, and for Namespaces it leaves
 // the App's own Namespace object out of the review.
-func TestReview_a_cluster_scoped_Kind_leaves_no_namespace_out(t *testing.T) {
+func TestWebhookConfigurations_a_cluster_scoped_Kind_leaves_no_namespace_out(t *testing.T) {
 	wc := kube.WebhookClient{Service: &kube.WebhookService{Namespace: "memcached-system", Name: "hooks"}}
 	v, _, err := kube.WebhookConfigurations("x", wc,
 		kube.ValidateKind(nodeKind, func(context.Context, kube.Admission[corev1.Node]) ([]string, error) { return nil, nil }))
 	require.NoError(t, err)
 	require.Nil(t, v.Webhooks[0].NamespaceSelector)
+
+	_, _, err = kube.WebhookConfigurations("x", wc,
+		kube.ValidateKind(nodeKind, func(context.Context, kube.Admission[corev1.Node]) ([]string, error) { return nil, nil }, kube.IncludeOwnNamespace()))
+	require.ErrorContains(t, err, "a cluster-scoped Kind's objects are in no namespace")
 }
 
 // A NamespaceSelector that selects the App's own namespace alone, which
 // the Kind's webhook leaves out, makes a webhook that never fires.
-func TestReview_a_NamespaceSelector_of_the_App_s_namespace_alone(t *testing.T) {
+func TestWebhookConfigurations_refuses_a_NamespaceSelector_of_the_App_s_namespace_alone(t *testing.T) {
 	wc := kube.WebhookClient{Service: &kube.WebhookService{Namespace: "memcached-system", Name: "hooks"}}
 	for _, sel := range []metav1.LabelSelector{
 		{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "memcached-system"}},
