@@ -69,9 +69,7 @@ func (c WebhookClient) mistakes(field string) []error {
 		if s.Port < 0 || s.Port > 65535 {
 			errs = append(errs, fmt.Errorf("%s.Service.Port %d is not a port (1 to 65535, or 0 for 443)", field, s.Port))
 		}
-		if s.Path != "" && !strings.HasPrefix(s.Path, "/") {
-			errs = append(errs, fmt.Errorf("%s.Service.Path %q does not start with /", field, s.Path))
-		}
+		errs = append(errs, servicePathMistakes(field, s.Path)...)
 	default:
 		u, err := url.Parse(c.URL)
 		switch {
@@ -115,3 +113,27 @@ func (c WebhookClient) conversion(path string) *apiextensionsv1.WebhookClientCon
 // named plural in group, which the CRD's conversion stanza names and the
 // Webhooks Service serves.
 func conversionPath(group, plural string) string { return webhookconfig.ConversionPath(group, plural) }
+
+// servicePathMistakes returns an error for each mistake in path, a
+// WebhookService's Path, named by field: the API server refuses a
+// service path that does not start with a slash, or has a segment that
+// is empty or no DNS subdomain, such as /Hooks, /a//b or /a/../b
+// (k8s.io/apiserver's ValidateWebhookService); a slash alone, or one at
+// the end, is taken.
+func servicePathMistakes(field, path string) []error {
+	if path == "" || path == "/" {
+		return nil
+	}
+	if !strings.HasPrefix(path, "/") {
+		return []error{fmt.Errorf("%s.Service.Path %q does not start with /", field, path)}
+	}
+	var errs []error
+	for i, seg := range strings.Split(strings.TrimSuffix(path[1:], "/"), "/") {
+		if seg == "" {
+			errs = append(errs, fmt.Errorf("%s.Service.Path %q: segment %d is empty, which the API server refuses", field, path, i))
+		} else if p := validation.IsDNS1123Subdomain(seg); len(p) > 0 {
+			errs = append(errs, fmt.Errorf("%s.Service.Path %q: segment %d, %q, is no DNS subdomain, which the API server refuses: %s", field, path, i, seg, strings.Join(p, "; ")))
+		}
+	}
+	return errs
+}

@@ -31,10 +31,11 @@ const (
 // code, reason and message when the error is an API status error of
 // k8s.io/apimachinery, or code 403 and its message otherwise. A mutating
 // webhook's response carries the JSON patch from the request's object to
-// the result's Object, none when that is nil or equal. A panic of a
-// denies the request with a 200 Outcome that carries the panic and its
-// stack, and a denial whose status says 500 InternalError, as does a
-// result's Object that is not a JSON object: the API server reads the
+// the result's Object, none when that is nil or equal. A panic of a, or
+// of its error's Error or Status, denies the request with a 200 Outcome
+// that carries the panic and its stack, and a denial whose status says
+// 500 InternalError, as does a result's Object that is not a JSON
+// object: the API server reads the
 // HTTP status first, and a 5xx is a failed call, which FailurePolicy
 // Ignore admits. Only a review denies for sure.
 func Admit(ctx context.Context, body []byte, mutating bool, a ports.Admitter) Outcome {
@@ -60,8 +61,16 @@ func Admit(ctx context.Context, body []byte, mutating bool, a ports.Admitter) Ou
 	var (
 		result ports.AdmissionResult
 		err    error
+		st     *metav1.Status
 	)
-	if p := guard(func() { result, err = a.Admit(ctx, r) }); p != nil {
+	// The error is the end user's too: its Error or Status may panic, as
+	// a typed nil pointer's does, and a panic that escapes answers
+	// nothing, which FailurePolicy Ignore admits.
+	if p := guard(func() {
+		if result, err = a.Admit(ctx, r); err != nil {
+			st = status(err)
+		}
+	}); p != nil {
 		o.Result, o.Panic, o.Stack = Panicked, p.value, p.stack
 		o.Message = fmt.Sprintf("the webhook panicked: %v", p.value)
 		return o.respond(statusOK, denial(req, &metav1.Status{
@@ -72,7 +81,6 @@ func Admit(ctx context.Context, body []byte, mutating bool, a ports.Admitter) Ou
 	o.Warnings = result.Warnings
 
 	if err != nil {
-		st := status(err)
 		o.Result, o.Message = Denied, st.Message
 		if ctx.Err() != nil {
 			// The API server has stopped waiting: this is a timeout, not

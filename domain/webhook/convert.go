@@ -57,8 +57,9 @@ type ObjectHeader struct {
 // every object converted, in order; or Failure with the message of the
 // first object c fails to convert, or whose conversion is not a JSON
 // object, and no object at all, since the API server takes all or none. A
-// panic of c fails the review with a 500 Outcome that carries the panic
-// and its stack.
+// panic of c, or of its error's Error, fails the review with a 200
+// Outcome of a Failure review that carries the panic and its stack: a
+// 5xx is a failed call, which FailurePolicy Ignore admits.
 func Convert(ctx context.Context, body []byte, c ports.Converter) Outcome {
 	var review apiextensionsv1.ConversionReview
 	if err := json.Unmarshal(body, &review); err != nil {
@@ -89,12 +90,18 @@ func Convert(ctx context.Context, body []byte, c ports.Converter) Outcome {
 	}
 
 	converted := make([]json.RawMessage, 0, len(req.Objects))
-	var err error
+	var (
+		err     error
+		message string
+	)
 	p := guard(func() {
 		for i, obj := range req.Objects {
 			var out []byte
 			out, err = convertOne(ctx, c, i, obj.Raw, req.DesiredAPIVersion)
 			if err != nil {
+				// Inside the guard: the end user's error may panic, as
+				// a typed nil pointer's does.
+				message = err.Error()
 				return
 			}
 			converted = append(converted, out)
@@ -109,7 +116,7 @@ func Convert(ctx context.Context, body []byte, c ports.Converter) Outcome {
 			Reason: metav1.StatusReasonInternalError, Code: statusInternalServerError}
 		return o.respondConversion(statusOK, resp)
 	case err != nil:
-		o.Result, o.Message = Errored, err.Error()
+		o.Result, o.Message = Errored, message
 		resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: o.Message}
 		return o.respondConversion(statusOK, resp)
 	}

@@ -2,6 +2,8 @@ package webhookconfig
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +16,8 @@ import (
 // WebhookName, matching its resource's operations (and subresources) in
 // any of its versions (matchPolicy Equivalent) unless its options say
 // otherwise, with no side effects unless on a dry run when they say so,
-// and, for a Kind's Hook, in every namespace but client's OwnNamespace.
+// and, for a namespaced Kind's Hook, in every namespace but client's
+// OwnNamespace.
 // Conversion Hooks are left out: the CRD carries them. Both have their
 // apiVersion and kind.
 //
@@ -22,6 +25,11 @@ import (
 // one error naming every mistake Mistakes finds in hooks, with check.
 func Configurations(name string, client Client, hooks []Hook, check Check) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
 	settings, errs := Mistakes(hooks, check)
+	for i, h := range hooks {
+		if i < len(settings) && leavesOwnNamespaceOut(h, settings[i], client) && selectsOnly(settings[i].Namespaces, client.OwnNamespace) {
+			errs = append(errs, fmt.Errorf("Hook %d, %v: its NamespaceSelector selects the App's own namespace %s alone, which the webhook of a Kind leaves out, so it would never be called: give it IncludeOwnNamespace, or select other namespaces", i, h, client.OwnNamespace))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
@@ -69,7 +77,7 @@ func webhook(h Hook, s Settings, client Client) admissionregistrationv1.Validati
 		resources = append(resources, h.Plural+"/"+sub)
 	}
 	namespaces := s.Namespaces
-	if h.OfKind && !s.IncludeOwnNamespace && client.OwnNamespace != "" {
+	if leavesOwnNamespaceOut(h, s, client) {
 		namespaces = withoutNamespace(namespaces, client.OwnNamespace)
 	}
 	return admissionregistrationv1.ValidatingWebhook{
@@ -88,6 +96,10 @@ func webhook(h Hook, s Settings, client Client) admissionregistrationv1.Validati
 	}
 }
 
+// namespaceNameLabel is the label the API server puts on every
+// namespace, its name.
+const namespaceNameLabel = "kubernetes.io/metadata.name"
+
 // withoutNamespace returns a copy of sel, nil for every namespace, that
 // leaves the namespace ns out too, by the kubernetes.io/metadata.name
 // label the API server puts on every namespace.
@@ -97,7 +109,36 @@ func withoutNamespace(sel *metav1.LabelSelector, ns string) *metav1.LabelSelecto
 		out = sel.DeepCopy()
 	}
 	out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{
-		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{ns},
+		Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{ns},
 	})
 	return out
+}
+
+// leavesOwnNamespaceOut reports whether h's webhook leaves client's
+// OwnNamespace out: a Kind's namespaced objects do, unless s says to
+// include it. A cluster-scoped object is in no namespace, and a
+// Namespace's own labels would match the selector, leaving the App's own
+// Namespace out of a webhook on Namespaces.
+func leavesOwnNamespaceOut(h Hook, s Settings, client Client) bool {
+	return h.OfKind && h.Scope == string(admissionregistrationv1.NamespacedScope) &&
+		!s.IncludeOwnNamespace && client.OwnNamespace != ""
+}
+
+// selectsOnly reports whether sel selects the namespace ns alone, by
+// the kubernetes.io/metadata.name label, in its labels or in an In
+// requirement.
+func selectsOnly(sel *metav1.LabelSelector, ns string) bool {
+	if sel == nil {
+		return false
+	}
+	if v, ok := sel.MatchLabels[namespaceNameLabel]; ok {
+		return v == ns
+	}
+	for _, r := range sel.MatchExpressions {
+		if r.Key == namespaceNameLabel && r.Operator == metav1.LabelSelectorOpIn && len(r.Values) > 0 &&
+			!slices.ContainsFunc(r.Values, func(v string) bool { return v != ns }) {
+			return true
+		}
+	}
+	return false
 }

@@ -54,8 +54,11 @@ func (s *Settings) applyMore(h Hook, o Option, check Check) []string {
 	case SubResources:
 		mistakes = s.subResources(h, o.Names)
 	case IncludeOwnNamespace:
-		if !h.OfKind {
+		switch {
+		case !h.OfKind:
 			mistake("only a Kind's webhook leaves the App's own namespace out: a Resource's admits every namespace already")
+		case h.Scope == string(admissionregistrationv1.ClusterScope):
+			mistake("a cluster-scoped Kind's objects are in no namespace: its webhook leaves none out")
 		}
 		s.IncludeOwnNamespace = true
 	}
