@@ -76,7 +76,7 @@ func TestServe_retries_a_check_its_Gate_retries_until_it_passes(t *testing.T) {
 
 func TestServe_fails_once_its_Gates_Bound_of_retries_passes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fails := make([]error, 31)
+		fails := make([]error, 30)
 		for i := range fails {
 			fails[i] = errUnreached
 		}
@@ -86,11 +86,11 @@ func TestServe_fails_once_its_Gates_Bound_of_retries_passes(t *testing.T) {
 		r.serve(t.Context())
 		err := <-r.served
 		require.ErrorIs(t, err, errUnreached)
-		require.ErrorContains(t, err, "still failing after retrying for 30s, as the webhooks allows")
-		require.Equal(t, 30*time.Second, time.Since(start), "the Bound, from the first failure")
+		require.ErrorContains(t, err, "still failing after retrying for 29s, as the webhooks allows")
+		require.Equal(t, 29*time.Second, time.Since(start), "no try starts a CheckRetryInterval or less before the Bound, from the first try")
 		lines := r.j.all()
-		require.Len(t, lines, 62, "31 checks and 30 retries: %q", lines)
-		require.Equal(t, []string{"retry 30: true", "check failed", "unhealthy"}, lines[59:])
+		require.Len(t, lines, 60, "30 checks and 29 retries: %q", lines)
+		require.Equal(t, []string{"retry 29: true", "check failed", "unhealthy"}, lines[57:])
 	})
 }
 
