@@ -107,7 +107,6 @@ func Run(ctx context.Context, init Init, opts ...Option) int {
 		Telemetry: telemetry,
 		Faults:    fault.Inert(),
 		onStop:    &stopHooks{},
-		shared:    &sharedValues{},
 	}
 	l := &lifecycle{
 		setup:   setup,
