@@ -107,6 +107,7 @@ func Run(ctx context.Context, init Init, opts ...Option) int {
 		Telemetry: telemetry,
 		Faults:    fault.Inert(),
 		onStop:    &stopHooks{},
+		shared:    &sharedValues{},
 	}
 	l := &lifecycle{
 		setup:   setup,

@@ -33,7 +33,7 @@ type Setup struct {
 	Faults *fault.Injector
 
 	onStop *stopHooks
-	shared sharedValues
+	shared *sharedValues
 }
 
 // Network dials and listens on the Host's network.

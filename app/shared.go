@@ -5,9 +5,7 @@ import (
 	"sync"
 )
 
-// sharedValues holds what Share kept, in order. It is a value of the
-// Setup, not a pointer made on first use, so Share is safe to call at
-// once from two goroutines on a Setup built by hand, as tests build them.
+// sharedValues holds what Share kept, in order.
 type sharedValues struct {
 	mu     sync.Mutex
 	values []any
@@ -21,6 +19,9 @@ func (s *Setup) Share(v any) {
 	if v == nil {
 		return
 	}
+	if s.shared == nil {
+		s.shared = &sharedValues{}
+	}
 	s.shared.mu.Lock()
 	defer s.shared.mu.Unlock()
 	s.shared.values = append(s.shared.values, v)
@@ -29,7 +30,7 @@ func (s *Setup) Share(v any) {
 // Shared returns every value Share kept on s so far, in the order it
 // kept them; none on a Setup that kept none.
 func (s *Setup) Shared() []any {
-	if s == nil {
+	if s == nil || s.shared == nil {
 		return nil
 	}
 	s.shared.mu.Lock()

@@ -9,9 +9,7 @@ import (
 	"github.com/loam-dev/loam/app"
 )
 
-// Run with -race: the values Share keeps were a pointer made on first
-// use, which two goroutines raced to make.
-func TestSetup_Share_is_safe_at_once_on_a_Setup_built_by_hand(t *testing.T) {
+func TestReview_Share_concurrently_on_a_Setup_built_by_hand(t *testing.T) {
 	var s app.Setup
 	var wg sync.WaitGroup
 	for i := range 8 {
