@@ -28,9 +28,9 @@ type Gate struct {
 	// is one this Gate stands for even once Open is closed, such as the
 	// API server's failure to reach the App's conversion webhook through
 	// a Service whose endpoints lag behind the pod: Serve checks again
-	// every CheckRetryInterval, for at most Bound from the first such
-	// failure, rather than fail at once (retry.go). Any other error still
-	// ends Serve.
+	// every CheckRetryInterval, for at most Bound from the first try,
+	// cutting short a try still running then, rather than fail at once
+	// (retry.go). Any other error still ends Serve.
 	Retries func(err error) bool
 	// Retrying, when not nil, is called for each failed check Serve
 	// retries, with the try's number, 1 for the first, and its error.

@@ -14,34 +14,70 @@ const CheckRetryInterval = time.Second
 
 // check runs the Watch's check, and runs it again while it fails with an
 // error one of gates' Retries accepts, every CheckRetryInterval, for at
-// most that Gate's Bound from the first such failure. It returns nil once
-// a check passes, the first error no Gate retries, the last error wrapped
-// once the Bound has passed, and stop's error when stop ends first.
+// most that Gate's Bound from the start of the first try: a retried try
+// that still runs when the Bound passes is cut short, since a conversion
+// webhook that hangs rather than refuses keeps each try waiting. It
+// returns nil once a check passes, the first error no Gate retries, the
+// last retried error wrapped once the Bound has passed, and stop's error
+// when stop ends first.
 func (c *Controller) check(stop context.Context, gates []Gate) error {
-	var first time.Time
-	for try := 1; ; try++ {
-		err := c.c.Watch.Check(stop)
+	start := c.c.Clock.Now()
+	var last *retried
+	for n := 1; ; n++ {
+		var cut bool
+		var err error
+		if last == nil {
+			err = c.c.Watch.Check(stop)
+		} else {
+			cut, err = c.bounded(stop, last.bound-c.c.Clock.Now().Sub(start))
+		}
 		if err == nil || stop.Err() != nil {
 			return err
+		}
+		elapsed := c.c.Clock.Now().Sub(start)
+		if cut {
+			// The cut's own error is no Gate's: the last retried one is
+			// the cause.
+			return last.exhausted(elapsed)
 		}
 		g, ok := retrying(gates, err)
 		if !ok {
 			return err
 		}
-		now := c.c.Clock.Now()
-		if try == 1 {
-			first = now
-		}
-		if now.Sub(first)+CheckRetryInterval > g.Bound {
-			return fmt.Errorf("%w (still failing after retrying for %v, as %s allows)", err, now.Sub(first), g.Name)
+		last = &retried{err: err, gate: g.Name, bound: g.Bound}
+		if elapsed+CheckRetryInterval >= g.Bound {
+			return last.exhausted(elapsed)
 		}
 		if g.Retrying != nil {
-			g.Retrying(try, err)
+			g.Retrying(n, err)
 		}
 		if !c.sleep(stop, CheckRetryInterval) {
 			return stop.Err()
 		}
 	}
+}
+
+// retried is the last error of the first check that a Gate retried.
+type retried struct {
+	err   error
+	gate  string
+	bound time.Duration
+}
+
+// exhausted returns r's error once its Gate's Bound has passed, elapsed
+// after the first try started.
+func (r *retried) exhausted(elapsed time.Duration) error {
+	return fmt.Errorf("%w (still failing after retrying for %v, as %s allows)", r.err, elapsed, r.gate)
+}
+
+// bounded runs the Watch's check, cut short once left has passed on the
+// Clock, and reports whether it was cut.
+func (c *Controller) bounded(stop context.Context, left time.Duration) (cut bool, err error) {
+	ctx, cancel := context.WithCancel(stop)
+	defer cancel()
+	stopTimer := c.c.Clock.AfterFunc(left, cancel)
+	err = c.c.Watch.Check(ctx)
+	return !stopTimer() && err != nil, err
 }
 
 // retrying returns the first of gates whose Retries accepts err.

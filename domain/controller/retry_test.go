@@ -76,7 +76,7 @@ func TestServe_retries_a_check_its_Gate_retries_until_it_passes(t *testing.T) {
 
 func TestServe_fails_once_its_Gates_Bound_of_retries_passes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fails := make([]error, 31)
+		fails := make([]error, 30)
 		for i := range fails {
 			fails[i] = errUnreached
 		}
@@ -86,11 +86,11 @@ func TestServe_fails_once_its_Gates_Bound_of_retries_passes(t *testing.T) {
 		r.serve(t.Context())
 		err := <-r.served
 		require.ErrorIs(t, err, errUnreached)
-		require.ErrorContains(t, err, "still failing after retrying for 30s, as the webhooks allows")
-		require.Equal(t, 30*time.Second, time.Since(start), "the Bound, from the first failure")
+		require.ErrorContains(t, err, "still failing after retrying for 29s, as the webhooks allows")
+		require.Equal(t, 29*time.Second, time.Since(start), "no try starts a CheckRetryInterval or less before the Bound, from the first try")
 		lines := r.j.all()
-		require.Len(t, lines, 62, "31 checks and 30 retries: %q", lines)
-		require.Equal(t, []string{"retry 30: true", "check failed", "unhealthy"}, lines[59:])
+		require.Len(t, lines, 60, "30 checks and 29 retries: %q", lines)
+		require.Equal(t, []string{"retry 29: true", "check failed", "unhealthy"}, lines[57:])
 	})
 }
 
@@ -154,5 +154,32 @@ func TestServe_waits_for_a_Gate_it_finds_when_it_starts(t *testing.T) {
 		require.Equal(t, 1, calls)
 		stop()
 		require.NoError(t, <-r.served)
+	})
+}
+
+// A conversion webhook that hangs rather than refuses: each check takes
+// 20 s to fail. The retries still end within the Gate's Bound (30 s) of
+// the first try, rather than a check started just before the Bound
+// running on past it.
+func TestServe_cuts_a_hanging_retried_check_at_its_Gates_Bound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := retried(t, false)
+		r.watch.EXPECT().Check(gomock.Any()).DoAndReturn(func(ctx context.Context) error {
+			r.j.add("check")
+			select {
+			case <-time.After(20 * time.Second):
+				return errUnreached
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}).AnyTimes()
+		r.unstarted()
+		start := time.Now()
+		r.serve(t.Context())
+		err := <-r.served
+		require.ErrorIs(t, err, errUnreached)
+		require.ErrorContains(t, err, "still failing after retrying")
+		require.Equal(t, 30*time.Second, time.Since(start), "the Bound, from the first try")
+		require.Equal(t, []string{"check", "retry 1: true", "check", "unhealthy"}, r.j.all(), "the second try, at 21 s, cut at 30 s")
 	})
 }
