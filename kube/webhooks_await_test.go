@@ -1,13 +1,11 @@
 package kube_test
 
 import (
-	"context"
 	"crypto/tls"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	otellog "go.opentelemetry.io/otel/log"
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
@@ -33,19 +31,7 @@ func TestNewWebhooks_holds_every_Controller_of_its_Setup_until_they_serve(t *tes
 	_, err = kube.NewWebhooks(s, settings, kube.Validate(Memcached, validateMemcached))
 	require.NoError(t, err)
 
-	ctx, stop := context.WithCancel(t.Context())
-	served := make(chan error, 1)
-	go func() { served <- ctrl.Serve(ctx) }()
-	require.Eventually(t, func() bool {
-		for _, r := range tel.Records() {
-			if r.Body().AsString() == "waiting for the webhooks to serve" {
-				return r.Severity() == otellog.SeverityInfo
-			}
-		}
-		return false
-	}, 10*time.Second, time.Millisecond, "an INFO record says the Controller waits for the Webhooks made after it")
-	stop()
-	require.NoError(t, <-served, "stopped while it waits, it returns nil")
+	requireWaitsForWebhooks(t, ctrl, tel)
 }
 
 func TestWebhookSettings_AwaitBound_mistakes(t *testing.T) {

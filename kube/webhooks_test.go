@@ -419,6 +419,14 @@ func TestAwaitWebhooks_holds_the_Controller_until_the_Webhooks_serve(t *testing.
 	ctrl, err := kube.NewController(s, c, validSettings(), Memcached, memcachedReconciler{}, kube.AwaitWebhooks(w))
 	require.NoError(t, err)
 
+	requireWaitsForWebhooks(t, ctrl, tel)
+}
+
+// requireWaitsForWebhooks serves ctrl until an INFO record says it waits
+// for the webhooks to serve, then stops it, and requires that Serve then
+// returned nil.
+func requireWaitsForWebhooks(t *testing.T, ctrl *kube.Controller, tel *apptest.Telemetry) {
+	t.Helper()
 	ctx, stop := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() { served <- ctrl.Serve(ctx) }()
@@ -429,7 +437,7 @@ func TestAwaitWebhooks_holds_the_Controller_until_the_Webhooks_serve(t *testing.
 			}
 		}
 		return false
-	}, 10*time.Second, time.Millisecond, "an INFO record says the Controller waits")
+	}, 10*time.Second, time.Millisecond, "an INFO record says the Controller waits for the Webhooks")
 	stop()
 	require.NoError(t, <-served, "stopped while it waits, it returns nil")
 }
