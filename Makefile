@@ -3,7 +3,11 @@
 # every module in the repository. Go 1.27 comes from the module proxy on a
 # machine whose own Go is older.
 export GOTOOLCHAIN := go1.27.3
-export GOFLAGS := -buildvcs=false
+# -trimpath keeps the absolute directory of the repository's own packages
+# out of their build cache keys: without it a fresh clone, or a second
+# worktree, compiles every package of every module again (go build
+# hashes the package's directory into its action ID), warm cache or not.
+export GOFLAGS := -buildvcs=false -trimpath
 
 # gofmt of the Go 1.27 toolchain: an older gofmt rejects generic methods.
 GOFMT = $(shell go env GOROOT)/bin/gofmt
@@ -28,7 +32,7 @@ TESTFLAGS ?= -race -count=1 -ldflags=-w
 # explorer's searches among them, eight at a time.
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m -ldflags=-w -p 4 -parallel 8
 
-.PHONY: scale shards chaos soak explore compare fuzz demo image webhook-certs test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test kubetest-build examples-test cloudtoken-test benchmarks-test tools bench
+.PHONY: scale shards chaos soak explore compare fuzz demo image webhook-certs test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test kubetest-build kubetest-run examples-test cloudtoken-test benchmarks-test tools bench
 
 # The demo: a Kubernetes API server in-process, the Memcached operator
 # against it, and a failure-injection experiment; about 20s once built, and
@@ -64,8 +68,9 @@ webhook-certs:
 # 4 s, 2 s, 0.5 s): beside the race-detected unit tests and the linters on
 # two cores, API servers answered renewals too late and replicas lost
 # their Leases (CI failed so on 8742843, and two runs here). So they run
-# last in the lane that computes, once the computing is done; meanwhile
-# the other lane compiles their test binaries (kubetest-build) and runs
+# last in the lane that computes, once the computing is done (kubetest-run,
+# after:kubetest-build waiting for their binaries); meanwhile the other
+# lane links their test binaries (kubetest-build) and runs
 # the examples' and benchmarks' modules, whose Leases are Kubernetes'
 # own 15 s. The fuzz targets' kept corpora run as ordinary tests in
 # `unit` and the modules' stages; the fuzzing itself (`make fuzz`) is a
@@ -74,7 +79,7 @@ webhook-certs:
 # (.golangci.yml). .ci/stages prints each stage's wall time and the
 # slowest packages at the end, so every change to the suite is judged by
 # numbers.
-TEST_LANE_COMPUTE := tidy-check fmt-check unit lint lint-selftest benchmarks-lint-selftest cloudtoken-test kubetest-test
+TEST_LANE_COMPUTE := tidy-check fmt-check unit lint lint-selftest benchmarks-lint-selftest cloudtoken-test after:kubetest-build kubetest-run
 TEST_LANE_CLUSTERS := kubetest-build examples-test benchmarks-test
 
 test:
@@ -127,14 +132,21 @@ benchmarks-lint-selftest: $(GOLANGCI_LINT)
 unit:
 	go test $(TESTFLAGS) ./...
 
-kubetest-test:
-	cd kubetest && go test $(KUBETEST_TESTFLAGS) ./...
+# The kubetest module's tests: kubetest-build links each package's test
+# binary once, into bin/test/kubetest, and kubetest-run runs them, four
+# packages at a time, as go test would (.ci/testbin): go test caches
+# compiled packages but never a linked test binary, and each of these
+# links a whole API server, so `make test` links them in one lane while
+# the other computes, and runs them later without linking them again.
+KUBETEST_BINS := $(CURDIR)/bin/test/kubetest
+kubetest-test: kubetest-build
+	@$(MAKE) --no-print-directory kubetest-run
 
-# Compiles the kubetest module's test packages into the build cache, so
-# that kubetest-test only links and runs them: -exec true runs true in
-# place of each test binary.
 kubetest-build:
-	cd kubetest && go test -count=1 -ldflags=-w -exec true ./... >/dev/null
+	cd kubetest && ../.ci/testbin build $(KUBETEST_BINS) -ldflags=-w
+
+kubetest-run:
+	cd kubetest && ../.ci/testbin run $(KUBETEST_BINS) 4 -test.count=1 -test.timeout=20m -test.parallel=8
 
 examples-test:
 	cd examples && go test $(KUBETEST_TESTFLAGS) ./...
