@@ -1,55 +1,65 @@
 // Package celcheck compiles the CEL expressions of an App's webhook match
-// conditions with the API server's own compiler, from k8s.io/apiserver,
-// as the API server compiles them when a configuration is created: the
-// same variables (object, oldObject, request, authorizer), the same
-// libraries, and a bool result. kube calls it at NewWebhooks and
-// WebhookConfigurations, so a condition the API server would refuse fails
-// the App's Init, not the deployment.
+// conditions as the API server compiles them when a configuration is
+// created: the same variables (object, oldObject, namespaceObject,
+// request, authorizer), the same libraries and language options, and a
+// bool result. kube calls it at NewWebhooks and WebhookConfigurations, so
+// a condition the API server would refuse fails the App's Init, not the
+// deployment.
+//
+// It is built on cel-go and the API server's CEL libraries
+// (k8s.io/apiserver/pkg/cel and .../cel/library), never on the API
+// server's compiler (.../admission/plugin/cel, .../cel/environment): those
+// import the API server's process globals — feature gates, the legacy
+// metrics registry, the admission machinery — which a library must not
+// bring into its user's program. What the compiler declares is written
+// out here instead, in env.go, and a differential test compiles a corpus
+// with both and requires the same outcome for every expression.
 package celcheck
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
-	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
-	"k8s.io/apiserver/pkg/cel/environment"
 )
 
 // MatchConditions returns a function that compiles a match condition's
 // expression and returns why the API server would refuse it, or nil. The
-// compiler's environment is built on the first call, once, and belongs
-// to the function: building it takes milliseconds, and most Apps never
-// call it.
+// environment is built on the first call, once, and belongs to the
+// function: building it takes milliseconds, and most Apps never call it.
+// If the environment can't be built, every call returns that error.
 func MatchConditions() func(expression string) error {
 	var (
-		once     sync.Once
-		compiler plugincel.Compiler
+		once   sync.Once
+		env    *cel.Env
+		envErr error
 	)
 	return func(expression string) error {
 		once.Do(func() {
-			compiler = plugincel.NewCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+			env, envErr = newEnv(baseOptions(), variables())
+			if envErr != nil {
+				envErr = fmt.Errorf("building the CEL environment of match conditions: %w", envErr)
+			}
 		})
-		// As the API server's validation of a new configuration: the
-		// stateless compiler, with the authorizer and no params, and the
-		// environment of new expressions.
-		r := compiler.CompileCELExpression(condition(strings.TrimSpace(expression)),
-			plugincel.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions)
-		if r.Error != nil {
-			return errors.New(r.Error.Detail)
+		if envErr != nil {
+			return envErr
 		}
-		return nil
+		return compile(env, expression)
 	}
 }
 
-// condition is a match condition's expression, as the compiler reads it:
-// matchconditions.MatchCondition's, without importing the admission
-// plugin's machinery for its two methods.
-type condition string
-
-// GetExpression returns the expression.
-func (c condition) GetExpression() string { return string(c) }
-
-// ReturnTypes returns bool, the one type a match condition may have.
-func (c condition) ReturnTypes() []*cel.Type { return []*cel.Type{cel.BoolType} }
+// compile compiles expression in env as the API server validates a match
+// condition: trimmed of surrounding space, and of type bool exactly. Its
+// messages are the API server's.
+func compile(env *cel.Env, expression string) error {
+	ast, issues := env.Compile(strings.TrimSpace(expression))
+	if issues != nil {
+		return errors.New("compilation failed: " + issues.String())
+	}
+	if got := ast.OutputType(); !got.IsExactType(cel.BoolType) {
+		return fmt.Errorf("must evaluate to %v but got %v", cel.BoolType, got)
+	}
+	return nil
+}
