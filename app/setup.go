@@ -105,4 +105,8 @@ type Telemetry struct {
 	MeterProvider  metric.MeterProvider
 	LoggerProvider log.LoggerProvider
 	Propagator     propagation.TextMapPropagator
+	// MetricNames are the names the kube package's controllers, Client
+	// and leader election record their metrics under, on MeterProvider:
+	// MetricNamesLoam, the default, or MetricNamesControllerRuntime.
+	MetricNames MetricNames
 }

@@ -13,6 +13,35 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
+// MetricNames says which names a Setup's metrics are recorded under.
+type MetricNames int
+
+const (
+	// MetricNamesLoam records loam's own instruments only, such as
+	// loam.kube.controller.reconcile.duration: the default.
+	MetricNamesLoam MetricNames = iota
+	// MetricNamesControllerRuntime records, beside loam's own,
+	// controller-runtime's names, labels and buckets wherever loam
+	// measures the same thing — controller_runtime_reconcile_total,
+	// workqueue_depth, leader_election_master_status,
+	// rest_client_requests_total and the others docs/kubernetes.md lists
+	// — so that a dashboard or an alert written for a controller-runtime
+	// operator reads a loam one.
+	MetricNamesControllerRuntime
+)
+
+// String returns "loam" or "controller-runtime", or MetricNames(n) for
+// any other value.
+func (n MetricNames) String() string {
+	switch n {
+	case MetricNamesLoam:
+		return "loam"
+	case MetricNamesControllerRuntime:
+		return "controller-runtime"
+	}
+	return fmt.Sprintf("MetricNames(%d)", int(n))
+}
+
 // defaultPropagator is W3C trace context and W3C baggage: what carries a
 // trace, and a failure-injection scenario, from one App to the next.
 func defaultPropagator() propagation.TextMapPropagator {
@@ -42,6 +71,12 @@ func buildTelemetry(ctx context.Context, b HostTelemetryBuilder, h Host, p Proce
 			_ = shutdown(ctx)
 		}
 		return Telemetry{}, nil, fmt.Errorf("telemetry: %w", err)
+	}
+	if t.MetricNames != MetricNamesLoam && t.MetricNames != MetricNamesControllerRuntime {
+		if shutdown != nil {
+			_ = shutdown(ctx)
+		}
+		return Telemetry{}, nil, fmt.Errorf("telemetry: Telemetry.MetricNames is %v: want MetricNamesLoam or MetricNamesControllerRuntime", t.MetricNames)
 	}
 	return completeTelemetry(t), shutdown, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/otel/metric"
 	"k8s.io/client-go/dynamic"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
@@ -99,7 +100,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		return nil, err
 	}
 	le := settings.LeaderElection
-	elector, shardLeases, err := electorsOf(settings, cl)
+	elector, shardLeases, err := electorsOf(settings, cl, tel.leaderStatus)
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
@@ -169,15 +170,17 @@ func queueOf(settings Settings, tel telemetry, watch *informer.Watch) func() por
 	}
 }
 
-// electorsOf returns what elects the replicas that reconcile, on cl: the
+// electorsOf returns what elects the replicas that reconcile, on cl, the
+// unsharded Lease recording its holder on meters when not nil: the
 // Lease named settings.Name, or, when settings shard the controller, its
 // shards' and replicas' Leases.
-func electorsOf(settings Settings, cl clients) (ports.Elector, ports.ShardLeases, error) {
+func electorsOf(settings Settings, cl clients, meters metric.MeterProvider) (ports.Elector, ports.ShardLeases, error) {
 	le := settings.LeaderElection
 	if settings.Shards == 0 {
 		e, err := cl.elector(lease.Config{
 			Name: settings.Name, Namespace: le.Namespace, Identity: le.Identity,
 			LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+			MeterProvider: meters,
 		})
 		return e, nil, err
 	}

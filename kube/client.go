@@ -76,6 +76,7 @@ func NewClient(s *app.Setup, conn Connection) (*Client, error) {
 		TracerProvider: s.Telemetry.TracerProvider,
 		MeterProvider:  s.Telemetry.MeterProvider,
 		Propagator:     s.Telemetry.Propagator,
+		RequestCounts:  s.Telemetry.MetricNames == app.MetricNamesControllerRuntime,
 	}
 	if s.Faults.Enabled() {
 		// Without failure injection the transport has no such layer at all.

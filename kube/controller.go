@@ -162,7 +162,7 @@ func assemble[T any](s *app.Setup, c *Client, settings Settings, t target, rec a
 	if err != nil {
 		return nil, err
 	}
-	tel, err := telemetryOf(s, settings.Name, t.kind)
+	tel, err := telemetryOf(s, settings.Name, t.kind, settings.Workers)
 	if err != nil {
 		return nil, fmt.Errorf("kube: the controller's telemetry: %w", err)
 	}

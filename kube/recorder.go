@@ -28,12 +28,16 @@ type telemetry struct {
 	// keys, for a controller of count shards.
 	shardedQueue func(count int) queue.Keys
 	logger       logr.Logger
+	// leaderStatus records leader_election_master_status, nil unless the
+	// Setup asks for controller-runtime's metric names.
+	leaderStatus metric.MeterProvider
 }
 
 // telemetryOf returns the telemetry of the Controller named name, of
-// kind's objects, on s's providers. A provider a hand-built Setup left nil
-// reports nothing, as app.Run's no-op defaults do.
-func telemetryOf(s *app.Setup, name, kind string) (telemetry, error) {
+// kind's objects, running workers workers, on s's providers, under the
+// metric names s's Telemetry asks for. A provider a hand-built Setup left
+// nil reports nothing, as app.Run's no-op defaults do.
+func telemetryOf(s *app.Setup, name, kind string, workers int) (telemetry, error) {
 	t := s.Telemetry
 	r, err := reporting.NewRecorder(reporting.Config{
 		Name:           name,
@@ -41,12 +45,19 @@ func telemetryOf(s *app.Setup, name, kind string) (telemetry, error) {
 		TracerProvider: cmp.Or[trace.TracerProvider](t.TracerProvider, tracenoop.NewTracerProvider()),
 		MeterProvider:  cmp.Or[metric.MeterProvider](t.MeterProvider, metricnoop.NewMeterProvider()),
 		LoggerProvider: cmp.Or[log.LoggerProvider](t.LoggerProvider, lognoop.NewLoggerProvider()),
+
+		ControllerRuntime: t.MetricNames == app.MetricNamesControllerRuntime,
+		Workers:           workers,
 	})
 	if err != nil {
 		return telemetry{}, err
 	}
-	return telemetry{
+	tel := telemetry{
 		recorder: r, metrics: r.QueueMetrics(), logger: r.Logger(),
 		shardedQueue: func(count int) queue.Keys { return r.ShardedQueue(count) },
-	}, nil
+	}
+	if t.MetricNames == app.MetricNamesControllerRuntime && t.MeterProvider != nil {
+		tel.leaderStatus = t.MeterProvider
+	}
+	return tel, nil
 }

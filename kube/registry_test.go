@@ -68,7 +68,7 @@ func TestControllers_of_one_Client_open_one_watch_per_owned_resource_and_Cache(t
 			require.NoError(t, err)
 			settings := settingsForTest()
 			settings.Name = name
-			tel, err := telemetryOf(s, name, caches.Kind)
+			tel, err := telemetryOf(s, name, caches.Kind, 1)
 			require.NoError(t, err)
 			elector := newElector()
 			close(elector.grant)

@@ -283,7 +283,7 @@ func newHarnessWith(t *testing.T, s *app.Setup, settings Settings, rec Reconcile
 	if opts.clients != nil {
 		opts.clients(&cl)
 	}
-	tel, err := telemetryOf(s, settings.Name, caches.Kind)
+	tel, err := telemetryOf(s, settings.Name, caches.Kind, settings.Workers)
 	require.NoError(t, err)
 	if opts.recorder != nil {
 		tel.recorder = opts.recorder(tel.recorder)

@@ -71,6 +71,10 @@ type Report struct {
 	Timeout time.Duration
 	// Duration is how long the reconcile took.
 	Duration time.Duration
+	// After is when the key is reconciled again, unless it changes
+	// first, when Outcome is OutcomeSuccess and the Result asked for it:
+	// controller-runtime's requeue_after result.
+	After time.Duration
 }
 
 // Outcome is how a reconcile settled its key.

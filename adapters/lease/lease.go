@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
@@ -58,11 +60,22 @@ type Config struct {
 	// from its first Get. The take is still an update conditional on the
 	// Lease's resourceVersion, so a holder that renewed meanwhile keeps it.
 	Expired func(ports.LeaseRecord) bool
+	// MeterProvider, when not nil, records leader_election_master_status
+	// {name}, as controller-runtime exports client-go's: 1 while this
+	// candidate leads, from when it takes the Lease until its term ends,
+	// and 0 otherwise, from the start of Run.
+	MeterProvider metric.MeterProvider
 }
+
+// LeaderStatusName is controller-runtime's gauge of a candidate's
+// leadership.
+const LeaderStatusName = "leader_election_master_status"
 
 // Elector campaigns for one Lease. It implements ports.Elector.
 type Elector struct {
-	c Config
+	c      Config
+	status metric.Int64Gauge
+	name   metric.RecordOption
 }
 
 var _ ports.Elector = (*Elector)(nil)
@@ -92,10 +105,37 @@ func New(c Config) (*Elector, error) {
 		errs = append(errs, fmt.Errorf("lease: a LeaseDuration of %v and a RetryPeriod of %v leave a leader no time to lead: a standby may take the Lease %v after a renewal, a RetryPeriod before which the leader fences itself",
 			c.LeaseDuration, c.RetryPeriod, after+c.RetryPeriod))
 	}
+	e := &Elector{c: c}
+	if c.MeterProvider != nil {
+		var err error
+		e.status, err = c.MeterProvider.Meter(scopeName).Int64Gauge(LeaderStatusName,
+			metric.WithDescription("Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease."))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("lease: instrument %s: %w", LeaderStatusName, err))
+		}
+		e.name = metric.WithAttributeSet(attribute.NewSet(attribute.String("name", c.Name)))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &Elector{c: c}, nil
+	return e, nil
+}
+
+// scopeName is the instrumentation scope of leader_election_master_status:
+// the kube package's, as its controllers' instruments are.
+const scopeName = "github.com/loam-dev/loam/kube"
+
+// leading records whether this candidate leads, when the Config has a
+// MeterProvider.
+func (e *Elector) leading(ctx context.Context, yes bool) {
+	if e.status == nil {
+		return
+	}
+	var v int64
+	if yes {
+		v = 1
+	}
+	e.status.Record(context.WithoutCancel(ctx), v, e.name)
 }
 
 func config(c Config, lock resourcelock.Interface, callbacks leaderelection.LeaderCallbacks) leaderelection.LeaderElectionConfig {
@@ -126,6 +166,7 @@ func config(c Config, lock resourcelock.Interface, callbacks leaderelection.Lead
 // ctx carries the logger client-go's leader election logs through
 // (klog.NewContext).
 func (e *Elector) Run(ctx context.Context, onStarted func(context.Context), onStopped func()) {
+	e.leading(ctx, false)
 	leadCtx, cancelLead := context.WithCancel(ctx)
 	defer cancelLead()
 	// electCtx is client-go's: the fence ends it with leadCtx, so a fenced
@@ -156,6 +197,8 @@ func (e *Elector) Run(ctx context.Context, onStarted func(context.Context), onSt
 				return
 			}
 			defer t.finish()
+			e.leading(ctx, true)
+			defer e.leading(ctx, false)
 			onStarted(leadCtx)
 		},
 		OnStoppedLeading: func() {},

@@ -35,7 +35,14 @@ type exported struct {
 // gathers of the controller's families.
 func scrape(t *testing.T) map[string]exported {
 	t.Helper()
-	families := map[string]exported{}
+	return exportedOf(gather(t, false))
+}
+
+// gather runs what scrape does, with Config.ControllerRuntime set as cr,
+// and returns every family the registry gathers.
+func gather(t *testing.T, cr bool) []*dto.MetricFamily {
+	t.Helper()
+	var gathered []*dto.MetricFamily
 	synctest.Test(t, func(t *testing.T) {
 		registry := prometheus.NewRegistry()
 		exporter, err := otelprometheus.New(
@@ -47,15 +54,18 @@ func scrape(t *testing.T) map[string]exported {
 		t.Cleanup(func() { require.NoError(t, meters.Shutdown(context.Background())) })
 
 		rec, err := telemetry.NewRecorder(telemetry.Config{
-			Name:           controllerName,
-			Kind:           kind,
-			TracerProvider: tracenoop.NewTracerProvider(),
-			MeterProvider:  meters,
-			LoggerProvider: lognoop.NewLoggerProvider(),
+			Name:              controllerName,
+			Kind:              kind,
+			TracerProvider:    tracenoop.NewTracerProvider(),
+			MeterProvider:     meters,
+			LoggerProvider:    lognoop.NewLoggerProvider(),
+			ControllerRuntime: cr,
+			Workers:           3,
 		})
 		require.NoError(t, err)
 		for _, r := range []ports.Report{
-			{Outcome: ports.OutcomeSuccess},
+			{Outcome: ports.OutcomeSuccess, Duration: 20 * time.Millisecond},
+			{Outcome: ports.OutcomeSuccess, After: time.Minute, Duration: 2 * time.Second},
 			{Outcome: ports.OutcomeError, Err: errors.New("boom")},
 			{Outcome: ports.OutcomePanic, Panic: &ports.Panic{Value: "boom"}},
 			{Outcome: ports.OutcomeTimeout, Err: context.DeadlineExceeded, Timeout: time.Minute},
@@ -70,21 +80,27 @@ func scrape(t *testing.T) map[string]exported {
 		time.Sleep(time.Second)
 		q.Done(key)
 
-		gathered, err := registry.Gather()
+		gathered, err = registry.Gather()
 		require.NoError(t, err)
-		for _, f := range gathered {
-			e := exported{Type: f.GetType()}
-			for _, m := range f.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if !slices.Contains(e.Labels, l.GetName()) {
-						e.Labels = append(e.Labels, l.GetName())
-					}
+	})
+	return gathered
+}
+
+// exportedOf returns each family's type and labels.
+func exportedOf(gathered []*dto.MetricFamily) map[string]exported {
+	families := map[string]exported{}
+	for _, f := range gathered {
+		e := exported{Type: f.GetType()}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if !slices.Contains(e.Labels, l.GetName()) {
+					e.Labels = append(e.Labels, l.GetName())
 				}
 			}
-			slices.Sort(e.Labels)
-			families[f.GetName()] = e
 		}
-	})
+		slices.Sort(e.Labels)
+		families[f.GetName()] = e
+	}
 	return families
 }
 

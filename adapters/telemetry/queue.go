@@ -69,11 +69,15 @@ func newQueueInstruments(meter metric.Meter, name attribute.KeyValue) (queueInst
 // them from the start. The queue's work duration and retries are not
 // recorded.
 func (r *Recorder) QueueMetrics() workqueue.MetricsProvider {
-	return queueMetrics{r.queue}
+	return queueMetrics{q: r.queue, cr: r.cr}
 }
 
-// queueMetrics hands client-go's work queue its instruments.
-type queueMetrics struct{ q queueInstruments }
+// queueMetrics hands client-go's work queue its instruments, and
+// controller-runtime's beside them when cr is not nil.
+type queueMetrics struct {
+	q  queueInstruments
+	cr *crInstruments
+}
 
 var _ workqueue.MetricsProvider = queueMetrics{}
 
@@ -81,17 +85,29 @@ var _ workqueue.MetricsProvider = queueMetrics{}
 func (m queueMetrics) NewDepthMetric(string) workqueue.GaugeMetric {
 	d := &depthMetric{gauge: m.q.depth, opts: m.q.record}
 	d.gauge.Record(context.Background(), 0, d.opts...)
+	if m.cr != nil {
+		m.cr.moveDepth(0)
+		return crDepth{loam: d, cr: m.cr}
+	}
 	return d
 }
 
 // NewAddsMetric returns queue.adds.
 func (m queueMetrics) NewAddsMetric(string) workqueue.CounterMetric {
-	return addsMetric{counter: m.q.adds, opts: m.q.add}
+	a := addsMetric{counter: m.q.adds, opts: m.q.add}
+	if m.cr != nil {
+		return crCounter{loam: a, cr: m.cr}
+	}
+	return a
 }
 
 // NewLatencyMetric returns queue.duration.
 func (m queueMetrics) NewLatencyMetric(string) workqueue.HistogramMetric {
-	return histogramMetric{histogram: m.q.duration, opts: m.q.record}
+	h := histogramMetric{histogram: m.q.duration, opts: m.q.record}
+	if m.cr != nil {
+		return crHistogram{loam: h, cr: m.cr}
+	}
+	return h
 }
 
 // NewWorkDurationMetric returns a metric that records nothing:
@@ -103,13 +119,21 @@ func (queueMetrics) NewWorkDurationMetric(string) workqueue.HistogramMetric {
 // NewUnfinishedWorkSecondsMetric returns reconcile.unfinished_duration, at
 // 0.
 func (m queueMetrics) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
-	return newSecondsGauge(m.q.unfinished, m.q.record)
+	g := newSecondsGauge(m.q.unfinished, m.q.record)
+	if m.cr != nil {
+		return newCRGauge(g, m.cr.unfinished, m.cr.queue)
+	}
+	return g
 }
 
 // NewLongestRunningProcessorSecondsMetric returns
 // reconcile.longest_unfinished_duration, at 0.
 func (m queueMetrics) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
-	return newSecondsGauge(m.q.longestUnfinished, m.q.record)
+	g := newSecondsGauge(m.q.longestUnfinished, m.q.record)
+	if m.cr != nil {
+		return newCRGauge(g, m.cr.longestUnfinished, m.cr.queue)
+	}
+	return g
 }
 
 // NewRetriesMetric returns a metric that records nothing: the queue counts
@@ -183,7 +207,8 @@ func (noMetric) Observe(float64) {}
 // cache), which carries the name alone; summed over the shard, the figures
 // are the controller's. A key's add is counted when it begins to wait.
 type ShardedQueue struct {
-	q queueInstruments
+	q  queueInstruments
+	cr *crInstruments
 	// record and add hold each shard's attributes; unknown is the last.
 	record [][]metric.RecordOption
 	add    [][]metric.AddOption
@@ -196,7 +221,7 @@ type ShardedQueue struct {
 // with count shards, each shard's depth at 0, so that a standby's reads 0
 // from the start.
 func (r *Recorder) ShardedQueue(count int) *ShardedQueue {
-	s := &ShardedQueue{q: r.queue, depth: make([]int64, count+1)}
+	s := &ShardedQueue{q: r.queue, cr: r.cr, depth: make([]int64, count+1)}
 	for i := range count {
 		attrs := metric.WithAttributeSet(attribute.NewSet(r.name, ShardKey.Int(i)))
 		s.record = append(s.record, []metric.RecordOption{attrs})
@@ -206,6 +231,9 @@ func (r *Recorder) ShardedQueue(count int) *ShardedQueue {
 	s.add = append(s.add, r.queue.add)
 	for i := range count {
 		s.q.depth.Record(context.Background(), 0, s.record[i]...)
+	}
+	if s.cr != nil {
+		s.cr.moveDepth(0)
 	}
 	return s
 }
@@ -224,6 +252,10 @@ func (s *ShardedQueue) Queued(shard int, ok bool) {
 	i := s.at(shard, ok)
 	s.q.adds.Add(context.Background(), 1, s.add[i]...)
 	s.moveDepth(i, 1)
+	if s.cr != nil {
+		s.cr.adds.Add(context.Background(), 1, s.cr.queueAdd...)
+		s.cr.moveDepth(1)
+	}
 }
 
 // Taken records a key of shard handed to a worker after waiting waited.
@@ -231,6 +263,10 @@ func (s *ShardedQueue) Taken(shard int, ok bool, waited time.Duration) {
 	i := s.at(shard, ok)
 	s.moveDepth(i, -1)
 	s.q.duration.Record(context.Background(), waited.Seconds(), s.record[i]...)
+	if s.cr != nil {
+		s.cr.moveDepth(-1)
+		s.cr.queueDuration.Record(context.Background(), waited.Seconds(), s.cr.queue...)
+	}
 }
 
 // moveDepth moves the depth of the shard at i by n; the lock keeps each

@@ -124,6 +124,15 @@ type Config struct {
 	// default, only V(0) is recorded: client-go's V(1) and above, which
 	// log every watch and every sync, are dropped.
 	Verbosity int
+	// ControllerRuntime, when set, records controller-runtime's
+	// instruments too, beside loam's own, where loam measures the same
+	// thing: the CR…Name constants, with controller-runtime's labels and
+	// buckets, so that its dashboards and alerts read a loam controller.
+	ControllerRuntime bool
+	// Workers is the controller's Settings.Workers: the value of
+	// controller_runtime_max_concurrent_reconciles, recorded with
+	// ControllerRuntime only.
+	Workers int
 }
 
 // Recorder reports a controller's reconciles, work queue and client-go's
@@ -142,6 +151,9 @@ type Recorder struct {
 	outcomes map[ports.Outcome][]metric.RecordOption
 
 	queue queueInstruments
+	// cr is controller-runtime's instruments, nil without
+	// Config.ControllerRuntime.
+	cr *crInstruments
 }
 
 var _ ports.Recorder = (*Recorder)(nil)
@@ -171,6 +183,9 @@ func NewRecorder(c Config) (*Recorder, error) {
 	if c.Verbosity < 0 {
 		errs = append(errs, fmt.Errorf("telemetry: Config.Verbosity is %d, below 0", c.Verbosity))
 	}
+	if c.Workers < 0 {
+		errs = append(errs, fmt.Errorf("telemetry: Config.Workers is %d, below 0", c.Workers))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -198,6 +213,11 @@ func NewRecorder(c Config) (*Recorder, error) {
 	if r.queue, err = newQueueInstruments(meter, r.name); err != nil {
 		return nil, err
 	}
+	if c.ControllerRuntime {
+		if r.cr, err = newCRInstruments(meter, c.Name, c.Workers); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -224,6 +244,7 @@ func (r *Recorder) ReconcileStarted(ctx context.Context, key ports.Key) context.
 		trace.WithNewRoot(),
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attrs...))
+	r.cr.started(ctx)
 	return ctx
 }
 
@@ -284,6 +305,7 @@ func (r *Recorder) ReconcileEnded(ctx context.Context, key ports.Key, report por
 		attrs = r.outcomeAttributes(report.Outcome)
 	}
 	r.reconcileDuration.Record(ctx, report.Duration.Seconds(), attrs...)
+	r.cr.ended(ctx, report)
 	span.End()
 }
 

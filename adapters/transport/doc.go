@@ -2,6 +2,11 @@
 // a kube.Client sends its requests through. It is composed of layers, as
 // net/http's RoundTrippers compose, outermost first:
 //
+//  0. with Options.RequestCounts only, counting every request, a watch's
+//     included, in rest_client_requests_total{code,method,host}, as
+//     controller-runtime exports client-go's: code is the response's
+//     status, or "<error>" for a request that got none, method the HTTP
+//     method, and host the API server's host:port;
 //  1. tracing and measuring with otelhttp, on the providers handed to New,
 //     except for a watch, which lasts as long as an informer runs and gets
 //     no span;

@@ -40,6 +40,11 @@ type Options struct {
 	MeterProvider  metric.MeterProvider
 	Propagator     propagation.TextMapPropagator
 
+	// RequestCounts, with a MeterProvider, counts every request, a
+	// watch's included, in rest_client_requests_total{code,method,host},
+	// as controller-runtime exports client-go's: the outermost layer.
+	RequestCounts bool
+
 	// Inject, when not nil, wraps the layers below tracing: the failure
 	// injection layer, which must see each request inside its span and
 	// before its token is fetched.
@@ -67,7 +72,8 @@ func (t *Transport) CloseConnections() {
 }
 
 // New builds the layers the package doc lists. It fails when Server isn't
-// host:port, or Dial or TLS is nil, naming every mistake.
+// host:port, or Dial or TLS is nil, naming every mistake, or when
+// RequestCounts' instrument can't be made.
 func New(o Options) (*Transport, error) {
 	var errs []error
 	host, _, err := net.SplitHostPort(o.Server)
@@ -133,6 +139,13 @@ func New(o Options) (*Transport, error) {
 		otelhttp.WithSpanNameFormatter(spanName),
 	)
 	rt = otelhttp.NewTransport(rt, otelOpts...)
+	if o.RequestCounts && o.MeterProvider != nil {
+		counter, err := newRequestCounter(rt, o.MeterProvider)
+		if err != nil {
+			return nil, err
+		}
+		rt = counter
+	}
 	return &Transport{RoundTripper: rt, base: base, conns: open}, nil
 }
 

@@ -23,7 +23,7 @@ type settlement struct {
 }
 
 func succeeded(after time.Duration) settlement {
-	return settlement{report: ports.Report{Outcome: ports.OutcomeSuccess}, after: after}
+	return settlement{report: ports.Report{Outcome: ports.OutcomeSuccess, After: after}, after: after}
 }
 
 func failed(err error) settlement {
