@@ -483,11 +483,11 @@ type dockerfile struct {
 
 // stage is one FROM of a Dockerfile and what follows it.
 type stage struct {
-	from, name    string
+	from, name string
 	// platform is FROM's --platform.
 	platform string
 	// args are the ARGs the stage declares.
-	args []string
+	args          []string
 	user, workdir string
 	entrypoint    []string
 	copies        []copyInstruction
