@@ -76,11 +76,11 @@ func main() {
 	if err := opts.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		flag.Usage()
-		os.Exit(2) //nolint:forbidigo // a build step, not an App
+		os.Exit(2)
 	}
 	if err := Run(opts, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
-		os.Exit(1) //nolint:forbidigo // a build step, not an App
+		os.Exit(1)
 	}
 }
 
