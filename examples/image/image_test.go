@@ -2,11 +2,9 @@ package image_test
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -64,9 +62,11 @@ var operators = []operator{
 
 // TestOperatorImages builds each operator as make image does, a static
 // Linux binary, puts it in an image, writes the tarball, and reads it
-// back as docker load would: the image holds the binary and nothing else,
-// runs it as 65532 with no shell, and the binary, run as its entrypoint
-// with an empty environment, exits 78 naming the variables it needs.
+// back as docker load would: the image holds the binary beside
+// distroless/static's files and no shell, runs it as 65532, and the
+// binary, run as its entrypoint with an empty environment, exits 78
+// naming the variables it needs; run with the image's CA bundle (and the
+// test's CA) and an OTLP endpoint over HTTPS, it reaches the endpoint.
 func TestOperatorImages(t *testing.T) {
 	for _, op := range operators {
 		t.Run(op.name, func(t *testing.T) {
@@ -75,8 +75,10 @@ func TestOperatorImages(t *testing.T) {
 			binary, err := os.ReadFile(bin)
 			require.NoError(t, err)
 
+			images, err := image.Build(image.Spec{Name: op.name, Tag: op.tag, Binaries: [][]byte{binary}})
+			require.NoError(t, err)
 			var out bytes.Buffer
-			require.NoError(t, image.Write(&out, image.Spec{Name: op.name, Tag: op.tag, Binary: binary}))
+			require.NoError(t, images.WriteTarball(&out, goarch(t)))
 			tarPath := filepath.Join(dir, op.name+".tar")
 			require.NoError(t, os.WriteFile(tarPath, out.Bytes(), 0o600))
 
@@ -100,30 +102,31 @@ func TestOperatorImages(t *testing.T) {
 			require.Equal(t, "linux", cfg.OS)
 			require.Equal(t, goarch(t), cfg.Architecture)
 
-			// The empty base: one layer, ours, holding the binary alone.
+			// One layer, ours: the binary beside the base's files.
 			layers, err := img.Layers()
 			require.NoError(t, err)
-			require.Len(t, layers, 1, "an empty base and the binary's layer")
+			require.Len(t, layers, 1, "one layer: the base's files and the binary")
 			require.Len(t, cfg.RootFS.DiffIDs, 1)
 			files := layerFiles(t, layers[0])
-			require.Len(t, files, 1, "the layer holds the binary and nothing else: no /bin/sh, no /etc")
-			f := files[0]
-			require.Equal(t, op.name, strings.TrimPrefix(f.hdr.Name, "/"))
+			f, ok := files[op.name]
+			require.True(t, ok, "the layer holds /%s", op.name)
 			require.Equal(t, byte(tar.TypeReg), f.hdr.Typeflag)
 			require.Equal(t, int64(0o755), f.hdr.Mode)
 			require.Equal(t, 65532, f.hdr.Uid)
 			require.Equal(t, 65532, f.hdr.Gid)
 			require.True(t, bytes.Equal(binary, f.content), "the layer's file is the binary")
 			requireStatic(t, f.content)
+			for name := range files {
+				require.False(t, strings.HasPrefix(name, "bin/") || strings.HasPrefix(name, "usr/") || strings.HasPrefix(name, "lib"), "no shell, no libc: %s", name)
+			}
 
 			// Run what the image holds, as a container runtime would: its
 			// entrypoint, with nothing in its environment.
-			extracted := filepath.Join(t.TempDir(), op.name)
-			require.NoError(t, os.WriteFile(extracted, f.content, 0o755))
+			root := extract(t, files)
 			var stderr bytes.Buffer
-			cmd := exec.CommandContext(t.Context(), extracted)
+			cmd := exec.CommandContext(t.Context(), filepath.Join(root, op.name))
 			cmd.Env = []string{}
-			cmd.Dir = "/"
+			cmd.Dir = root
 			cmd.Stderr = &stderr
 			err = cmd.Run()
 			var exit *exec.ExitError
@@ -132,43 +135,73 @@ func TestOperatorImages(t *testing.T) {
 			for _, v := range op.missing {
 				require.Regexp(t, regexp.MustCompile(`\b`+v+`\b`), stderr.String(), "the error names %s", v)
 			}
+
+			requireReachesHTTPS(t, root, op.name)
 		})
 	}
 }
 
-// TestBuildIsReproducible shows the same binary builds the same image,
-// digest and all, so rebuilding an unchanged operator changes nothing
-// that kind or a registry has.
+// TestBuildIsReproducible shows the same inputs build the same images,
+// byte for byte: the docker save tarball of each architecture and every
+// file of the OCI layout, so rebuilding an unchanged operator changes
+// nothing that kind or a registry has.
 func TestBuildIsReproducible(t *testing.T) {
-	spec := image.Spec{Name: "op", Tag: "op:dev", Binary: fakeELF(elf.EM_X86_64, "")}
-	digests := make([]v1.Hash, 2)
-	for i := range digests {
-		img, err := image.Build(spec)
+	spec := image.Spec{
+		Name: "op", Tag: "op:dev",
+		Binaries: [][]byte{fakeELF(elf.EM_AARCH64, ""), fakeELF(elf.EM_X86_64, "")},
+		Labels:   image.Labels{Source: "https://github.com/loam-dev/loam", Revision: "0f10bd1", Version: "v0.1.0"},
+	}
+	var digests [2]v1.Hash
+	var tarballs [2][]byte
+	var layouts [2]map[string][]byte
+	for i := range 2 {
+		images, err := image.Build(spec)
 		require.NoError(t, err)
-		digests[i], err = img.Digest()
+		digests[i], err = images.Index.Digest()
 		require.NoError(t, err)
+		var b bytes.Buffer
+		require.NoError(t, images.WriteTarball(&b, "arm64"))
+		tarballs[i] = b.Bytes()
+		dir := filepath.Join(t.TempDir(), "op.oci")
+		require.NoError(t, images.WriteLayout(dir))
+		layouts[i] = readTree(t, dir)
 	}
 	require.Equal(t, digests[0], digests[1])
+	require.True(t, bytes.Equal(tarballs[0], tarballs[1]), "the same tarball")
+	require.Equal(t, layouts[0], layouts[1], "the same layout, file for file")
+	require.Contains(t, layouts[0], "index.json")
+	require.Contains(t, layouts[0], "blobs/sha256/"+digests[0].Hex, "the index is a blob of the layout")
+
+	other := spec
+	other.Labels.Revision = "7c7e232"
+	images, err := image.Build(other)
+	require.NoError(t, err)
+	d, err := images.Index.Digest()
+	require.NoError(t, err)
+	require.NotEqual(t, digests[0], d, "the labels are part of the image")
 }
 
 // TestBuildMistakes shows Build reports every mistake in a Spec at once,
 // each naming its field.
 func TestBuildMistakes(t *testing.T) {
-	static := fakeELF(elf.EM_X86_64, "")
+	static := [][]byte{fakeELF(elf.EM_X86_64, "")}
 	tests := []struct {
 		name string
 		spec image.Spec
 		want []string
 	}{
-		{"no name", image.Spec{Tag: "op:dev", Binary: static}, []string{"name: empty"}},
-		{"a path for a name", image.Spec{Name: "bin/op", Tag: "op:dev", Binary: static}, []string{`name "bin/op": not one path element`}},
-		{"dot dot", image.Spec{Name: "..", Tag: "op:dev", Binary: static}, []string{`name "..": not one path element`}},
-		{"no tag", image.Spec{Name: "op", Binary: static}, []string{"tag: empty"}},
-		{"a repository alone", image.Spec{Name: "op", Tag: "op", Binary: static}, []string{`tag "op": names no tag, such as op:dev`}},
-		{"a bad tag", image.Spec{Name: "op", Tag: "Op:dev!", Binary: static}, []string{`tag "Op:dev!"`}},
-		{"not an ELF file", image.Spec{Name: "op", Tag: "op:dev", Binary: []byte("#!/bin/sh\necho hi\n")}, []string{"binary: not an ELF executable"}},
-		{"a dynamic binary", image.Spec{Name: "op", Tag: "op:dev", Binary: fakeELF(elf.EM_X86_64, "/lib64/ld-linux-x86-64.so.2")}, []string{"binary: dynamically linked: it needs the loader /lib64/ld-linux-x86-64.so.2"}},
-		{"every mistake at once", image.Spec{Binary: []byte("MZ")}, []string{"name: empty", "tag: empty", "binary: not an ELF executable"}},
+		{"no name", image.Spec{Tag: "op:dev", Binaries: static}, []string{"name: empty"}},
+		{"a path for a name", image.Spec{Name: "bin/op", Tag: "op:dev", Binaries: static}, []string{`name "bin/op": not one path element`}},
+		{"dot dot", image.Spec{Name: "..", Tag: "op:dev", Binaries: static}, []string{`name "..": not one path element`}},
+		{"a name of the base", image.Spec{Name: "tmp", Tag: "op:dev", Binaries: static}, []string{`name "tmp": a directory of the base`}},
+		{"no tag", image.Spec{Name: "op", Binaries: static}, []string{"tag: empty"}},
+		{"a repository alone", image.Spec{Name: "op", Tag: "op", Binaries: static}, []string{`tag "op": names no tag, such as op:dev`}},
+		{"a bad tag", image.Spec{Name: "op", Tag: "Op:dev!", Binaries: static}, []string{`tag "Op:dev!"`}},
+		{"not an ELF file", image.Spec{Name: "op", Tag: "op:dev", Binaries: [][]byte{[]byte("#!/bin/sh\necho hi\n")}}, []string{"binary 0: not an ELF executable"}},
+		{"a dynamic binary", image.Spec{Name: "op", Tag: "op:dev", Binaries: [][]byte{fakeELF(elf.EM_X86_64, "/lib64/ld-linux-x86-64.so.2")}}, []string{"binary 0: dynamically linked: it needs the loader /lib64/ld-linux-x86-64.so.2"}},
+		{"no binary", image.Spec{Name: "op", Tag: "op:dev"}, []string{"binaries: none"}},
+		{"two of one architecture", image.Spec{Name: "op", Tag: "op:dev", Binaries: [][]byte{fakeELF(elf.EM_X86_64, ""), fakeELF(elf.EM_AARCH64, ""), fakeELF(elf.EM_X86_64, "")}}, []string{"binary 2: linux/amd64, as binary 0 is"}},
+		{"every mistake at once", image.Spec{Binaries: [][]byte{[]byte("MZ")}}, []string{"name: empty", "tag: empty", "binary 0: not an ELF executable"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,7 +210,6 @@ func TestBuildMistakes(t *testing.T) {
 			for _, w := range tt.want {
 				require.ErrorContains(t, err, w)
 			}
-			require.ErrorContains(t, image.Write(io.Discard, tt.spec), tt.want[0], "Write reports what Build does")
 		})
 	}
 }
@@ -200,57 +232,16 @@ func TestStaticArchitecture(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tt.want, arch)
 
-			img, err := image.Build(image.Spec{Name: "op", Tag: "op:dev", Binary: fakeELF(tt.machine, "")})
+			images, err := image.Build(image.Spec{Name: "op", Tag: "op:dev", Binaries: [][]byte{fakeELF(tt.machine, "")}})
 			require.NoError(t, err)
-			cfg, err := img.ConfigFile()
+			require.Equal(t, []string{tt.want}, images.Architectures())
+			cfg, err := images.ByArch[tt.want].ConfigFile()
 			require.NoError(t, err)
 			require.Equal(t, tt.want, cfg.Architecture)
 		})
 	}
 	_, err := image.Static(fakeELF(elf.EM_SPARCV9, ""))
 	require.ErrorContains(t, err, "built for the machine EM_SPARCV9, which no GOARCH names")
-}
-
-// TestDockerfiles parses each example's Dockerfile and requires that its
-// last stage builds what make image builds: FROM scratch, the binary
-// copied owned by 65532 to the entrypoint's path, the same user, working
-// directory and entrypoint, in exec form (a shell form needs /bin/sh,
-// which the image has not); and that its build stage builds the
-// operator's package static.
-func TestDockerfiles(t *testing.T) {
-	for _, op := range operators {
-		t.Run(op.name, func(t *testing.T) {
-			df := parseDockerfile(t, filepath.Join(op.dir, "Dockerfile"))
-			require.GreaterOrEqual(t, len(df.stages), 2, "a build stage and the image's")
-			build, final := df.stages[len(df.stages)-2], df.stages[len(df.stages)-1]
-
-			img, err := image.Build(image.Spec{Name: op.name, Tag: op.tag, Binary: fakeELF(elf.EM_X86_64, "")})
-			require.NoError(t, err)
-			cfg, err := img.ConfigFile()
-			require.NoError(t, err)
-			layers, err := img.Layers()
-			require.NoError(t, err)
-
-			require.Equal(t, "scratch", final.from, "the image's base is empty")
-			require.Empty(t, final.others, "nothing in the image's config that make image's has not")
-			require.Len(t, layers, 1, "make image's base is empty too")
-			require.Equal(t, cfg.Config.User, final.user)
-			require.Equal(t, cfg.Config.WorkingDir, final.workdir)
-			require.Equal(t, cfg.Config.Entrypoint, final.entrypoint, "ENTRYPOINT in exec form, as make image's")
-			require.Len(t, final.copies, 1, "one COPY: the binary")
-			cp := final.copies[0]
-			require.Equal(t, build.name, cp.from, "the binary comes from the build stage")
-			require.Equal(t, cfg.Config.User, cp.chown)
-			require.Equal(t, cfg.Config.Entrypoint[0], cp.dest)
-			require.Equal(t, "/out/"+op.name, cp.src)
-
-			require.Len(t, build.runs, 1)
-			run := build.runs[0]
-			for _, want := range []string{"CGO_ENABLED=0", "go build", "-trimpath", "-o /out/" + op.name + " " + op.pkg} {
-				require.Contains(t, run, want)
-			}
-		})
-	}
 }
 
 // TestDeployImages requires that each example's deployment runs the image
@@ -296,8 +287,9 @@ func TestDeployImages(t *testing.T) {
 			require.Equal(t, ver, kustomization.Images[0].NewTag)
 
 			for _, want := range []string{
-				"-o ../bin/" + op.name + " " + op.pkg,
-				"-binary ../bin/" + op.name + " -tag " + op.tag + " -out ../bin/" + op.name + ".tar",
+				"-o ../bin/linux_$$arch/" + op.name + " " + op.pkg,
+				"$(foreach a,$(IMAGE_ARCHS),-binary ../bin/linux_$(a)/" + op.name + ") -tag " + op.tag + " -out ../bin/" + op.name + ".tar -oci ../bin/" + op.name + ".oci $(IMAGE_LABELS)",
+				"IMAGE_ARCHS := amd64 arm64",
 			} {
 				require.Contains(t, string(makefile), want, "make image builds %s", op.tag)
 			}
@@ -349,13 +341,15 @@ type file struct {
 	content []byte
 }
 
-// layerFiles returns every entry of l's uncompressed tar.
-func layerFiles(t *testing.T, l v1.Layer) []file {
+// layerFiles returns every entry of l's uncompressed tar by its name,
+// with no leading "/" or "./"; a directory's ends in "/". An entry twice
+// fails the test.
+func layerFiles(t *testing.T, l v1.Layer) map[string]file {
 	t.Helper()
 	rc, err := l.Uncompressed()
 	require.NoError(t, err)
 	defer func() { require.NoError(t, rc.Close()) }()
-	var files []file
+	files := map[string]file{}
 	tr := tar.NewReader(rc)
 	for {
 		hdr, err := tr.Next()
@@ -365,7 +359,9 @@ func layerFiles(t *testing.T, l v1.Layer) []file {
 		require.NoError(t, err)
 		content, err := io.ReadAll(tr)
 		require.NoError(t, err)
-		files = append(files, file{hdr: hdr, content: content})
+		name := strings.TrimPrefix(strings.TrimPrefix(hdr.Name, "./"), "/")
+		require.NotContains(t, files, name, "an entry twice")
+		files[name] = file{hdr: hdr, content: content}
 	}
 }
 
@@ -402,107 +398,4 @@ func fakeELF(machine elf.Machine, interp string) []byte {
 		b.WriteString(interp + "\x00")
 	}
 	return b.Bytes()
-}
-
-// dockerfile is what the test reads of a Dockerfile: its stages.
-type dockerfile struct {
-	stages []stage
-}
-
-// stage is one FROM of a Dockerfile and what follows it.
-type stage struct {
-	from, name    string
-	user, workdir string
-	entrypoint    []string
-	copies        []copyInstruction
-	runs          []string
-	// others are the instructions the test compares with nothing: the
-	// image's stage must have none, as make image's config has none of
-	// what they set.
-	others []string
-}
-
-// copyInstruction is a COPY: its --from and --chown, one source and the
-// destination.
-type copyInstruction struct {
-	from, chown, src, dest string
-}
-
-// parseDockerfile reads path's instructions, with their line
-// continuations joined and comments dropped: a line parser enough for the
-// examples' Dockerfiles, which fails the test on what it doesn't know.
-func parseDockerfile(t *testing.T, path string) dockerfile {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var lines []string
-	var cont strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "#") || (line == "" && cont.Len() == 0) {
-			continue
-		}
-		if rest, ok := strings.CutSuffix(line, `\`); ok {
-			cont.WriteString(rest + " ")
-			continue
-		}
-		cont.WriteString(line)
-		lines = append(lines, cont.String())
-		cont.Reset()
-	}
-	require.NoError(t, sc.Err())
-	require.Zero(t, cont.Len(), "%s ends in a continuation", path)
-
-	var df dockerfile
-	for _, line := range lines {
-		instr, args, _ := strings.Cut(line, " ")
-		args = strings.TrimSpace(args)
-		instr = strings.ToUpper(instr)
-		if instr == "FROM" {
-			f := strings.Fields(args)
-			s := stage{from: f[0]}
-			if len(f) == 3 && strings.EqualFold(f[1], "AS") {
-				s.name = f[2]
-			}
-			df.stages = append(df.stages, s)
-			continue
-		}
-		require.NotEmpty(t, df.stages, "%s: %s before any FROM", path, instr)
-		s := &df.stages[len(df.stages)-1]
-		switch instr {
-		case "USER":
-			s.user = args
-		case "WORKDIR":
-			s.workdir = args
-		case "ENTRYPOINT":
-			require.NoError(t, json.Unmarshal([]byte(args), &s.entrypoint), "%s: ENTRYPOINT %s is not in exec form: a JSON array", path, args)
-		case "RUN":
-			s.runs = append(s.runs, args)
-		case "COPY":
-			var c copyInstruction
-			var paths []string
-			for _, f := range strings.Fields(args) {
-				switch {
-				case strings.HasPrefix(f, "--from="):
-					c.from = strings.TrimPrefix(f, "--from=")
-				case strings.HasPrefix(f, "--chown="):
-					c.chown = strings.TrimPrefix(f, "--chown=")
-				case strings.HasPrefix(f, "--"):
-					t.Fatalf("%s: COPY flag %s: unknown to this parser", path, f)
-				default:
-					paths = append(paths, f)
-				}
-			}
-			if len(paths) == 2 {
-				c.src, c.dest = paths[0], paths[1]
-			}
-			s.copies = append(s.copies, c)
-		case "CMD", "ENV", "SHELL", "ARG", "LABEL", "EXPOSE", "VOLUME", "ADD", "ONBUILD", "HEALTHCHECK", "STOPSIGNAL":
-			s.others = append(s.others, line)
-		default:
-			t.Fatalf("%s: instruction %s: unknown to this parser", path, instr)
-		}
-	}
-	return df
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/stretchr/testify/require"
+
+	"github.com/loam-dev/loam/examples/image"
 )
 
 // TestRun shows the command writes the image of the binary it is given to
@@ -29,8 +32,9 @@ func TestRun(t *testing.T) {
 			require.NoError(t, os.WriteFile(bin, staticELF(), 0o600))
 			out := filepath.Join(dir, "op.tar")
 			var stdout bytes.Buffer
-			require.NoError(t, Run(Options{Binary: bin, Name: tt.flagName, Tag: "op:dev", Out: out}, &stdout))
-			require.Contains(t, stdout.String(), "written to "+out)
+			require.NoError(t, Run(Options{Binaries: []string{bin}, Name: tt.flagName, Tag: "op:dev", Out: out}, &stdout))
+			require.Contains(t, stdout.String(), "written to "+out+" (linux/amd64) and "+filepath.Join(dir, "op.oci"))
+			require.FileExists(t, filepath.Join(dir, "op.oci", "index.json"), "the layout beside the tarball")
 
 			img, err := tarball.ImageFromPath(out, nil)
 			require.NoError(t, err)
@@ -50,16 +54,44 @@ func TestRunMistakes(t *testing.T) {
 	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o600))
 	out := filepath.Join(dir, "script.tar")
 	var stdout bytes.Buffer
-	err := Run(Options{Binary: bin, Tag: "script", Out: out}, &stdout)
-	require.ErrorContains(t, err, "binary: not an ELF executable")
+	err := Run(Options{Binaries: []string{bin}, Tag: "script", Out: out}, &stdout)
+	require.ErrorContains(t, err, "binary 0: not an ELF executable")
 	require.ErrorContains(t, err, `tag "script": names no tag`)
 	require.NoFileExists(t, out)
 	require.Empty(t, stdout.String())
 
-	err = Run(Options{Binary: filepath.Join(dir, "missing"), Tag: "op:dev", Out: out}, &stdout)
+	err = Run(Options{Binaries: []string{filepath.Join(dir, "missing")}, Tag: "op:dev", Out: out}, &stdout)
 	require.ErrorContains(t, err, "-binary: ")
 	require.ErrorIs(t, err, os.ErrNotExist)
 	require.NoFileExists(t, out)
+
+	op := filepath.Join(dir, "op")
+	require.NoError(t, os.WriteFile(op, staticELF(), 0o600))
+	err = Run(Options{Binaries: []string{op}, Tag: "op:dev", Out: out, Arch: "arm64"}, &stdout)
+	require.ErrorContains(t, err, "-arch arm64: no binary of it, only amd64")
+	require.NoFileExists(t, out)
+	require.NoDirExists(t, filepath.Join(dir, "op.oci"))
+}
+
+// TestRunLabels shows -source, -revision and -version become the image's
+// OCI labels, and -oci names the layout's directory.
+func TestRunLabels(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "op")
+	require.NoError(t, os.WriteFile(bin, staticELF(), 0o600))
+	out, oci := filepath.Join(dir, "op.tar"), filepath.Join(dir, "layout")
+	labels := image.Labels{Source: "https://github.com/loam-dev/loam", Revision: "0f10bd1", Version: "v1.2.3"}
+	require.NoError(t, Run(Options{Binaries: []string{bin}, Tag: "op:dev", Out: out, OCI: oci, Labels: labels}, io.Discard))
+	img, err := tarball.ImageFromPath(out, nil)
+	require.NoError(t, err)
+	cfg, err := img.ConfigFile()
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{
+		"org.opencontainers.image.source":   labels.Source,
+		"org.opencontainers.image.revision": labels.Revision,
+		"org.opencontainers.image.version":  labels.Version,
+	}, cfg.Config.Labels)
+	require.FileExists(t, filepath.Join(oci, "oci-layout"))
 }
 
 // TestCheck shows every required flag that is missing is named at once.
@@ -68,7 +100,7 @@ func TestCheck(t *testing.T) {
 	for _, want := range []string{"-binary: missing", "-tag: missing", "-out: missing"} {
 		require.ErrorContains(t, err, want)
 	}
-	require.NoError(t, Options{Binary: "b", Tag: "t:1", Out: "o"}.check())
+	require.NoError(t, Options{Binaries: []string{"b"}, Tag: "t:1", Out: "o"}.check())
 }
 
 // staticELF returns the ELF header of a static amd64 Linux executable: what
