@@ -53,7 +53,8 @@ func (s Settings) Propagator() propagation.TextMapPropagator {
 	if s.Propagators == nil {
 		return nil
 	}
-	var ps []propagation.TextMapPropagator
+	// Not nil for none: app would fill a nil one with its default.
+	ps := []propagation.TextMapPropagator{}
 	for _, name := range s.Propagators {
 		switch name {
 		case "tracecontext":
