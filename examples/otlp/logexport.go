@@ -34,9 +34,9 @@ import (
 // error quotes.
 const maxErrorBody = 1 << 10
 
-// logExporter is an sdklog.Exporter that posts log records by OTLP/HTTP
-// (http/protobuf) with the Settings' resource. It exists because the log
-// SDK merges the real environment's OTEL_RESOURCE_ATTRIBUTES and
+// logExporter is an sdklog.Exporter that sends log records by OTLP/HTTP
+// (http/protobuf) or OTLP/gRPC with the Settings' resource. It exists
+// because the log SDK merges the real environment's OTEL_RESOURCE_ATTRIBUTES and
 // OTEL_SERVICE_NAME into every record's resource, and an sdklog.Record's
 // resource can't be replaced as a span's or a metric's can: encoding the
 // records ourselves is the only way to send our resource instead.
