@@ -39,7 +39,7 @@ func TestTheRealEnvironmentIsIgnored(t *testing.T) {
 	setRealEnvironment(t, decoyURL)
 	receiver, url := receive(t)
 
-	s, err := otlp.Read(t.Context(), apptest.Env{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_COMPRESSION": "none"})
+	s, err := otlp.Read(t.Context(), apptest.Env{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_EXPORTER_OTLP_COMPRESSION": "none"}, nil)
 	require.NoError(t, err, "only the Process's environment is read")
 	tel, shutdown, err := otlp.New(t.Context(), app.Host{Network: &countingNetwork{}}, s, otlp.Options{ServiceName: "memcached-operator"})
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestTheRealEnvironmentAloneExportsNothing(t *testing.T) {
 	setRealEnvironment(t, decoyURL)
 	t.Setenv("OTEL_SDK_DISABLED", "false")
 
-	s, err := otlp.Read(t.Context(), apptest.Env{})
+	s, err := otlp.Read(t.Context(), apptest.Env{}, nil)
 	require.NoError(t, err)
 	network := &countingNetwork{}
 	tel, shutdown, err := otlp.New(t.Context(), app.Host{Network: network}, s, otlp.Options{})

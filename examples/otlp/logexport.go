@@ -22,6 +22,11 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -29,14 +34,15 @@ import (
 // error quotes.
 const maxErrorBody = 1 << 10
 
-// logExporter is an sdklog.Exporter that posts log records by OTLP/HTTP
-// (http/protobuf) with the Settings' resource. It exists because the log
-// SDK merges the real environment's OTEL_RESOURCE_ATTRIBUTES and
+// logExporter is an sdklog.Exporter that sends log records by OTLP/HTTP
+// (http/protobuf) or OTLP/gRPC with the Settings' resource. It exists
+// because the log SDK merges the real environment's OTEL_RESOURCE_ATTRIBUTES and
 // OTEL_SERVICE_NAME into every record's resource, and an sdklog.Record's
 // resource can't be replaced as a span's or a metric's can: encoding the
 // records ourselves is the only way to send our resource instead.
 type logExporter struct {
-	client *http.Client
+	client *http.Client                // for http/protobuf
+	rpc    collogspb.LogsServiceClient // for grpc, in place of client
 	signal Signal
 	res    *resourcepb.Resource
 	schema string
@@ -59,9 +65,35 @@ func newLogExporter(s Signal, client *http.Client, res *resource.Resource) *logE
 	}
 }
 
-// Export posts records in one request, retrying while the collector
-// answers 429, 502, 503 or 504, or can't be reached, for as long as the
-// Signal's timeout allows. It returns sdklog.ErrExporterShutdown after
+// newGRPCLogExporter returns a logExporter that sends to s's collector by
+// gRPC on conn, with s's headers as metadata and s's timeout, every
+// record with res as its resource; conn compresses when s says so.
+func newGRPCLogExporter(s Signal, conn grpc.ClientConnInterface, res *resource.Resource) *logExporter {
+	e := newLogExporter(s, nil, res)
+	e.rpc = collogspb.NewLogsServiceClient(conn)
+	return e
+}
+
+// logExporterFor returns s's log exporter, on a connection of c's.
+func logExporterFor(c *conns, s Signal, res *resource.Resource) (*logExporter, error) {
+	if s.Protocol == protocolGRPC {
+		conn, err := c.grpcConn(s)
+		if err != nil {
+			return nil, err
+		}
+		return newGRPCLogExporter(s, conn, res), nil
+	}
+	client, _, err := c.httpClient(s)
+	if err != nil {
+		return nil, err
+	}
+	return newLogExporter(s, client, res), nil
+}
+
+// Export sends records in one request, retrying while the collector
+// answers 429, 502, 503 or 504 (by gRPC: Unavailable, Aborted and the
+// others the specification names retryable), or can't be reached, for as
+// long as the Signal's timeout allows. It returns sdklog.ErrExporterShutdown after
 // Shutdown, and otherwise an error naming the endpoint and the last
 // status, or ctx's, on failure.
 func (e *logExporter) Export(ctx context.Context, records []sdklog.Record) error {
@@ -71,9 +103,13 @@ func (e *logExporter) Export(ctx context.Context, records []sdklog.Record) error
 	if len(records) == 0 {
 		return nil
 	}
-	body, err := e.body(records)
-	if err != nil {
-		return fmt.Errorf("otlp: encoding %d log records for %s: %w", len(records), e.signal.Endpoint, err)
+	send := func(ctx context.Context) (bool, time.Duration, error) { return e.call(ctx, e.request(records)) }
+	if e.rpc == nil {
+		body, err := e.body(records)
+		if err != nil {
+			return fmt.Errorf("otlp: encoding %d log records for %s: %w", len(records), e.signal.Endpoint, err)
+		}
+		send = func(ctx context.Context) (bool, time.Duration, error) { return e.post(ctx, body) }
 	}
 	if e.signal.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -82,7 +118,7 @@ func (e *logExporter) Export(ctx context.Context, records []sdklog.Record) error
 	}
 	backoff := e.initialBackoff
 	for {
-		retry, after, err := e.post(ctx, body)
+		retry, after, err := send(ctx)
 		if err == nil || !retry {
 			return err
 		}
@@ -161,6 +197,40 @@ func (e *logExporter) post(ctx context.Context, body []byte) (retry bool, after 
 		return true, after, err
 	}
 	return false, 0, err
+}
+
+// call sends req once by gRPC, as post does by HTTP.
+func (e *logExporter) call(ctx context.Context, req *collogspb.ExportLogsServiceRequest) (retry bool, after time.Duration, err error) {
+	if len(e.signal.Headers) > 0 {
+		ctx = metadata.NewOutgoingContext(ctx, metadata.New(e.signal.Headers))
+	}
+	if _, err := e.rpc.Export(ctx, req); err != nil {
+		st := status.Convert(err)
+		err = fmt.Errorf("otlp: exporting logs to %s: %w", e.signal.Endpoint, err)
+		switch st.Code() {
+		case codes.Canceled, codes.DeadlineExceeded:
+			// Retry unless ctx is what ended it.
+			return ctx.Err() == nil, 0, err
+		case codes.Aborted, codes.OutOfRange, codes.Unavailable, codes.DataLoss:
+			return true, retryDelay(st), err
+		case codes.ResourceExhausted:
+			// Retryable only when the collector says when.
+			d := retryDelay(st)
+			return d > 0, d, err
+		}
+		return false, 0, err
+	}
+	return false, 0, nil
+}
+
+// retryDelay is the delay st's RetryInfo asks for, 0 when it has none.
+func retryDelay(st *status.Status) time.Duration {
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay() != nil {
+			return max(ri.GetRetryDelay().AsDuration(), 0)
+		}
+	}
+	return 0
 }
 
 // Shutdown stops Export sending anything: nothing is buffered, so there is

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -289,7 +290,12 @@ func TestLogExporterGivesUpAtTheTimeout(t *testing.T) {
 	e.initialBackoff, e.maxBackoff = 10*time.Millisecond, 50*time.Millisecond
 	var r sdklog.Record
 	err := e.Export(t.Context(), []sdklog.Record{r})
-	require.ErrorContains(t, err, "503 Service Unavailable")
+	// The timeout ends the export between two tries (the last answer,
+	// 503) or during one (the deadline): which depends on the machine.
+	require.Error(t, err)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		require.ErrorContains(t, err, "503 Service Unavailable")
+	}
 	require.ErrorContains(t, err, endpoint)
 	require.Greater(t, f.calls.Load(), int32(1), "retried until the timeout")
 }

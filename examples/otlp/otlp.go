@@ -2,17 +2,11 @@ package otlp
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/url"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/exemplar"
@@ -60,7 +54,7 @@ type Options struct {
 // with exit code 78, naming every one.
 func Builder(o Options) app.HostTelemetryBuilder {
 	return func(ctx context.Context, h app.Host, p app.Process) (app.Telemetry, func(context.Context) error, error) {
-		s, err := Read(ctx, p.Environment)
+		s, err := Read(ctx, p.Environment, h.FS)
 		if err != nil {
 			return app.Telemetry{}, nil, err
 		}
@@ -68,51 +62,38 @@ func Builder(o Options) app.HostTelemetryBuilder {
 	}
 }
 
-// New returns Telemetry whose providers export each signal by OTLP over
-// HTTP to the endpoint s gives it, dialling through h's Network, and hold
-// o's processors and readers too. A signal with no endpoint, and every
-// signal when s.Disabled, is not exported: with none of o's for it
-// either, its provider is left nil, for app to fill with a no-op. Every
-// setting of the SDK and the exporters is passed explicitly, so none of
-// the OTEL_* variables they read from the real environment changes what
-// is exported, or where. The returned func flushes and shuts every
-// provider down; an error, from an exporter that can't be built, names the
-// signal.
+// New returns Telemetry whose providers export each signal by OTLP, over
+// HTTP or gRPC as its Protocol says, to the endpoint s gives it, dialling
+// through h's Network, and hold o's processors and readers too. A signal
+// with no endpoint, and every signal when s.Disabled, is not exported:
+// with none of o's for it either, its provider is left nil, for app to
+// fill with a no-op. The Propagator is OTEL_PROPAGATORS', nil for the
+// App's default when it isn't set. Every setting of the SDK and the
+// exporters is passed explicitly, so none of the OTEL_* variables they
+// read from the real environment changes what is exported, or where.
+// Every export, its retries included, is bounded by its signal's Timeout.
+// The returned func flushes and shuts every provider down, then closes
+// the connections; an error, from an exporter that can't be built, names
+// the signal.
 func New(ctx context.Context, h app.Host, s Settings, o Options) (app.Telemetry, func(context.Context) error, error) {
 	if s.Disabled {
 		s.Traces, s.Metrics, s.Logs = Signal{}, Signal{}, Signal{}
 	}
 	exporting := s.Traces.Endpoint != "" || s.Metrics.Endpoint != "" || s.Logs.Endpoint != ""
 	if exporting && h.Network == nil {
-		return app.Telemetry{}, nil, errors.New("otlp: the Host has no Network to dial the collector through: build the telemetry with app.WithHostTelemetry")
+		return app.Telemetry{}, nil, errNoNetwork
 	}
 	res := s.Resource(o.ServiceName)
-	transport := &http.Transport{
-		// The Host's network, never the real one; no proxy, since
-		// net/http's default would read HTTPS_PROXY from the real
-		// environment.
-		DialContext:           dial(h),
-		Proxy:                 nil,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          10,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
-	}
-	client := &http.Client{Transport: transport}
+	c := &conns{h: h}
 
-	var (
-		t         app.Telemetry
-		shutdowns []func(context.Context) error
-	)
+	t := app.Telemetry{Propagator: s.Propagator()}
+	var shutdowns []func(context.Context) error
 	shutdown := func(ctx context.Context) error {
 		var errs []error
 		for _, f := range shutdowns {
 			errs = append(errs, f(ctx))
 		}
-		transport.CloseIdleConnections()
-		return errors.Join(errs...)
+		return errors.Join(append(errs, c.close())...)
 	}
 	fail := func(signal string, err error) (app.Telemetry, func(context.Context) error, error) {
 		_ = shutdown(ctx)
@@ -135,11 +116,11 @@ func New(ctx context.Context, h app.Host, s Settings, o Options) (app.Telemetry,
 		tracerOpts = append(tracerOpts, sdktrace.WithSpanProcessor(p))
 	}
 	if s.Traces.Endpoint != "" {
-		exp, err := otlptracehttp.New(ctx, traceOptions(s.Traces, client)...)
+		exp, err := traceExporter(ctx, c, s.Traces)
 		if err != nil {
 			return fail("traces", err)
 		}
-		tracerOpts = append(tracerOpts, sdktrace.WithBatcher(stampedSpans{SpanExporter: exp, res: res},
+		tracerOpts = append(tracerOpts, sdktrace.WithBatcher(stampedSpans{SpanExporter: exp, res: res, timeout: s.Traces.Timeout},
 			sdktrace.WithBatchTimeout(spanBatchTimeout),
 			sdktrace.WithExportTimeout(batchExportTimeout),
 			sdktrace.WithMaxQueueSize(batchQueueSize),
@@ -161,11 +142,11 @@ func New(ctx context.Context, h app.Host, s Settings, o Options) (app.Telemetry,
 		meterOpts = append(meterOpts, sdkmetric.WithReader(r))
 	}
 	if s.Metrics.Endpoint != "" {
-		exp, err := otlpmetrichttp.New(ctx, metricOptions(s.Metrics, client)...)
+		exp, err := metricExporter(ctx, c, s.Metrics)
 		if err != nil {
 			return fail("metrics", err)
 		}
-		meterOpts = append(meterOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(stampedMetrics{Exporter: exp, res: res},
+		meterOpts = append(meterOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(stampedMetrics{Exporter: exp, res: res, timeout: s.Metrics.Timeout},
 			sdkmetric.WithInterval(s.MetricExportInterval),
 			sdkmetric.WithTimeout(s.MetricExportTimeout),
 		)))
@@ -185,10 +166,13 @@ func New(ctx context.Context, h app.Host, s Settings, o Options) (app.Telemetry,
 		loggerOpts = append(loggerOpts, sdklog.WithProcessor(p))
 	}
 	if s.Logs.Endpoint != "" {
-		// Our own exporter, not otlploghttp's: it alone can send the
-		// Settings' resource in place of the one the SDK merged with the
-		// real environment (logexport.go).
-		exp := newLogExporter(s.Logs, client, res)
+		// Our own exporter, not otlploghttp's or otlploggrpc's: it alone
+		// can send the Settings' resource in place of the one the SDK
+		// merged with the real environment (logexport.go).
+		exp, err := logExporterFor(c, s.Logs, res)
+		if err != nil {
+			return fail("logs", err)
+		}
 		loggerOpts = append(loggerOpts, sdklog.WithProcessor(sdklog.NewBatchProcessor(exp,
 			sdklog.WithExportInterval(logExportInterval),
 			sdklog.WithExportTimeout(batchExportTimeout),
@@ -202,15 +186,6 @@ func New(ctx context.Context, h app.Host, s Settings, o Options) (app.Telemetry,
 		shutdowns = append(shutdowns, lp.Shutdown)
 	}
 	return t, shutdown, nil
-}
-
-// dial returns h's dialer, or nil when h has no Network, which New
-// refuses when anything is exported.
-func dial(h app.Host) func(ctx context.Context, network, address string) (net.Conn, error) {
-	if h.Network == nil {
-		return nil
-	}
-	return h.Dial
 }
 
 // Resource returns the resource New exports every signal with: the
@@ -266,64 +241,23 @@ func newSampler(name string, ratio float64) sdktrace.Sampler {
 	}
 }
 
-// tlsFor is the exporter's TLS setting for endpoint: nil for http, which
-// the exporters require with an insecure endpoint, so that a certificate
-// named in the real environment never applies.
-func tlsFor(endpoint string) *tls.Config {
-	if u, err := url.Parse(endpoint); err == nil && u.Scheme == "https" {
-		return &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	return nil
-}
-
-func traceOptions(s Signal, client *http.Client) []otlptracehttp.Option {
-	compression := otlptracehttp.NoCompression
-	if s.Gzip {
-		compression = otlptracehttp.GzipCompression
-	}
-	return []otlptracehttp.Option{
-		otlptracehttp.WithEndpointURL(s.Endpoint),
-		otlptracehttp.WithHeaders(s.Headers),
-		otlptracehttp.WithTimeout(s.Timeout),
-		otlptracehttp.WithCompression(compression),
-		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{
-			Enabled: true, InitialInterval: retryInitialInterval, MaxInterval: retryMaxInterval, MaxElapsedTime: retryMaxElapsed,
-		}),
-		otlptracehttp.WithTLSClientConfig(tlsFor(s.Endpoint)),
-		otlptracehttp.WithHTTPClient(client),
-	}
-}
-
-func metricOptions(s Signal, client *http.Client) []otlpmetrichttp.Option {
-	compression := otlpmetrichttp.NoCompression
-	if s.Gzip {
-		compression = otlpmetrichttp.GzipCompression
-	}
-	return []otlpmetrichttp.Option{
-		otlpmetrichttp.WithEndpointURL(s.Endpoint),
-		otlpmetrichttp.WithHeaders(s.Headers),
-		otlpmetrichttp.WithTimeout(s.Timeout),
-		otlpmetrichttp.WithCompression(compression),
-		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{
-			Enabled: true, InitialInterval: retryInitialInterval, MaxInterval: retryMaxInterval, MaxElapsedTime: retryMaxElapsed,
-		}),
-		otlpmetrichttp.WithTLSClientConfig(tlsFor(s.Endpoint)),
-		otlpmetrichttp.WithTemporalitySelector(sdkmetric.DefaultTemporalitySelector),
-		otlpmetrichttp.WithAggregationSelector(sdkmetric.DefaultAggregationSelector),
-		otlpmetrichttp.WithHTTPClient(client),
-	}
-}
-
 // stampedSpans exports spans with the Settings' resource in place of the
 // provider's, which the SDK merges with OTEL_RESOURCE_ATTRIBUTES from the
 // real environment whatever resource it is given.
 type stampedSpans struct {
 	sdktrace.SpanExporter
 	res *resource.Resource
+	// timeout bounds each export, its retries included: otlptracehttp
+	// bounds only each attempt, and that only with the client it makes
+	// itself, not one passed with WithHTTPClient.
+	timeout time.Duration
 }
 
-// ExportSpans exports spans, each with the resource replaced.
+// ExportSpans exports spans, each with the resource replaced, within the
+// timeout.
 func (e stampedSpans) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	ctx, cancel := withTimeout(ctx, e.timeout)
+	defer cancel()
 	stamped := make([]sdktrace.ReadOnlySpan, len(spans))
 	for i, s := range spans {
 		stamped[i] = stampedSpan{ReadOnlySpan: s, res: e.res}
@@ -345,11 +279,24 @@ func (s stampedSpan) Resource() *resource.Resource { return s.res }
 type stampedMetrics struct {
 	sdkmetric.Exporter
 	res *resource.Resource
+	// timeout bounds each export, for the reason stampedSpans' does.
+	timeout time.Duration
 }
 
-// Export exports rm with its resource replaced.
+// Export exports rm with its resource replaced, within the timeout.
 func (e stampedMetrics) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
+	ctx, cancel := withTimeout(ctx, e.timeout)
+	defer cancel()
 	stamped := *rm
 	stamped.Resource = e.res
 	return e.Exporter.Export(ctx, &stamped)
+}
+
+// withTimeout returns ctx bounded by timeout, or ctx alone when timeout
+// isn't positive.
+func withTimeout(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, timeout)
 }

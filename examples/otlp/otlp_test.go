@@ -82,7 +82,7 @@ func TestNewExportsEverySignal(t *testing.T) {
 		"OTEL_SERVICE_NAME":              "memcached-operator",
 		"OTEL_TRACES_SAMPLER":            "always_on",
 	}
-	s, err := otlp.Read(t.Context(), env)
+	s, err := otlp.Read(t.Context(), env, nil)
 	require.NoError(t, err)
 	network := &countingNetwork{}
 	tel, shutdown, err := otlp.New(t.Context(), app.Host{Network: network}, s, otlp.Options{ServiceName: "fallback"})
@@ -140,7 +140,7 @@ func TestNewWithoutEndpointsExportsNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := otlp.Read(t.Context(), tt.env)
+			s, err := otlp.Read(t.Context(), tt.env, nil)
 			require.NoError(t, err)
 			network := &countingNetwork{}
 			tel, shutdown, err := otlp.New(t.Context(), app.Host{Network: network}, s, tt.opts)
@@ -168,7 +168,7 @@ func (*countingProcessor) ForceFlush(context.Context) error                     
 
 func TestNewKeepsTheAppsOwnReadersAndProcessorsWhenDisabled(t *testing.T) {
 	receiver, url := receive(t)
-	s, err := otlp.Read(t.Context(), apptest.Env{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_SDK_DISABLED": "true"})
+	s, err := otlp.Read(t.Context(), apptest.Env{"OTEL_EXPORTER_OTLP_ENDPOINT": url, "OTEL_SDK_DISABLED": "true"}, nil)
 	require.NoError(t, err)
 	logs := &countingProcessor{}
 	reader := sdkmetric.NewManualReader()
@@ -196,7 +196,7 @@ func TestNewKeepsTheAppsOwnReadersAndProcessorsWhenDisabled(t *testing.T) {
 }
 
 func TestNewWithoutANetwork(t *testing.T) {
-	s, err := otlp.Read(t.Context(), apptest.Env{"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://127.0.0.1:1/v1/logs"})
+	s, err := otlp.Read(t.Context(), apptest.Env{"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://127.0.0.1:1/v1/logs"}, nil)
 	require.NoError(t, err)
 	_, _, err = otlp.New(t.Context(), app.Host{}, s, otlp.Options{})
 	require.EqualError(t, err, "otlp: the Host has no Network to dial the collector through: build the telemetry with app.WithHostTelemetry")
@@ -208,7 +208,7 @@ func TestBuilderFailsTheAppNamingEveryVariable(t *testing.T) {
 		return nil, errors.New("init never runs")
 	},
 		app.WithProcess(app.Process{Environment: apptest.Env{
-			"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+			"OTEL_EXPORTER_OTLP_PROTOCOL": "http/xml",
 			"OTEL_TRACES_SAMPLER":         "sometimes",
 			"OTEL_BSP_MAX_QUEUE_SIZE":     "10",
 		}, Stderr: &stderr}),
@@ -218,6 +218,6 @@ func TestBuilderFailsTheAppNamingEveryVariable(t *testing.T) {
 	require.Equal(t, strings.Join([]string{
 		"telemetry: config OTEL_BSP_MAX_QUEUE_SIZE: not supported: examples/otlp reads only the variables otlp.Variables lists",
 		`config OTEL_TRACES_SAMPLER: "sometimes" is not supported: only always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio`,
-		`config OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" is not supported: only http/protobuf is`,
+		`config OTEL_EXPORTER_OTLP_PROTOCOL: "http/xml" is not supported: only grpc, http/protobuf or http/json is`,
 	}, "\n")+"\n", stderr.String())
 }

@@ -23,6 +23,12 @@ const (
 	defaultMetricExportTimeout  = 30 * time.Second
 	defaultSampler              = "parentbased_always_on"
 	protocolHTTPProtobuf        = "http/protobuf"
+	protocolHTTPJSON            = "http/json"
+	protocolGRPC                = "grpc"
+	// The specification's endpoints for an exporter that is otlp with
+	// none set: an OpenTelemetry Collector's on the same machine.
+	defaultHTTPEndpoint = "http://localhost:4318"
+	defaultGRPCEndpoint = "http://localhost:4317"
 )
 
 // Settings are what the OTEL_* variables say: whether and where each
@@ -47,19 +53,38 @@ type Settings struct {
 	// OTEL_METRIC_EXPORT_INTERVAL's and OTEL_METRIC_EXPORT_TIMEOUT's,
 	// 60s and 30s by default.
 	MetricExportInterval, MetricExportTimeout time.Duration
+	// Propagators are OTEL_PROPAGATORS' names, such as tracecontext and
+	// b3, in their order and each once; nil when it isn't set, which
+	// leaves the App's default, tracecontext and baggage, as the
+	// specification's is. ["none"] propagates nothing.
+	Propagators []string
 }
 
 // Signal is where one signal, traces, metrics or logs, is exported.
 type Signal struct {
-	// Endpoint is the URL the exporter posts to, such as
-	// http://collector:4318/v1/traces. "" exports nothing.
+	// Endpoint is the URL the exporter sends to, such as
+	// http://collector:4318/v1/traces for http/protobuf, or
+	// https://collector:4317 for grpc, whose path is not used. Its scheme
+	// says whether TLS is used. "" exports nothing.
 	Endpoint string
-	// Headers are sent with every export, such as an API key.
+	// Protocol is http/protobuf, the default, http/json (traces alone) or
+	// grpc. "" is http/protobuf.
+	Protocol string
+	// Headers are sent with every export, such as an API key: HTTP
+	// headers, or gRPC metadata.
 	Headers map[string]string
-	// Timeout bounds one export; 10s by default.
+	// Timeout bounds one export, its retries included; 10s by default.
 	Timeout time.Duration
 	// Gzip compresses each export's body.
 	Gzip bool
+	// Certificate is the PEM of the certificates that verify the
+	// collector's, in place of the machine's roots; nil trusts the
+	// machine's.
+	Certificate []byte
+	// ClientCertificate and ClientKey are the PEM of the certificate and
+	// key the exporter presents to a collector that asks for one (mutual
+	// TLS); both nil or both set.
+	ClientCertificate, ClientKey []byte
 }
 
 // signal is one signal's variables and its path under the base endpoint.
@@ -80,28 +105,33 @@ func Variables() []string {
 		"OTEL_SDK_DISABLED",
 		"OTEL_SERVICE_NAME",
 		"OTEL_RESOURCE_ATTRIBUTES",
-		"OTEL_EXPORTER_OTLP_ENDPOINT",
-		"OTEL_EXPORTER_OTLP_HEADERS",
-		"OTEL_EXPORTER_OTLP_TIMEOUT",
-		"OTEL_EXPORTER_OTLP_COMPRESSION",
-		"OTEL_EXPORTER_OTLP_PROTOCOL",
 		"OTEL_TRACES_SAMPLER",
 		"OTEL_TRACES_SAMPLER_ARG",
 		"OTEL_METRIC_EXPORT_INTERVAL",
 		"OTEL_METRIC_EXPORT_TIMEOUT",
+		"OTEL_PROPAGATORS",
+	}
+	for _, name := range exporterVariables() {
+		vars = append(vars, "OTEL_EXPORTER_OTLP_"+name)
 	}
 	for _, s := range signals() {
-		vars = append(vars,
-			"OTEL_"+s.name+"_EXPORTER",
-			"OTEL_EXPORTER_OTLP_"+s.name+"_ENDPOINT",
-			"OTEL_EXPORTER_OTLP_"+s.name+"_HEADERS",
-			"OTEL_EXPORTER_OTLP_"+s.name+"_TIMEOUT",
-			"OTEL_EXPORTER_OTLP_"+s.name+"_COMPRESSION",
-			"OTEL_EXPORTER_OTLP_"+s.name+"_PROTOCOL",
-		)
+		vars = append(vars, "OTEL_"+s.name+"_EXPORTER")
+		for _, name := range exporterVariables() {
+			vars = append(vars, "OTEL_EXPORTER_OTLP_"+s.name+"_"+name)
+		}
 	}
 	slices.Sort(vars)
 	return vars
+}
+
+// exporterVariables are the OTLP exporter's variables, each both general,
+// OTEL_EXPORTER_OTLP_ENDPOINT, and a signal's own,
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT.
+func exporterVariables() []string {
+	return []string{
+		"ENDPOINT", "HEADERS", "TIMEOUT", "COMPRESSION", "PROTOCOL", "INSECURE",
+		"CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY",
+	}
 }
 
 // knownUnsupported are variables of the OpenTelemetry specification, and
@@ -110,7 +140,7 @@ func Variables() []string {
 // find every OTEL_* variable.
 func knownUnsupported() []string {
 	vars := []string{
-		"OTEL_LOG_LEVEL", "OTEL_PROPAGATORS", "OTEL_CONFIG_FILE", "OTEL_EXPERIMENTAL_CONFIG_FILE",
+		"OTEL_LOG_LEVEL", "OTEL_CONFIG_FILE", "OTEL_EXPERIMENTAL_CONFIG_FILE",
 		"OTEL_RESOURCE_DETECTORS", "OTEL_SEMCONV_STABILITY_OPT_IN",
 		"OTEL_BSP_SCHEDULE_DELAY", "OTEL_BSP_EXPORT_TIMEOUT", "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
 		"OTEL_BLRP_SCHEDULE_DELAY", "OTEL_BLRP_EXPORT_TIMEOUT", "OTEL_BLRP_MAX_QUEUE_SIZE", "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE",
@@ -124,9 +154,6 @@ func knownUnsupported() []string {
 		"OTEL_EXPORTER_ZIPKIN_ENDPOINT", "OTEL_EXPORTER_ZIPKIN_TIMEOUT",
 		"OTEL_GO_X_OBSERVABILITY", "OTEL_GO_X_SELF_OBSERVABILITY", "OTEL_GO_X_CARDINALITY_LIMIT", "OTEL_GO_X_RESOURCE",
 	}
-	for _, prefix := range []string{"OTEL_EXPORTER_OTLP_", "OTEL_EXPORTER_OTLP_TRACES_", "OTEL_EXPORTER_OTLP_METRICS_", "OTEL_EXPORTER_OTLP_LOGS_"} {
-		vars = append(vars, prefix+"INSECURE", prefix+"CERTIFICATE", prefix+"CLIENT_KEY", prefix+"CLIENT_CERTIFICATE")
-	}
 	return vars
 }
 
@@ -135,12 +162,14 @@ var errUnsupported = errors.New("not supported: examples/otlp reads only the var
 
 // Read sources the Settings from env, a Process's environment: never the
 // real one, which OpenTelemetry's SDK and exporters would otherwise read
-// for themselves. Its error names every variable with a bad value, and
-// every OTEL_* variable that is set but isn't one of Variables, together:
-// all of them when env is an app.EnvironmentLister, the ones the
+// for themselves. The certificate and key files the variables name are
+// read through fsys, the Host's files. Its error names every variable
+// with a bad value, or a file that can't be read or parsed, and every
+// OTEL_* variable that is set but isn't one of Variables, together: all
+// of them when env is an app.EnvironmentLister, the ones the
 // specification and the Go SDK define otherwise. A nil env has no
-// variables.
-func Read(ctx context.Context, env app.Environment) (Settings, error) {
+// variables; a nil fsys fails any variable that names a file.
+func Read(ctx context.Context, env app.Environment, fsys app.FS) (Settings, error) {
 	if env == nil {
 		// A Process built by hand may have none: it has no variables.
 		env = config.Map(nil)
@@ -150,7 +179,7 @@ func Read(ctx context.Context, env app.Environment) (Settings, error) {
 		errs = append(errs, &config.Error{Name: name, Err: errUnsupported})
 	}
 	s, err := config.Struct(func(r *config.Resolver) Settings {
-		return resolve(r, env)
+		return resolve(r, env, fsys)
 	}).Read(ctx)
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
@@ -188,7 +217,7 @@ func isSet(env app.Environment, name string) bool {
 }
 
 // resolve reads every variable through r, which collects their errors.
-func resolve(r *config.Resolver, e app.Environment) Settings {
+func resolve(r *config.Resolver, e app.Environment, fsys app.FS) Settings {
 	env := func(name string) config.Value[string] { return config.Env(e, name) }
 	s := Settings{
 		Disabled:             r.Get(env("OTEL_SDK_DISABLED").Parse(parseBool).Default(false)),
@@ -197,43 +226,131 @@ func resolve(r *config.Resolver, e app.Environment) Settings {
 		Sampler:              r.Get(env("OTEL_TRACES_SAMPLER").Validate(checkSampler).Default(defaultSampler)),
 		MetricExportInterval: r.Get(env("OTEL_METRIC_EXPORT_INTERVAL").Parse(parseMillis).Default(defaultMetricExportInterval)),
 		MetricExportTimeout:  r.Get(env("OTEL_METRIC_EXPORT_TIMEOUT").Parse(parseMillis).Default(defaultMetricExportTimeout)),
+		Propagators:          r.Get(env("OTEL_PROPAGATORS").Parse(parsePropagators).Default(nil)),
 	}
 	s.SamplerArg = 1
 	if strings.HasSuffix(s.Sampler, "traceidratio") {
 		s.SamplerArg = r.Get(env("OTEL_TRACES_SAMPLER_ARG").Parse(parseRatio).Default(1))
 	}
 
-	base := r.Get(env("OTEL_EXPORTER_OTLP_ENDPOINT").Parse(parseEndpoint).Default(nil))
-	headers := r.Get(env("OTEL_EXPORTER_OTLP_HEADERS").Parse(parseHeaders).Default(map[string]string{}))
-	timeout := r.Get(env("OTEL_EXPORTER_OTLP_TIMEOUT").Parse(parseMillis).Default(defaultTimeout))
-	gzip := r.Get(env("OTEL_EXPORTER_OTLP_COMPRESSION").Parse(parseCompression).Default(false))
-	r.Get(env("OTEL_EXPORTER_OTLP_PROTOCOL").Validate(checkProtocol).Default(protocolHTTPProtobuf))
-
 	out := []*Signal{&s.Traces, &s.Metrics, &s.Logs}
 	for i, sig := range signals() {
-		v := func(name string) config.Value[string] { return env("OTEL_EXPORTER_OTLP_" + sig.name + "_" + name) }
-		r.Get(v("PROTOCOL").Validate(checkProtocol).Default(protocolHTTPProtobuf))
-		exporter := r.Get(env("OTEL_" + sig.name + "_EXPORTER").Validate(checkExporter).Default("otlp"))
-		own := r.Get(v("ENDPOINT").Parse(parseEndpoint).Default(nil))
-		*out[i] = Signal{
-			Headers: r.Get(v("HEADERS").Parse(parseHeaders).Default(headers)),
-			Timeout: r.Get(v("TIMEOUT").Parse(parseMillis).Default(timeout)),
-			Gzip:    r.Get(v("COMPRESSION").Parse(parseCompression).Default(gzip)),
-		}
-		switch {
-		case exporter == "none":
-		case own != nil:
-			// A signal's own endpoint is its whole URL.
-			out[i].Endpoint = own.String()
-		case base != nil:
-			// The base endpoint is the collector's: each signal posts to
-			// its path beneath it.
-			u := *base
-			u.Path = strings.TrimSuffix(u.Path, "/") + sig.path
-			out[i].Endpoint = u.String()
-		}
+		*out[i] = resolveSignal(r, e, fsys, sig)
 	}
 	return s
+}
+
+// resolveSignal reads one signal's variables, its own before the general
+// ones, which it falls back to one by one.
+func resolveSignal(r *config.Resolver, e app.Environment, fsys app.FS, sig signal) Signal {
+	// first returns the signal's own variable name when it is set, else
+	// the general one's: the variable a value comes from, for its error.
+	first := func(name string) string {
+		own := "OTEL_EXPORTER_OTLP_" + sig.name + "_" + name
+		if isSet(e, own) {
+			return own
+		}
+		return "OTEL_EXPORTER_OTLP_" + name
+	}
+	env := func(name string) config.Value[string] { return config.Env(e, first(name)) }
+	// Every variable is read, general and own, so a bad one fails even
+	// when the other replaces it.
+	for _, name := range exporterVariables() {
+		if name == "CERTIFICATE" || name == "CLIENT_CERTIFICATE" || name == "CLIENT_KEY" || name == "ENDPOINT" {
+			continue // read below, with the files and the protocol
+		}
+		general := config.Env(e, "OTEL_EXPORTER_OTLP_"+name)
+		own := config.Env(e, "OTEL_EXPORTER_OTLP_"+sig.name+"_"+name)
+		for _, v := range []config.Value[string]{general, own} {
+			r.Get(v.Validate(checkers()[name]).Default(""))
+		}
+	}
+	exporter := r.Get(config.Env(e, "OTEL_"+sig.name+"_EXPORTER").Validate(checkExporter).Default(""))
+	out := Signal{
+		Protocol: r.Get(env("PROTOCOL").Validate(checkProtocol).Default(protocolHTTPProtobuf)),
+		Headers:  r.Get(env("HEADERS").Parse(parseHeaders).Default(map[string]string{})),
+		Timeout:  r.Get(env("TIMEOUT").Parse(parseMillis).Default(defaultTimeout)),
+		Gzip:     r.Get(env("COMPRESSION").Parse(parseCompression).Default(false)),
+	}
+	insecure := r.Get(env("INSECURE").Parse(parseBool).Default(false))
+	grpc := out.Protocol == protocolGRPC
+	base := r.Get(config.Env(e, "OTEL_EXPORTER_OTLP_ENDPOINT").Parse(endpointParser(grpc, insecure)).Default(nil))
+	own := r.Get(config.Env(e, "OTEL_EXPORTER_OTLP_"+sig.name+"_ENDPOINT").Parse(endpointParser(grpc, insecure)).Default(nil))
+	files := readFiles(r, e, fsys, first)
+	out.Certificate, out.ClientCertificate, out.ClientKey = files.ca, files.cert, files.key
+
+	if exporter == "" && own == nil && base == nil {
+		// Nothing asks for this signal: unlike the specification, whose
+		// default exporter is otlp, nothing is exported and nothing dials
+		// a collector that isn't there.
+		return out
+	}
+	switch {
+	case exporter == "none":
+	case own != nil:
+		// A signal's own endpoint is its whole URL.
+		out.Endpoint = own.String()
+	case base != nil && grpc:
+		// gRPC has no paths: the base endpoint is every signal's.
+		out.Endpoint = base.String()
+	case base != nil:
+		// The base endpoint is the collector's: each signal posts to
+		// its path beneath it.
+		u := *base
+		u.Path = strings.TrimSuffix(u.Path, "/") + sig.path
+		out.Endpoint = u.String()
+	case grpc:
+		// otlp, and no endpoint: the specification's default.
+		out.Endpoint = defaultGRPCEndpoint
+	default:
+		out.Endpoint = defaultHTTPEndpoint + sig.path
+	}
+	if out.Endpoint != "" && out.Protocol == protocolHTTPJSON && sig.name != "TRACES" {
+		// The message names no signal, so that the general variable's
+		// error, found for metrics and for logs, is reported once.
+		report(r, first("PROTOCOL"), errors.New(`"http/json" is supported for traces alone: the Go SDK's metric exporter and examples/otlp's log exporter send http/protobuf or grpc`))
+	}
+	return out
+}
+
+// report records err, naming the variable name, among r's errors.
+func report(r *config.Resolver, name string, err error) {
+	r.Get(config.Func(name, func(context.Context) (struct{}, bool, error) { return struct{}{}, false, err }))
+}
+
+// endpointParser returns the parser of an endpoint for the protocol:
+// an http or https URL with a host, such as http://collector:4318; for
+// grpc also a host and port alone, such as collector:4317, which is
+// https unless insecure says otherwise, as the specification's
+// OTEL_EXPORTER_OTLP_INSECURE does.
+func endpointParser(grpc, insecure bool) func(string) (*url.URL, error) {
+	return func(v string) (*url.URL, error) {
+		trimmed := strings.TrimSpace(v)
+		if grpc && !strings.Contains(trimmed, "://") {
+			scheme := "https://"
+			if insecure {
+				scheme = "http://"
+			}
+			trimmed = scheme + trimmed
+		}
+		u, err := parseEndpoint(trimmed)
+		if err != nil {
+			return nil, err
+		}
+		return u, nil
+	}
+}
+
+// checkers check the variables resolveSignal reads twice, general and
+// own, by the suffix of their names.
+func checkers() map[string]func(string) error {
+	return map[string]func(string) error{
+		"HEADERS":     func(v string) error { _, err := parseHeaders(v); return err },
+		"TIMEOUT":     func(v string) error { _, err := parseMillis(v); return err },
+		"COMPRESSION": func(v string) error { _, err := parseCompression(v); return err },
+		"PROTOCOL":    checkProtocol,
+		"INSECURE":    func(v string) error { _, err := parseBool(v); return err },
+	}
 }
 
 // parseBool parses a boolean variable: true or false, in any case.
@@ -355,12 +472,14 @@ func parseCompression(v string) (bool, error) {
 	return false, fmt.Errorf("%q is neither gzip nor none", v)
 }
 
-// checkProtocol accepts the one protocol the exporters speak here.
+// checkProtocol accepts the specification's protocols: grpc,
+// http/protobuf and http/json.
 func checkProtocol(v string) error {
-	if v != protocolHTTPProtobuf {
-		return fmt.Errorf("%q is not supported: only http/protobuf is", v)
+	switch v {
+	case protocolGRPC, protocolHTTPProtobuf, protocolHTTPJSON:
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%q is not supported: only grpc, http/protobuf or http/json is", v)
 }
 
 // checkExporter accepts otlp and none.

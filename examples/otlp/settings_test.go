@@ -15,7 +15,7 @@ import (
 
 // defaults are the Settings of an environment with no OTEL_* variable.
 func defaults() otlp.Settings {
-	signal := otlp.Signal{Headers: map[string]string{}, Timeout: 10 * time.Second}
+	signal := otlp.Signal{Protocol: "http/protobuf", Headers: map[string]string{}, Timeout: 10 * time.Second}
 	return otlp.Settings{
 		Traces: signal, Metrics: signal, Logs: signal,
 		Sampler: "parentbased_always_on", SamplerArg: 1,
@@ -83,9 +83,9 @@ func TestRead(t *testing.T) {
 			},
 			change: func(s *otlp.Settings) {
 				base := map[string]string{"api-key": "secret", "team": "a b"}
-				s.Traces = otlp.Signal{Headers: base, Timeout: 2500 * time.Millisecond}
-				s.Metrics = otlp.Signal{Headers: base, Timeout: 500 * time.Millisecond, Gzip: true}
-				s.Logs = otlp.Signal{Headers: map[string]string{"tenant": "logs"}, Timeout: 2500 * time.Millisecond, Gzip: true}
+				s.Traces = otlp.Signal{Protocol: "http/protobuf", Headers: base, Timeout: 2500 * time.Millisecond}
+				s.Metrics = otlp.Signal{Protocol: "http/protobuf", Headers: base, Timeout: 500 * time.Millisecond, Gzip: true}
+				s.Logs = otlp.Signal{Protocol: "http/protobuf", Headers: map[string]string{"tenant": "logs"}, Timeout: 2500 * time.Millisecond, Gzip: true}
 			},
 		},
 		{
@@ -127,7 +127,7 @@ func TestRead(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			want := defaults()
 			tt.change(&want)
-			got, err := otlp.Read(t.Context(), tt.env)
+			got, err := otlp.Read(t.Context(), tt.env, nil)
 			require.NoError(t, err)
 			require.Equal(t, want, got)
 		})
@@ -135,7 +135,7 @@ func TestRead(t *testing.T) {
 }
 
 func TestReadANilEnvironment(t *testing.T) {
-	s, err := otlp.Read(t.Context(), nil)
+	s, err := otlp.Read(t.Context(), nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, defaults(), s)
 }
@@ -168,29 +168,32 @@ func setEndpoints(s *otlp.Settings, base string) {
 
 func TestReadReportsEveryMistakeTogether(t *testing.T) {
 	env := apptest.Env{
-		"OTEL_SDK_DISABLED":                  "yes",
-		"OTEL_RESOURCE_ATTRIBUTES":           "team,bad=%zz",
-		"OTEL_EXPORTER_OTLP_ENDPOINT":        "collector:4318",
-		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://",
-		"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT":   "ftp://collector",
-		"OTEL_EXPORTER_OTLP_HEADERS":         "=x",
-		"OTEL_EXPORTER_OTLP_TIMEOUT":         "10s",
-		"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "0",
-		"OTEL_EXPORTER_OTLP_COMPRESSION":     "zstd",
-		"OTEL_EXPORTER_OTLP_PROTOCOL":        "grpc",
-		"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL":   "http/json",
-		"OTEL_TRACES_SAMPLER":                "traceidratio",
-		"OTEL_TRACES_SAMPLER_ARG":            "1.5",
-		"OTEL_METRIC_EXPORT_INTERVAL":        "-1",
-		"OTEL_TRACES_EXPORTER":               "jaeger",
-		"OTEL_METRICS_EXPORTER":              "prometheus",
-		"OTEL_BSP_SCHEDULE_DELAY":            "100",
-		"OTEL_PROPAGATORS":                   "b3",
-		"OTEL_EXPORTER_OTLP_ENDPIONT":        "http://typo:4318",
-		"OTEL_LOG_LEVEL":                     "", // empty is unset
-		"NOT_OTEL_EXPORTER":                  "ignored",
+		"OTEL_SDK_DISABLED":                     "yes",
+		"OTEL_RESOURCE_ATTRIBUTES":              "team,bad=%zz",
+		"OTEL_EXPORTER_OTLP_ENDPOINT":           "collector:4318",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":    "http://",
+		"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT":      "ftp://collector",
+		"OTEL_EXPORTER_OTLP_HEADERS":            "=x",
+		"OTEL_EXPORTER_OTLP_TIMEOUT":            "10s",
+		"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT":    "0",
+		"OTEL_EXPORTER_OTLP_COMPRESSION":        "zstd",
+		"OTEL_EXPORTER_OTLP_PROTOCOL":           "http/xml",
+		"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL":      "http/json",
+		"OTEL_LOGS_EXPORTER":                    "otlp",
+		"OTEL_EXPORTER_OTLP_INSECURE":           "maybe",
+		"OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": "ca.pem",
+		"OTEL_TRACES_SAMPLER":                   "traceidratio",
+		"OTEL_TRACES_SAMPLER_ARG":               "1.5",
+		"OTEL_METRIC_EXPORT_INTERVAL":           "-1",
+		"OTEL_TRACES_EXPORTER":                  "jaeger",
+		"OTEL_METRICS_EXPORTER":                 "prometheus",
+		"OTEL_BSP_SCHEDULE_DELAY":               "100",
+		"OTEL_PROPAGATORS":                      "b3, xray,none",
+		"OTEL_EXPORTER_OTLP_ENDPIONT":           "http://typo:4318",
+		"OTEL_LOG_LEVEL":                        "", // empty is unset
+		"NOT_OTEL_EXPORTER":                     "ignored",
 	}
-	_, err := otlp.Read(t.Context(), env)
+	_, err := otlp.Read(t.Context(), env, nil)
 	require.Error(t, err)
 	lines := strings.Split(err.Error(), "\n")
 	for _, name := range []string{
@@ -200,6 +203,7 @@ func TestReadReportsEveryMistakeTogether(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "OTEL_TRACES_SAMPLER_ARG",
 		"OTEL_METRIC_EXPORT_INTERVAL", "OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER",
 		"OTEL_BSP_SCHEDULE_DELAY", "OTEL_PROPAGATORS", "OTEL_EXPORTER_OTLP_ENDPIONT",
+		"OTEL_EXPORTER_OTLP_INSECURE", "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
 	} {
 		require.Condition(t, func() bool {
 			for _, l := range lines {
@@ -212,7 +216,11 @@ func TestReadReportsEveryMistakeTogether(t *testing.T) {
 	}
 	require.NotContains(t, err.Error(), "OTEL_LOG_LEVEL", "an empty variable is unset")
 	require.NotContains(t, err.Error(), "NOT_OTEL")
-	require.Contains(t, err.Error(), `config OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" is not supported: only http/protobuf is`)
+	require.Contains(t, err.Error(), `config OTEL_EXPORTER_OTLP_PROTOCOL: "http/xml" is not supported: only grpc, http/protobuf or http/json is`)
+	require.Contains(t, err.Error(), `config OTEL_EXPORTER_OTLP_LOGS_PROTOCOL: "http/json" is supported for traces alone`)
+	require.Contains(t, err.Error(), `config OTEL_PROPAGATORS: "xray" is not supported: only tracecontext, baggage, b3, b3multi, jaeger, ottrace, none`)
+	require.Contains(t, err.Error(), `none propagates nothing, so it can't be listed with others`)
+	require.Contains(t, err.Error(), "config OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE: ca.pem: the Host has no FS to read it through")
 	require.Contains(t, err.Error(), "config OTEL_EXPORTER_OTLP_ENDPIONT: not supported")
 	require.Contains(t, err.Error(), `pair 1, "team", is not key=value`)
 	require.Contains(t, err.Error(), `pair 2, the value of "bad", is not percent-encoded`)
@@ -228,17 +236,15 @@ func (e lookupOnly) LookupEnv(name string) (string, bool) {
 
 func TestReadWithoutAListFindsTheSpecifiedVariables(t *testing.T) {
 	var env app.Environment = lookupOnly{
-		"OTEL_EXPORTER_OTLP_CERTIFICATE":         "/etc/ca.pem",
-		"OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY":     "/etc/key.pem",
+		"OTEL_BSP_MAX_QUEUE_SIZE":                "10",
 		"OTEL_GO_X_OBSERVABILITY":                "true",
 		"OTEL_EXPORTER_OTLP_ENDPIONT":            "a typo only a list would find",
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":     "http://collector:4318/v1/traces",
 		"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT": "64",
 	}
-	_, err := otlp.Read(t.Context(), env)
+	_, err := otlp.Read(t.Context(), env, nil)
 	require.EqualError(t, err, strings.Join([]string{
-		"config OTEL_EXPORTER_OTLP_CERTIFICATE: not supported: examples/otlp reads only the variables otlp.Variables lists",
-		"config OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY: not supported: examples/otlp reads only the variables otlp.Variables lists",
+		"config OTEL_BSP_MAX_QUEUE_SIZE: not supported: examples/otlp reads only the variables otlp.Variables lists",
 		"config OTEL_GO_X_OBSERVABILITY: not supported: examples/otlp reads only the variables otlp.Variables lists",
 		"config OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT: not supported: examples/otlp reads only the variables otlp.Variables lists",
 	}, "\n"))
@@ -256,5 +262,5 @@ func TestVariables(t *testing.T) {
 	} {
 		require.Contains(t, vars, name)
 	}
-	require.Len(t, vars, 30)
+	require.Len(t, vars, 47, "9 exporter variables, general and for each signal; each signal's exporter; 8 more")
 }

@@ -66,7 +66,7 @@ func (b *Builder) Telemetry(ctx context.Context, p app.Process) (app.Telemetry, 
 // unsupported OTEL_* variable, and when the Exporter cannot be made; a
 // failed build keeps no Exporter.
 func (b *Builder) HostTelemetry(ctx context.Context, h app.Host, p app.Process) (app.Telemetry, func(context.Context) error, error) {
-	settings, err := otlp.Read(ctx, p.Environment)
+	settings, err := otlp.Read(ctx, p.Environment, h.FS)
 	// /metrics' target_info is the resource the OTLP signals get, made
 	// from the Process's environment; without WithResource it would be the
 	// MeterProvider's, which the SDK merges with the real environment's.

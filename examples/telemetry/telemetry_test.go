@@ -26,9 +26,9 @@ func TestHostTelemetry_fails_naming_the_OTEL_variables(t *testing.T) {
 	}{
 		{
 			name: "an unsupported and a bad variable",
-			env:  apptest.Env{"OTEL_PROPAGATORS": "b3", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
-			want: "config OTEL_PROPAGATORS: not supported: examples/otlp reads only the variables otlp.Variables lists\n" +
-				`config OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" is not supported: only http/protobuf is`,
+			env:  apptest.Env{"OTEL_BSP_MAX_QUEUE_SIZE": "10", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/xml"},
+			want: "config OTEL_BSP_MAX_QUEUE_SIZE: not supported: examples/otlp reads only the variables otlp.Variables lists\n" +
+				`config OTEL_EXPORTER_OTLP_PROTOCOL: "http/xml" is not supported: only grpc, http/protobuf or http/json is`,
 		},
 		{
 			name:        "an endpoint without a Host",

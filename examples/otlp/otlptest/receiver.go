@@ -1,7 +1,8 @@
 // Package otlptest is an OTLP receiver for tests: an http.Handler that
-// serves /v1/traces, /v1/metrics and /v1/logs as a collector does, decodes
-// each request's protobuf body (gzipped or not) with the OTLP protocol's
-// own types, and keeps what arrived for the test to check.
+// serves /v1/traces, /v1/metrics and /v1/logs as a collector does, and
+// the collector's gRPC services (RegisterGRPC), which decode each
+// request's protobuf body (gzipped or not) with the OTLP protocol's own
+// types and keep what arrived for the test to check.
 package otlptest
 
 import (
