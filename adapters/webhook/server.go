@@ -34,7 +34,9 @@
 // that fails is a WARN record "review failed", the same way; a panic is an
 // ERROR record "webhook panicked" with exception.type, exception.message
 // (the panic's value) and exception.stacktrace. Each carries the span's
-// attributes.
+// attributes. A panic outside the Admitter and the Converter (a bug of the
+// Server's, of its telemetry's, of a library's) is answered 200 all the
+// same, with the review's uid, and recorded as "webhook panicked" too.
 //
 // Two instruments serve a dashboard: loam.kube.webhook.review.duration, a
 // histogram in seconds of every request to a Route, by
@@ -56,6 +58,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -403,7 +406,9 @@ func (s *Server) route(path string) (*route, bool) {
 	return nil, false
 }
 
-// ServeHTTP answers one request: a review POSTed to a Route's path.
+// ServeHTTP answers one request: a review POSTed to a Route's path. A
+// panic anywhere in it, not only in the Admitter or the Converter, is
+// answered 200 with a denial or a failed conversion (lastResort).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rt, ok := s.route(r.URL.Path)
 	if !ok {
@@ -411,6 +416,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	a := &answer{ResponseWriter: w}
+	// A last resort, registered first so it runs last: a panic anywhere
+	// below that escaped would have net/http close the connection, a
+	// failed call, which FailurePolicy Ignore admits.
+	defer func() {
+		if v := recover(); v != nil {
+			s.lastResort(rt, a, r, start, v, debug.Stack())
+		}
+	}()
 	s.active.Add(r.Context(), 1, rt.active)
 	defer s.active.Add(r.Context(), -1, rt.active)
 
@@ -424,7 +438,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// injection is on or off.
 	ctx = s.faults.StripContext(ctx)
 
-	o := s.review(ctx, rt, w, r)
+	o := s.review(ctx, rt, a, r)
 	if o.Kind != "" {
 		span.SetName(rt.Type.verb() + " " + o.Kind)
 	}
@@ -453,7 +467,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // returning the Outcome. A request refused before it is decided is
 // answered with its status and a message, and returned as an Errored
 // Outcome saying why.
-func (s *Server) review(ctx context.Context, rt *route, w http.ResponseWriter, r *http.Request) domain.Outcome {
+func (s *Server) review(ctx context.Context, rt *route, w *answer, r *http.Request) domain.Outcome {
 	refuse := func(code int, msg string) domain.Outcome {
 		http.Error(w, msg, code)
 		return domain.Outcome{Status: code, Result: domain.Errored, Message: msg}
@@ -476,6 +490,7 @@ func (s *Server) review(ctx context.Context, rt *route, w http.ResponseWriter, r
 		defer cancel()
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.max))
+	w.body, w.read = body, true
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("webhook %s: the review is larger than %d bytes", rt.Name, s.max))

@@ -125,8 +125,9 @@ type fixture struct {
 	faults    *fault.Injector
 }
 
-// start serves the three Routes until the test ends.
-func start(t *testing.T) *fixture {
+// start serves the three Routes until the test ends, with a Config
+// that each of with changes first.
+func start(t *testing.T, with ...func(*webhook.Config)) *fixture {
 	t.Helper()
 	ca := apptest.NewCA(t)
 	pair := ca.ServerCert(serverName)
@@ -147,7 +148,7 @@ func start(t *testing.T) *fixture {
 	require.NoError(t, err)
 	f := &fixture{t: t, host: host, ca: ca, telemetry: tel, cert: cert, causes: make(chan error, 1), seen: make(chan seen, 1), faults: faults}
 	adm := admitter{cause: f.causes, seen: f.seen, faults: faults}
-	f.server, err = webhook.New(webhook.Config{
+	config := webhook.Config{
 		Network:     host.Network,
 		Address:     "localhost:9443",
 		Certificate: cert,
@@ -162,7 +163,11 @@ func start(t *testing.T) *fixture {
 		Propagator:      tel.Propagator,
 		Faults:          faults,
 		Logger:          logger,
-	})
+	}
+	for _, w := range with {
+		w(&config)
+	}
+	f.server, err = webhook.New(config)
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -36,9 +36,15 @@ type MemcachedSpec struct {
 
 // MemcachedStatus is what the controller reports: how many of the pods are
 // ready, and whether the Memcached is available.
+//
+// Their tags keep an explicit zero through the conversion webhook, which
+// decodes and encodes these types: readyReplicas 0 is written, never
+// dropped (its schema default is 0, so the API server fills an absent one
+// the same), and conditions [] stays [] while absent stays absent
+// (omitzero omits a nil slice only).
 type MemcachedStatus struct {
-	ReadyReplicas int32              `json:"readyReplicas,omitempty"`
-	Conditions    []metav1.Condition `json:"conditions,omitempty"`
+	ReadyReplicas int32              `json:"readyReplicas"`
+	Conditions    []metav1.Condition `json:"conditions,omitzero"`
 }
 
 // Object is one Memcached, as the controller hands it to the Reconciler.
@@ -84,6 +90,7 @@ var Memcached = kube.Resource[MemcachedSpec, MemcachedStatus]{
 				Description("The name of a ConfigMap in the Memcached's namespace whose data are memcached's flags: each key k with the value v is the flag --k=v. A change to the ConfigMap rolls the pods; until it exists, the Memcached is not Available and its Deployment is left as it is."),
 		),
 		kube.Rules(&status,
+			kube.Field(&status.ReadyReplicas).Default(0),
 			kube.Field(&status.Conditions).ListMap("type"),
 		),
 	},

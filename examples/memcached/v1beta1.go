@@ -60,6 +60,7 @@ var MemcachedV1beta1 = kube.Resource[ReplicasSpec, MemcachedStatus]{
 				Description("The name of a ConfigMap in the Memcached's namespace whose data are memcached's flags: each key k with the value v is the flag --k=v."),
 		),
 		kube.Rules(&statusV1beta1,
+			kube.Field(&statusV1beta1.ReadyReplicas).Default(0),
 			kube.Field(&statusV1beta1.Conditions).ListMap("type"),
 		),
 	},

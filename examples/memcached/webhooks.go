@@ -87,10 +87,25 @@ func (i Images) Default(_ context.Context, _ kube.Admission[ObjectV1beta1], m *O
 // validation, in that order, as the API server calls them (mutating
 // before validating). WebhookConfigurations writes deploy/webhooks.yaml
 // from them, which TestWebhookConfigurations keeps true.
+//
+// Of the configurations' options, the hooks set two, each the default,
+// to say they are meant: sideEffects None, since neither hook writes
+// anything anywhere, so a dry run (kubectl apply --dry-run=server) is
+// admitted by them like any request; and matchPolicy Equivalent, since a
+// v1alpha1 Memcached is admitted by these v1beta1 hooks, converted, and
+// Exact would let every v1alpha1 write past the image policy. The rest
+// keep their defaults: reinvocationPolicy Never, since Default only
+// fills an empty image and no other webhook of ours changes a Memcached
+// after it; no matchConditions, since every write of a spec is the
+// policy's, the operator's own finalizer updates too (they keep the
+// image, which Validate admits); no SubResources, since only the
+// controller writes status, which holds no image; failurePolicy Fail,
+// since an image the policy never saw must not run; timeoutSeconds 10.
 func Hooks(images Images) []kube.Hook {
+	opts := []kube.HookOption{kube.SideEffects(kube.SideEffectsNone), kube.MatchPolicy(kube.Equivalent)}
 	return []kube.Hook{
 		kube.Conversion(MemcachedV1beta1),
-		kube.Mutate(MemcachedV1beta1, images.Default),
-		kube.Validate(MemcachedV1beta1, images.Validate),
+		kube.Mutate(MemcachedV1beta1, images.Default, opts...),
+		kube.Validate(MemcachedV1beta1, images.Validate, opts...),
 	}
 }

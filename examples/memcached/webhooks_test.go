@@ -14,6 +14,19 @@ import (
 // kustomization applies it.
 const webhooksPath = "deploy/webhooks.yaml"
 
+// webhooksHeader says what deploy/webhooks.yaml is for, and why its
+// hooks set what they set (Hooks says it at length).
+const webhooksHeader = `# The operator's admission webhooks, called through the Service
+# memcached-webhooks (webhooks-service.yaml), which publishes not-ready
+# addresses so the API server reaches them before the pod is ready.
+# sideEffects None: neither hook writes anything, so dry runs are
+# admitted by them too. matchPolicy Equivalent: v1alpha1 writes reach
+# these v1beta1 hooks converted, so the image policy holds for both.
+# reinvocationPolicy Never, no matchConditions and no subresources, as
+# Hooks in webhooks.go says why.
+# Written by TestWebhookConfigurations (go test -run TestWebhookConfigurations -update).
+`
+
 // webhookService is the Service in front of the operator's webhooks, as
 // deploy/webhooks-service.yaml declares it: the one MemcachedV1beta1's
 // Conversion names, so the CRD and the configurations call one Service.
@@ -31,7 +44,7 @@ func TestWebhookConfigurations(t *testing.T) {
 	require.NotNil(t, mutating)
 	metav1.SetMetaDataAnnotation(&validating.ObjectMeta, injectCAFrom, webhookCertificate)
 	metav1.SetMetaDataAnnotation(&mutating.ObjectMeta, injectCAFrom, webhookCertificate)
-	golden(t, "TestWebhookConfigurations", webhooksPath, mutating, validating)
+	goldenHeaded(t, "TestWebhookConfigurations", webhooksPath, webhooksHeader, mutating, validating)
 }
 
 func TestImages_Check(t *testing.T) {
