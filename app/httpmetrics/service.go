@@ -4,6 +4,12 @@
 // runtime's and the process's own metrics. With Settings.Pprof, it serves
 // net/http/pprof's profiles under /debug/pprof/ too.
 //
+// With Settings.TLS it serves HTTPS, with a certificate re-read from its
+// files as it rotates (app/tlsfiles); with WithFilter, every request
+// passes a Filter first, such as the one kube.MetricsAuth makes, which
+// lets through only the scrapers the API server authenticates and
+// authorizes, as kubebuilder's operators protect their metrics.
+//
 // An SDK MeterProvider takes its readers when it is built, so the exporter
 // comes first: the App's TelemetryBuilder calls NewExporter and builds its
 // MeterProvider with sdkmetric.WithReader(exporter), and Init hands the
@@ -16,13 +22,16 @@ package httpmetrics
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +47,7 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/httpserve"
+	"github.com/loam-dev/loam/app/tlsfiles"
 )
 
 // scope is the instrumentation scope of the Service's log records.
@@ -201,19 +211,50 @@ func (e *Exporter) Gatherer() prometheus.Gatherer { return e.registry }
 // NewService makes one.
 type Service struct {
 	server *httpserve.Server
+	// certificate is Settings.TLS's, whose reloads Serve runs; nil for
+	// plain HTTP.
+	certificate *tlsfiles.Certificate
+}
+
+// Filter wraps the Service's handler: it answers a request itself, such
+// as with 401 Unauthorized or 403 Forbidden, or passes it on to next.
+// kube.MetricsAuth makes the one that asks the API server.
+type Filter func(next http.Handler) http.Handler
+
+// ServiceOption configures a Service that NewService makes.
+type ServiceOption func(*serviceConfig)
+
+// serviceConfig is what the ServiceOptions set.
+type serviceConfig struct {
+	filters []Filter
+}
+
+// WithFilter makes every request, to /metrics and to pprof's profiles
+// alike, pass filter first. Given more than once, the first given sees a
+// request first. NewService reports a nil filter, and a filter on a
+// Service without Settings.TLS, as mistakes.
+func WithFilter(filter Filter) ServiceOption {
+	return func(c *serviceConfig) { c.filters = append(c.filters, filter) }
 }
 
 // NewService returns a Service that serves exporter's metrics on
-// settings.Address, through s.Host when it is served. It opens nothing
-// itself: Serve listens. It logs through s.Telemetry's LoggerProvider.
+// settings.Address, through s.Host when it is served, over HTTPS when
+// settings.TLS is set. It opens nothing itself: Serve listens. It reads
+// the TLS certificate's files through s.Host, so a missing or malformed
+// file fails the App's Init. It logs through s.Telemetry's LoggerProvider.
 //
 // It reports every mistake at once, in one error: a nil Setup, a Host
-// without a Network, each mistake in settings, a nil exporter, a Setup
-// whose MeterProvider is not the SDK's (such as the no-op one an App has
-// when its TelemetryBuilder sets none), and an exporter that no
+// without a Network, each mistake in settings, every mistake in
+// settings.TLS and every file that doesn't read or parse, a nil exporter,
+// a Setup whose MeterProvider is not the SDK's (such as the no-op one an
+// App has when its TelemetryBuilder sets none), an exporter that no
 // MeterProvider reads, because the TelemetryBuilder never passed it to
-// sdkmetric.WithReader.
-func NewService(s *app.Setup, settings Settings, exporter *Exporter) (*Service, error) {
+// sdkmetric.WithReader, a nil Filter, and a Filter without TLS.
+func NewService(s *app.Setup, settings Settings, exporter *Exporter, opts ...ServiceOption) (*Service, error) {
+	var cfg serviceConfig
+	for _, opt := range opts {
+		opt(&cfg)
+	}
 	var errs []error
 	if s == nil {
 		errs = append(errs, errors.New("nil Setup"))
@@ -233,6 +274,26 @@ func NewService(s *app.Setup, settings Settings, exporter *Exporter) (*Service, 
 		// and /metrics would serve only the runtime's metrics, silently.
 		errs = append(errs, fmt.Errorf("the Exporter is read by no MeterProvider: pass it to sdkmetric.WithReader in the TelemetryBuilder: %w", err))
 	}
+	for i, f := range cfg.filters {
+		if f == nil {
+			errs = append(errs, fmt.Errorf("WithFilter %d: nil Filter", i))
+		}
+	}
+	if len(cfg.filters) > 0 && settings.TLS == nil {
+		errs = append(errs, errors.New("WithFilter without Settings.TLS: a scraper's bearer token would cross the network in the clear; set Settings.TLS"))
+	}
+	var lp log.LoggerProvider = lognoop.NewLoggerProvider()
+	if s != nil && s.Telemetry.LoggerProvider != nil {
+		lp = s.Telemetry.LoggerProvider
+	}
+	logger := lp.Logger(scope)
+	var cert *tlsfiles.Certificate
+	if settings.TLS != nil && s != nil {
+		var err error
+		if cert, err = tlsfiles.New(context.Background(), s.Host, *settings.TLS, logger); err != nil {
+			errs = append(errs, fmt.Errorf("Settings.TLS: %w", err))
+		}
+	}
 	if len(errs) > 0 {
 		for i, err := range errs {
 			errs[i] = fmt.Errorf("httpmetrics: %w", err)
@@ -240,20 +301,28 @@ func NewService(s *app.Setup, settings Settings, exporter *Exporter) (*Service, 
 		return nil, errors.Join(errs...)
 	}
 
-	var lp log.LoggerProvider = lognoop.NewLoggerProvider()
-	if s.Telemetry.LoggerProvider != nil {
-		lp = s.Telemetry.LoggerProvider
-	}
 	mux := http.NewServeMux()
+	var handler http.Handler = mux
+	for _, f := range slices.Backward(cfg.filters) {
+		handler = f(handler)
+	}
+	var tlsConfig *tls.Config
+	if cert != nil {
+		tlsConfig = cert.TLSConfig()
+		// HTTP/1.1 only, as controller-runtime's metrics server does
+		// since HTTP/2's rapid reset: a scrape needs nothing more.
+		tlsConfig.NextProtos = []string{"http/1.1"}
+	}
 	server := httpserve.New(httpserve.Config{
 		Package:           "httpmetrics",
 		What:              "metrics",
 		Network:           s.Host.Network,
 		Address:           settings.Address,
-		Handler:           mux,
-		Logger:            lp.Logger(scope),
+		Handler:           handler,
+		Logger:            logger,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
+		TLS:               tlsConfig,
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(exporter.registry, promhttp.HandlerOpts{
 		ErrorLog: server.ErrorLog(),
@@ -265,17 +334,35 @@ func NewService(s *app.Setup, settings Settings, exporter *Exporter) (*Service, 
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
-	svc := &Service{server: server}
-	return svc, nil
+	return &Service{server: server, certificate: cert}, nil
 }
 
 // Serve listens on the Settings' Address through the Setup's Host and
 // answers scrapes until ctx ends or Shutdown is called, then returns nil.
-// It returns an error when it cannot listen, when accepting fails, or when
-// it is called a second time.
-func (s *Service) Serve(ctx context.Context) error { return s.server.Serve(ctx) }
+// With Settings.TLS, it re-reads the certificate's files meanwhile, and
+// stops doing so before it returns. It returns an error when it cannot
+// listen, when accepting fails, or when it is called a second time.
+func (s *Service) Serve(ctx context.Context) error {
+	if s.certificate == nil {
+		return s.server.Serve(ctx)
+	}
+	reloadCtx, stopReloads := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = s.certificate.Run(reloadCtx) }) // Run logs its failures and never fails.
+	defer wg.Wait()
+	defer stopReloads()
+	return s.server.Serve(ctx)
+}
 
 // Shutdown stops the Service: it stops accepting scrapes, so Serve returns
 // nil, and waits for those in flight to be answered. When ctx ends first,
 // it closes their connections and returns an error wrapping ctx's.
 func (s *Service) Shutdown(ctx context.Context) error { return s.server.Shutdown(ctx) }
+
+// Ready returns a channel closed once Serve listens. It stays open when
+// Serve never listens.
+func (s *Service) Ready() <-chan struct{} { return s.server.Ready() }
+
+// Addr returns the address Serve listens on, which tells a Settings'
+// Address of port 0 its port, or nil before Serve listens.
+func (s *Service) Addr() net.Addr { return s.server.Addr() }

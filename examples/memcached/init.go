@@ -20,6 +20,7 @@ import (
 	"github.com/loam-dev/loam/app/health"
 	"github.com/loam-dev/loam/app/httphealth"
 	"github.com/loam-dev/loam/app/httpmetrics"
+	"github.com/loam-dev/loam/app/tlsfiles"
 	"github.com/loam-dev/loam/examples/connection"
 	"github.com/loam-dev/loam/examples/telemetry"
 	"github.com/loam-dev/loam/kube"
@@ -35,6 +36,14 @@ const (
 	probeAddressVariable = "PROBE_ADDRESS"
 	// metricsAddressVariable is where the metrics Service listens.
 	metricsAddressVariable = "METRICS_ADDRESS"
+	// metricsCertFileVariable and metricsKeyFileVariable name the files of
+	// /metrics' TLS certificate; unset, /metrics is plain HTTP.
+	metricsCertFileVariable = "METRICS_CERT_FILE"
+	metricsKeyFileVariable  = "METRICS_KEY_FILE"
+	// metricsAuthVariable, on, lets only the scrapers the API server
+	// authenticates and RBAC allows to get /metrics read it
+	// (kube.MetricsAuth); it needs the certificate's files.
+	metricsAuthVariable = "METRICS_AUTH"
 	// webhooksVariable turns the webhooks on or off: "on" serves them,
 	// "off", the default, serves none, so an operator whose cluster has
 	// no webhook configurations runs as it did before it had any.
@@ -210,7 +219,15 @@ func initOperator(ctx context.Context, s *app.Setup, serveMetrics bool, exporter
 		services = append(services, sw)
 	}
 	if serveMetrics {
-		metrics, err := httpmetrics.NewService(s, settings.metrics, exporter)
+		var opts []httpmetrics.ServiceOption
+		if settings.metricsAuth {
+			auth, err := kube.MetricsAuth(s, client)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, httpmetrics.WithFilter(auth))
+		}
+		metrics, err := httpmetrics.NewService(s, settings.metrics, exporter, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -321,6 +338,9 @@ type settings struct {
 	controller kube.Settings
 	probes     httphealth.Settings
 	metrics    httpmetrics.Settings
+	// metricsAuth is METRICS_AUTH: whether /metrics asks the API server
+	// who may read it.
+	metricsAuth bool
 	// webhooksOn is WEBHOOKS: whether Init serves webhooks, as
 	// webhooks and images say.
 	webhooksOn bool
@@ -357,6 +377,13 @@ func readSettings(ctx context.Context, s *app.Setup) (settings, error) {
 		probes := httphealth.Settings{Address: r.Get(env(probeAddressVariable).Default(defaultProbeAddress).Validate(httphealth.CheckAddress))}
 		metrics := httpmetrics.DefaultSettings()
 		metrics.Address = r.Get(env(metricsAddressVariable).Default(defaultMetricsAddress).Validate(httpmetrics.CheckAddress))
+		metricsTLS := tlsfiles.DefaultSettings()
+		metricsTLS.CertFile = r.Get(env(metricsCertFileVariable).Default(""))
+		metricsTLS.KeyFile = r.Get(env(metricsKeyFileVariable).Default(""))
+		if metricsTLS.CertFile != "" || metricsTLS.KeyFile != "" {
+			metrics.TLS = &metricsTLS
+		}
+		metricsAuth := r.Get(env(metricsAuthVariable).Parse(onOff).Default(false))
 
 		w := kube.DefaultWebhookSettings()
 		on := r.Get(env(webhooksVariable).Parse(onOff).Default(false))
@@ -374,7 +401,7 @@ func readSettings(ctx context.Context, s *app.Setup) (settings, error) {
 			Namespace: k.LeaderElection.Namespace,
 			Name:      r.Get(env(faultSwitchVariable).Default("").Validate(checkConfigMapName)),
 		}
-		return settings{controller: k, probes: probes, metrics: metrics, webhooksOn: on, webhooks: w, images: images, faultSwitch: faultSwitch}
+		return settings{controller: k, probes: probes, metrics: metrics, metricsAuth: metricsAuth, webhooksOn: on, webhooks: w, images: images, faultSwitch: faultSwitch}
 	}).Read(ctx)
 }
 
