@@ -28,6 +28,9 @@ type telemetry struct {
 	// keys, for a controller of count shards.
 	shardedQueue func(count int) queue.Keys
 	logger       logr.Logger
+	// meter makes the instruments of the Controller's other parts, such
+	// as its Events' dropped counter, in the Recorder's scope.
+	meter metric.Meter
 }
 
 // telemetryOf returns the telemetry of the Controller named name, of
@@ -35,18 +38,19 @@ type telemetry struct {
 // reports nothing, as app.Run's no-op defaults do.
 func telemetryOf(s *app.Setup, name, kind string) (telemetry, error) {
 	t := s.Telemetry
+	meters := cmp.Or[metric.MeterProvider](t.MeterProvider, metricnoop.NewMeterProvider())
 	r, err := reporting.NewRecorder(reporting.Config{
 		Name:           name,
 		Kind:           kind,
 		TracerProvider: cmp.Or[trace.TracerProvider](t.TracerProvider, tracenoop.NewTracerProvider()),
-		MeterProvider:  cmp.Or[metric.MeterProvider](t.MeterProvider, metricnoop.NewMeterProvider()),
+		MeterProvider:  meters,
 		LoggerProvider: cmp.Or[log.LoggerProvider](t.LoggerProvider, lognoop.NewLoggerProvider()),
 	})
 	if err != nil {
 		return telemetry{}, err
 	}
 	return telemetry{
-		recorder: r, metrics: r.QueueMetrics(), logger: r.Logger(),
+		recorder: r, metrics: r.QueueMetrics(), logger: r.Logger(), meter: meters.Meter(reporting.ScopeName),
 		shardedQueue: func(count int) queue.Keys { return r.ShardedQueue(count) },
 	}, nil
 }
