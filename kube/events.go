@@ -141,6 +141,7 @@ func eventsOf(cl clients, settings Settings, t target, tel telemetry, h ports.Ha
 	}
 	w, err := events.NewObjects(events.Config{
 		Client: cl.events, Controller: settings.Name, Instance: settings.LeaderElection.Identity, Logger: tel.logger,
+		Meter: tel.meter,
 	}, t.gvr.GroupVersion().String(), t.kind)
 	if err != nil {
 		return controllerEvents{}, fmt.Errorf("kube: the events writer: %w", err)

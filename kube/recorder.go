@@ -31,6 +31,9 @@ type telemetry struct {
 	// leaderStatus records leader_election_master_status, nil unless the
 	// Setup asks for controller-runtime's metric names.
 	leaderStatus metric.MeterProvider
+	// meter makes the instruments of the Controller's other parts, such
+	// as its Events' dropped counter, in the Recorder's scope.
+	meter metric.Meter
 }
 
 // telemetryOf returns the telemetry of the Controller named name, of
@@ -39,11 +42,12 @@ type telemetry struct {
 // nil reports nothing, as app.Run's no-op defaults do.
 func telemetryOf(s *app.Setup, name, kind string, workers int) (telemetry, error) {
 	t := s.Telemetry
+	meters := cmp.Or[metric.MeterProvider](t.MeterProvider, metricnoop.NewMeterProvider())
 	r, err := reporting.NewRecorder(reporting.Config{
 		Name:           name,
 		Kind:           kind,
 		TracerProvider: cmp.Or[trace.TracerProvider](t.TracerProvider, tracenoop.NewTracerProvider()),
-		MeterProvider:  cmp.Or[metric.MeterProvider](t.MeterProvider, metricnoop.NewMeterProvider()),
+		MeterProvider:  meters,
 		LoggerProvider: cmp.Or[log.LoggerProvider](t.LoggerProvider, lognoop.NewLoggerProvider()),
 
 		ControllerRuntime: t.MetricNames == app.MetricNamesControllerRuntime,
@@ -53,7 +57,7 @@ func telemetryOf(s *app.Setup, name, kind string, workers int) (telemetry, error
 		return telemetry{}, err
 	}
 	tel := telemetry{
-		recorder: r, metrics: r.QueueMetrics(), logger: r.Logger(),
+		recorder: r, metrics: r.QueueMetrics(), logger: r.Logger(), meter: meters.Meter(reporting.ScopeName),
 		shardedQueue: func(count int) queue.Keys { return r.ShardedQueue(count) },
 	}
 	if t.MetricNames == app.MetricNamesControllerRuntime && t.MeterProvider != nil {

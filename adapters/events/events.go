@@ -5,30 +5,33 @@
 //
 // A Writer sends events.k8s.io/v1 Events through the client it is given,
 // on the Client's transport. The first occurrence of an event creates an
-// Event; its repeats within Window, keyed by the object's UID, kind,
-// namespace and name, the type, reason, action and note — never the
-// resourceVersion, which every status write changes — count in the same
-// Event's series, patched every FlushInterval and once more at Close.
-// Record never blocks: a full buffer drops the event and counts it.
+// Event; its repeats within Window count in the same Event's series,
+// patched every FlushInterval and once more at Close. A series is keyed,
+// as client-go's tools/events keys it, by the regarding and related
+// objects (never their resourceVersion, which every status write
+// changes), the type, reason and action — never the note, so errors whose
+// text varies (request IDs, durations) combine in one series, which keeps
+// the latest note. Each object may have DefaultBurst Events created, then
+// one every five minutes, as client-go's recorder allows. Every write has
+// a deadline, a failed one is retried at the next flush, and what is
+// dropped is counted by reason in loam.kube.controller.events.dropped.
+// Record never blocks.
 package events
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"go.opentelemetry.io/otel/metric"
 	"k8s.io/apimachinery/pkg/types"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
+
+	"github.com/loam-dev/loam/domain/eventlimit"
 )
 
 // NoteLimit is the API server's bound on an Event's note, in bytes.
@@ -42,9 +45,15 @@ const (
 	DefaultFlushInterval = time.Second
 	// DefaultBuffer is how many events wait for the writer's goroutine.
 	DefaultBuffer = 1024
+	// DefaultWriteTimeout bounds each create and patch, so an API server
+	// that never answers holds the writer no longer.
+	DefaultWriteTimeout = 5 * time.Second
+	// DefaultMaxAttempts is how many times a series' write is tried before
+	// its unwritten occurrences are dropped, client-go's maxTriesPerEvent.
+	DefaultMaxAttempts = 12
 )
 
-// Regarding is the object an event is about.
+// Regarding is an object an event is about, or related to.
 type Regarding struct {
 	APIVersion, Kind, Namespace, Name string
 	UID                               types.UID
@@ -58,6 +67,9 @@ type Regarding struct {
 // Event is one occurrence to record.
 type Event struct {
 	Regarding Regarding
+	// Related is a second object the event concerns, such as the child a
+	// controller failed to create; nil for none.
+	Related *Regarding
 	// Type is "Normal" or "Warning".
 	Type string
 	// Reason and Action are CamelCase, at most 128 characters.
@@ -66,11 +78,30 @@ type Event struct {
 	Note string
 }
 
-// seriesKey is what tells e's series apart: e without the object's
-// resourceVersion, which every status write changes.
-func seriesKey(e Event) Event {
-	e.Regarding.ResourceVersion = ""
-	return e
+// key is what tells series apart: an Event without its note and without
+// its objects' resourceVersions, as client-go's tools/events keys them.
+type key struct {
+	regarding, related Regarding
+	hasRelated         bool
+	typ, reason        string
+	action             string
+}
+
+func seriesKey(e Event) key {
+	k := key{regarding: e.Regarding, typ: e.Type, reason: e.Reason, action: e.Action}
+	k.regarding.ResourceVersion = ""
+	if e.Related != nil {
+		k.related, k.hasRelated = *e.Related, true
+		k.related.ResourceVersion = ""
+	}
+	return k
+}
+
+// bucketKey is what the rate limit counts Events by: the regarding object
+// and the type, as client-go's spam filter keys them.
+type bucketKey struct {
+	regarding Regarding
+	typ       string
 }
 
 // CutNote returns note cut to at most NoteLimit bytes, at the boundary of
@@ -99,17 +130,25 @@ type Config struct {
 	Instance string
 	// Logger is where write failures are logged.
 	Logger logr.Logger
-	// Window, FlushInterval and Buffer default, when zero, to the
-	// Default constants.
-	Window, FlushInterval time.Duration
-	Buffer                int
+	// Meter makes loam.kube.controller.events.dropped; nil records nothing.
+	Meter metric.Meter
+	// Now is the Writer's clock; nil is time.Now.
+	Now func() time.Time
+	// Window, FlushInterval, WriteTimeout, Buffer and MaxAttempts default,
+	// when zero, to the Default constants.
+	Window, FlushInterval, WriteTimeout time.Duration
+	Buffer, MaxAttempts                 int
+	// Burst and Every are each object's token bucket of Events created:
+	// Burst at once, then one every Every; zero is eventlimit's defaults.
+	Burst int
+	Every time.Duration
 }
 
 // Writer records Events. Start runs its goroutine; Close stops it.
 type Writer struct {
 	c       Config
 	in      chan Event
-	dropped atomic.Int64
+	dropped *droppedCounter
 	logged  int64 // the dropped events logged so far, under mu
 	seq     int64 // tells apart the names of Events created at one instant, under mu
 	stop    chan struct{}
@@ -120,19 +159,14 @@ type Writer struct {
 	cancel  context.CancelFunc
 	once    sync.Once
 	started atomic.Bool
-	mu      sync.Mutex // guards series and the flush
-	series  map[Event]*series
+	mu      sync.Mutex // guards series, buckets and the writes
+	series  map[key]*series
+	buckets *eventlimit.Buckets[bucketKey]
 }
 
-type series struct {
-	namespace, name string
-	count           int32
-	last            time.Time
-	dirty           bool
-}
-
-// New returns a Writer as c says. It fails when c has no Client,
-// Controller or Instance.
+// New returns a Writer as c says. It fails, naming every mistake, when c
+// has no Client, Controller or Instance, when a duration or a count is
+// negative, or when the meter refuses the dropped-events counter.
 func New(c Config) (*Writer, error) {
 	var errs []error
 	if c.Client == nil {
@@ -144,24 +178,62 @@ func New(c Config) (*Writer, error) {
 	if c.Instance == "" {
 		errs = append(errs, errors.New("events: Config.Instance is empty"))
 	}
+	for name, d := range map[string]time.Duration{"Window": c.Window, "FlushInterval": c.FlushInterval, "WriteTimeout": c.WriteTimeout, "Every": c.Every} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("events: Config.%s is %s, below 0", name, d))
+		}
+	}
+	for name, n := range map[string]int{"Buffer": c.Buffer, "MaxAttempts": c.MaxAttempts, "Burst": c.Burst} {
+		if n < 0 {
+			errs = append(errs, fmt.Errorf("events: Config.%s is %d, below 0", name, n))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if c.Window <= 0 {
-		c.Window = DefaultWindow
+	c = withDefaults(c)
+	buckets, err := eventlimit.New[bucketKey](c.Burst, c.Every)
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", err)
 	}
-	if c.FlushInterval <= 0 {
-		c.FlushInterval = DefaultFlushInterval
-	}
-	if c.Buffer <= 0 {
-		c.Buffer = DefaultBuffer
+	dropped, err := newDroppedCounter(c.Meter, c.Controller)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Writer{
 		c: c, in: make(chan Event, c.Buffer), stop: make(chan struct{}), done: make(chan struct{}),
-		ctx: ctx, cancel: cancel,
-		series: map[Event]*series{},
+		ctx: ctx, cancel: cancel, dropped: dropped,
+		series: map[key]*series{}, buckets: buckets,
 	}, nil
+}
+
+func withDefaults(c Config) Config {
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = DefaultFlushInterval
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.Buffer == 0 {
+		c.Buffer = DefaultBuffer
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Burst == 0 {
+		c.Burst = eventlimit.DefaultBurst
+	}
+	if c.Every == 0 {
+		c.Every = eventlimit.DefaultEvery
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
 }
 
 // Record queues e without blocking; a full buffer, or a closed Writer,
@@ -170,19 +242,19 @@ func (w *Writer) Record(e Event) {
 	e.Note = CutNote(e.Note)
 	select {
 	case <-w.stop:
-		w.dropped.Add(1)
+		w.dropped.add(context.Background(), DropClosed, 1)
 		return
 	default:
 	}
 	select {
 	case w.in <- e:
 	default:
-		w.dropped.Add(1)
+		w.dropped.add(context.Background(), DropQueueFull, 1)
 	}
 }
 
-// Dropped returns how many events Record dropped.
-func (w *Writer) Dropped() int64 { return w.dropped.Load() }
+// Dropped returns how many events were dropped, for every reason.
+func (w *Writer) Dropped() int64 { return w.dropped.total.Load() }
 
 // Start starts the Writer's goroutine, which Close stops. A second call
 // does nothing.
@@ -199,6 +271,7 @@ func (w *Writer) Start() {
 // written, or returns ctx's error when ctx ends first. When ctx ends while
 // the goroutine is still writing, Close cancels that request and waits
 // for the goroutine to return, so nothing the Writer started outlives it.
+// What it could not write is counted as dropped.
 func (w *Writer) Close(ctx context.Context) error {
 	w.once.Do(func() { close(w.stop) })
 	if w.started.Load() {
@@ -207,11 +280,13 @@ func (w *Writer) Close(ctx context.Context) error {
 		case <-ctx.Done():
 			w.cancel()
 			<-w.done
+			w.abandon()
 			return fmt.Errorf("events: closing: %w", ctx.Err())
 		}
 	}
 	w.drain(ctx)
 	w.flush(ctx)
+	w.abandon()
 	return ctx.Err()
 }
 
@@ -241,81 +316,6 @@ func (w *Writer) drain(ctx context.Context) {
 			w.observe(ctx, e)
 		default:
 			return
-		}
-	}
-}
-
-// observe counts e in its series, creating its Event when it has none
-// within the Window.
-func (w *Writer) observe(ctx context.Context, e Event) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	now := time.Now()
-	k := seriesKey(e)
-	if s, ok := w.series[k]; ok && now.Sub(s.last) <= w.c.Window {
-		s.count++
-		s.last = now
-		s.dirty = true
-		return
-	}
-	ns := e.Regarding.Namespace
-	if ns == "" {
-		ns = metav1.NamespaceDefault
-	}
-	w.seq++
-	ev := &eventsv1.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns,
-			Name:      e.Regarding.Name + "." + strconv.FormatInt(now.UnixNano(), 16) + strconv.FormatInt(w.seq, 16),
-		},
-		EventTime:           metav1.NewMicroTime(now),
-		ReportingController: w.c.Controller,
-		ReportingInstance:   w.c.Instance,
-		Action:              e.Action,
-		Reason:              e.Reason,
-		Type:                e.Type,
-		Note:                e.Note,
-		Regarding: corev1.ObjectReference{
-			APIVersion: e.Regarding.APIVersion, Kind: e.Regarding.Kind,
-			Namespace: e.Regarding.Namespace, Name: e.Regarding.Name, UID: e.Regarding.UID,
-			ResourceVersion: e.Regarding.ResourceVersion,
-		},
-	}
-	if _, err := w.c.Client.Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		w.c.Logger.Error(err, "creating an event failed", "reason", e.Reason, "object", ns+"/"+e.Regarding.Name)
-		delete(w.series, k)
-		return
-	}
-	w.series[k] = &series{namespace: ns, name: ev.Name, count: 1, last: now}
-}
-
-// flush patches the count of every series that grew, and forgets those
-// past the Window.
-func (w *Writer) flush(ctx context.Context) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	now := time.Now()
-	if d := w.dropped.Load(); d > w.logged {
-		w.c.Logger.Info("events dropped: the buffer was full or the writer closed", "dropped", d-w.logged)
-		w.logged = d
-	}
-	for e, s := range w.series {
-		if s.dirty {
-			s.dirty = false
-			patch, err := json.Marshal(map[string]any{"series": eventsv1.EventSeries{Count: s.count, LastObservedTime: metav1.NewMicroTime(s.last)}})
-			if err == nil {
-				_, err = w.c.Client.Events(s.namespace).Patch(ctx, s.name, types.MergePatchType, patch, metav1.PatchOptions{})
-			}
-			if err != nil {
-				w.c.Logger.Error(err, "patching an event's series failed", "event", s.namespace+"/"+s.name)
-				if apierrors.IsNotFound(err) {
-					delete(w.series, e)
-				}
-				continue
-			}
-		}
-		if now.Sub(s.last) > w.c.Window {
-			delete(w.series, e)
 		}
 	}
 }

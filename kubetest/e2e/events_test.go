@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,11 +64,15 @@ func occurrences(es []eventsv1.Event) int {
 }
 
 // The issue: 100 failed reconciles of one object, each writing a status
-// that changes its resourceVersion, are at most two Events, whose series
-// count them all.
+// that changes its resourceVersion and each failing with a different
+// error text, are one Event, whose series counts them all (issue 44: the
+// note was in the series' key, and they were 100 Events). The Reconciler
+// also records 30 Normal Events of distinct reasons on the object: its
+// bucket lets 25 be created and drops 5, counted in
+// loam.kube.controller.events.dropped as rate_limited.
 func TestEvents_a_hundred_failed_reconciles_are_one_series_of_ReconcileFailed(t *testing.T) {
 	t.Parallel()
-	const failures = 100
+	const failures, steps = 100, 30
 	c := cluster.Cluster(t)
 	ns := c.Namespace(t)
 	r := installMemcached(t, c, ns)
@@ -75,12 +80,17 @@ func TestEvents_a_hundred_failed_reconciles_are_one_series_of_ReconcileFailed(t 
 	uid := newMemcached(t, admin.dynamic, r, ns, "m", 1).GetUID()
 
 	var calls atomic.Int32
-	reconciler := kube.ReconcilerFunc[memcachedSpec, memcachedStatus](func(_ context.Context, m memcachedObject) (kube.Result[memcachedStatus], error) {
+	reconciler := kube.ReconcilerFunc[memcachedSpec, memcachedStatus](func(ctx context.Context, m memcachedObject) (kube.Result[memcachedStatus], error) {
 		n := calls.Add(1)
+		if n <= steps {
+			if err := kube.RecordEvent(ctx, kube.Normal, fmt.Sprintf("Step%d", n), "a step"); err != nil {
+				return kube.Result[memcachedStatus]{}, err
+			}
+		}
 		st := m.Status
 		st.ReadyReplicas = n // a new resourceVersion on every failure
 		if n <= failures {
-			return kube.Result[memcachedStatus]{Status: &st}, errors.New("the memcached image can't be pulled")
+			return kube.Result[memcachedStatus]{Status: &st}, fmt.Errorf("the memcached image can't be pulled: request %d, retry after %dms", n, 7*n)
 		}
 		return kube.Result[memcachedStatus]{Status: &st}, nil
 	})
@@ -88,28 +98,36 @@ func TestEvents_a_hundred_failed_reconciles_are_one_series_of_ReconcileFailed(t 
 		return kube.NewController(s, client, eventsSettings(ns), r, reconciler)
 	})
 	wait.For(t, 2*time.Minute, func() bool { return calls.Load() > failures }, "the object never failed 100 times, then succeeded", a)
+	wait.For(t, time.Minute, func() bool {
+		by, err := a.Telemetry().TotalBy(context.Background(), "loam.kube.controller.events.dropped", "loam.kube.controller.events.drop_reason")
+		return err == nil && by["rate_limited"] == steps-25
+	}, "the 5 Events past the object's bucket were never counted as dropped", a)
 	require.Equal(t, 0, a.Stop())
 	require.Empty(t, a.failure())
 
-	es := eventsOn(t, admin.kube, ns, uid)
-	require.NotEmpty(t, es, "no Event was recorded\n%s", a.Report())
-	require.LessOrEqual(t, len(es), 2, "the failures are one series, or two at most")
-	require.Equal(t, failures, occurrences(es), "the series count every failure")
-	last := es[len(es)-1]
-	require.NotNil(t, last.Series, "repeats count in a series")
-	for _, e := range es {
-		require.Equal(t, "Warning", e.Type)
-		require.Equal(t, "ReconcileFailed", e.Reason)
-		require.Equal(t, "Reconcile", e.Action)
-		require.Equal(t, "the memcached image can't be pulled", e.Note)
-		require.Equal(t, "events-controller", e.ReportingController)
-		require.Equal(t, "pod-a", e.ReportingInstance)
-		require.Equal(t, r.Group+"/"+r.Version, e.Regarding.APIVersion)
-		require.Equal(t, "Memcached", e.Regarding.Kind)
-		require.Equal(t, ns, e.Regarding.Namespace)
-		require.Equal(t, "m", e.Regarding.Name)
-		require.NotEmpty(t, e.Regarding.ResourceVersion)
+	var failed, stepped []eventsv1.Event
+	for _, e := range eventsOn(t, admin.kube, ns, uid) {
+		if e.Reason == "ReconcileFailed" {
+			failed = append(failed, e)
+		} else {
+			stepped = append(stepped, e)
+		}
 	}
+	require.Len(t, failed, 1, "the failures are one series\n%s", a.Report())
+	require.Equal(t, failures, occurrences(failed), "the series counts every failure")
+	require.Len(t, stepped, 25, "the object's bucket lets 25 Events be created at once")
+	e := failed[0]
+	require.NotNil(t, e.Series, "repeats count in a series")
+	require.Equal(t, "Warning", e.Type)
+	require.Equal(t, "Reconcile", e.Action)
+	require.Equal(t, "the memcached image can't be pulled: request 1, retry after 7ms", e.Note, "the Event keeps its first note")
+	require.Equal(t, "events-controller", e.ReportingController)
+	require.Equal(t, "pod-a", e.ReportingInstance)
+	require.Equal(t, r.Group+"/"+r.Version, e.Regarding.APIVersion)
+	require.Equal(t, "Memcached", e.Regarding.Kind)
+	require.Equal(t, ns, e.Regarding.Namespace)
+	require.Equal(t, "m", e.Regarding.Name)
+	require.NotEmpty(t, e.Regarding.ResourceVersion)
 }
 
 // Settings.FailureEvents = FailureEventsOff records no ReconcileFailed,
