@@ -31,12 +31,6 @@ TESTFLAGS ?= -race -count=1 -ldflags=-w
 # four packages run at once (-p 4), and a package's parallel tests, the
 # explorer's searches among them, eight at a time.
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m -ldflags=-w -p 4 -parallel 8
-# Everything but the race-detected unit tests builds with cgo off, as the
-# operators' static images must be built (make image, and the examples'
-# image test): so the linters, the cluster tests and the images share
-# one set of compiled packages instead of compiling Kubernetes' client
-# and API server twice. The race detector needs cgo: `unit` keeps it.
-NOCGO := CGO_ENABLED=0
 
 .PHONY: scale shards chaos soak explore compare fuzz demo image webhook-certs test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test kubetest-build kubetest-run examples-test cloudtoken-test benchmarks-test tools bench
 
@@ -117,13 +111,13 @@ vet:
 	@for m in $(MODULES); do echo "go vet ($$m)"; (cd $$m && go vet ./...) || exit 1; done
 
 lint: $(GOLANGCI_LINT)
-	@for m in $(MODULES); do echo "golangci-lint ($$m)"; (cd $$m && $(NOCGO) $(GOLANGCI_LINT) run --allow-parallel-runners --config $(CURDIR)/.golangci.yml ./...) || exit 1; done
+	@for m in $(MODULES); do echo "golangci-lint ($$m)"; (cd $$m && $(GOLANGCI_LINT) run --allow-parallel-runners --config $(CURDIR)/.golangci.yml ./...) || exit 1; done
 
 # The lint rules must catch each forbidden call in internal/lintselftest:
 # every line marked "want:" there has to be reported.
 LINT_SELFTEST := internal/lintselftest/forbidden.go
 lint-selftest: $(GOLANGCI_LINT)
-	@out="$$($(NOCGO) $(GOLANGCI_LINT) run --allow-parallel-runners --config $(CURDIR)/.golangci.yml --build-tags lintselftest ./internal/lintselftest/ 2>&1)"; \
+	@out="$$($(GOLANGCI_LINT) run --allow-parallel-runners --config $(CURDIR)/.golangci.yml --build-tags lintselftest ./internal/lintselftest/ 2>&1)"; \
 	missing=0; \
 	for n in $$(grep -n 'want:' $(LINT_SELFTEST) | cut -d: -f1); do \
 		if ! printf '%s\n' "$$out" | grep -q "forbidden.go:$$n:.*(forbidigo)"; then \
@@ -137,7 +131,7 @@ lint-selftest: $(GOLANGCI_LINT)
 # package of the same module, has to be reported.
 BENCH_LINT_SELFTEST := benchmarks/internal/lintselftest/forbidden.go
 benchmarks-lint-selftest: $(GOLANGCI_LINT)
-	@out="$$(cd benchmarks && $(NOCGO) $(GOLANGCI_LINT) run --allow-parallel-runners --config $(CURDIR)/.golangci.yml --build-tags lintselftest ./internal/lintselftest/ 2>&1)"; \
+	@out="$$(cd benchmarks && $(GOLANGCI_LINT) run --allow-parallel-runners --config $(CURDIR)/.golangci.yml --build-tags lintselftest ./internal/lintselftest/ 2>&1)"; \
 	missing=0; \
 	for n in $$(grep -n 'want:' $(BENCH_LINT_SELFTEST) | cut -d: -f1); do \
 		if ! printf '%s\n' "$$out" | grep -q "forbidden.go:$$n:.*(depguard)"; then \
@@ -160,25 +154,25 @@ kubetest-test: kubetest-build
 	@$(MAKE) --no-print-directory kubetest-run
 
 kubetest-build:
-	cd kubetest && $(NOCGO) ../.ci/testbin build $(KUBETEST_BINS) -ldflags=-w
+	cd kubetest && ../.ci/testbin build $(KUBETEST_BINS) -ldflags=-w
 
 kubetest-run:
 	cd kubetest && ../.ci/testbin run $(KUBETEST_BINS) 4 -test.count=1 -test.timeout=20m -test.parallel=8
 
 examples-test:
-	cd examples && $(NOCGO) go test $(KUBETEST_TESTFLAGS) ./...
+	cd examples && go test $(KUBETEST_TESTFLAGS) ./...
 
 # The cloud Token functions of docs/kubernetes.md, a module of their own
 # so the examples module doesn't link three clouds' SDKs; its tests reach
 # no cloud.
 cloudtoken-test:
-	cd examples/cloudtoken && $(NOCGO) go test $(KUBETEST_TESTFLAGS) ./...
+	cd examples/cloudtoken && go test $(KUBETEST_TESTFLAGS) ./...
 
 # The benchmarks module: its helpers' tests, and TestCompare, which runs
 # `make compare` tiny (200 objects, one repeat) and checks that every mode
 # settled every object with the writes it should.
 benchmarks-test:
-	cd benchmarks && $(NOCGO) go test $(KUBETEST_TESTFLAGS) ./...
+	cd benchmarks && go test $(KUBETEST_TESTFLAGS) ./...
 
 # Every fuzz target of every module, briefly, on top of its kept corpus:
 # `make fuzz FUZZTIME=10m` runs each for longer.
