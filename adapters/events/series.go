@@ -55,7 +55,8 @@ func (w *Writer) observe(ctx context.Context, e Event) {
 		}
 		// The series is over: what it still owes is written first, once.
 		if s.dirty() {
-			w.write(ctx, k, s)
+			// A failure is logged and counted by write itself.
+			_ = w.write(ctx, k, s)
 		}
 		if w.series[k] == s {
 			delete(w.series, k)
@@ -72,7 +73,8 @@ func (w *Writer) observe(ctx context.Context, e Event) {
 	s := &series{first: e, namespace: ns, count: 1, last: now, note: e.Note}
 	w.name(s, now)
 	w.series[k] = s
-	w.write(ctx, k, s)
+	// A failure is logged and counted by write itself.
+	_ = w.write(ctx, k, s)
 }
 
 // name gives s a new Event name: the object's name and the instant, told
@@ -130,6 +132,12 @@ func (w *Writer) write(ctx context.Context, k key, s *series) error {
 		// Close gave up waiting: what s owes is counted when it abandons.
 		return err
 	}
+	// The message names the request that failed, as before the series
+	// were kept: operators' log alerts match on it.
+	msg := "patching an event's series failed"
+	if !s.created {
+		msg = "creating an event failed"
+	}
 	err := w.send(ctx, s)
 	if err == nil {
 		s.failures = 0
@@ -144,7 +152,7 @@ func (w *Writer) write(ctx context.Context, k key, s *series) error {
 		}
 	}
 	s.failures++
-	w.c.Logger.Error(err, "writing an event failed", "event", s.namespace+"/"+s.name, "reason", s.first.Reason, "attempt", s.failures)
+	w.c.Logger.Error(err, msg, "event", s.namespace+"/"+s.name, "reason", s.first.Reason, "attempt", s.failures)
 	if permanent(err) || s.failures >= w.c.MaxAttempts {
 		w.dropped.add(ctx, DropWriteFailed, int64(s.count-s.written))
 		delete(w.series, k)

@@ -264,7 +264,7 @@ func accessKey(user authenticationv1.UserInfo, verb, path string) string {
 	part(path)
 	groups := slices.Clone(user.Groups)
 	slices.Sort(groups)
-	b.WriteString(fmt.Sprintf("g%d", len(groups)))
+	fmt.Fprintf(&b, "g%d", len(groups))
 	for _, g := range groups {
 		part(g)
 	}
@@ -273,12 +273,12 @@ func accessKey(user authenticationv1.UserInfo, verb, path string) string {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	b.WriteString(fmt.Sprintf("e%d", len(keys)))
+	fmt.Fprintf(&b, "e%d", len(keys))
 	for _, k := range keys {
 		part(k)
 		values := slices.Clone(user.Extra[k])
 		slices.Sort(values)
-		b.WriteString(fmt.Sprintf("v%d", len(values)))
+		fmt.Fprintf(&b, "v%d", len(values))
 		for _, v := range values {
 			part(v)
 		}
