@@ -23,7 +23,7 @@ func TestRESTClientRequests_counts_a_list_and_a_watch_by_code_method_and_host(t 
 	for _, names := range []app.MetricNames{app.MetricNamesLoam, app.MetricNamesControllerRuntime} {
 		t.Run(names.String(), func(t *testing.T) {
 			tel := apptest.NewTelemetry()
-			tel.Telemetry.MetricNames = names
+			tel.MetricNames = names
 			c, err := kube.NewClient(&app.Setup{Host: app.Host{Network: app.OSHost().Network}, Telemetry: tel.Telemetry}, conn)
 			require.NoError(t, err)
 			t.Cleanup(func() {
