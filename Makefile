@@ -90,8 +90,8 @@ webhook-certs:
 # (.golangci.yml). .ci/stages prints each stage's wall time and the
 # slowest packages at the end, so every change to the suite is judged by
 # numbers.
-TEST_LANE_COMPUTE := tidy-check fmt-check unit lint lint-selftest benchmarks-lint-selftest cloudtoken-test after:kubetest-build kubetest-run
-TEST_LANE_CLUSTERS := kubetest-build examples-test benchmarks-test
+TEST_LANE_COMPUTE := tidy-check fmt-check unit lint lint-selftest benchmarks-lint-selftest after:kubetest-build kubetest-run
+TEST_LANE_CLUSTERS := kubetest-build examples-test benchmarks-test cloudtoken-test
 
 test:
 	@.ci/stages $(TEST_LANE_COMPUTE) :: $(TEST_LANE_CLUSTERS)
