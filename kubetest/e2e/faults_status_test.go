@@ -164,10 +164,14 @@ func TestFaults_a_409_on_the_status_apply_fails_the_reconcile_and_the_retry_land
 	require.GreaterOrEqual(t, log.count("cache"), 2, "the reconcile whose status apply met the 409 was retried")
 	obj, err := memcacheds.Get(t.Context(), "cache", metav1.GetOptions{})
 	require.NoError(t, err)
-	events := eventsOn(t, admin.kube, ns, obj.GetUID())
 	want := `Operation cannot be fulfilled on memcacheds.` + r.GVR().Group + ` "cache": the object has been modified; please apply your changes to the latest version and try again (fault injected at point "` + point + `")`
-	require.True(t, slices.ContainsFunc(events, func(e eventsv1.Event) bool { return strings.Contains(e.Note, want) }),
-		"no Event of the failed reconcile names the conflict: %+v", events)
+	// An Event is written after the reconcile that recorded it returns, by
+	// the recorder's own goroutine, so the status may land first.
+	var events []eventsv1.Event
+	wait.For(t, time.Minute, func() bool {
+		events = eventsOn(t, admin.kube, ns, obj.GetUID())
+		return slices.ContainsFunc(events, func(e eventsv1.Event) bool { return strings.Contains(e.Note, want) })
+	}, "no Event of the failed reconcile names the conflict", wait.App(a))
 	require.Equal(t, 0, a.Stop())
 	require.Equal(t, 1, statusesAt(a, point, 409))
 }
