@@ -32,7 +32,7 @@ TESTFLAGS ?= -race -count=1 -ldflags=-w
 # explorer's searches among them, eight at a time.
 KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m -ldflags=-w -p 4 -parallel 8
 
-.PHONY: scale shards chaos soak explore compare fuzz demo image webhook-certs test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test kubetest-build kubetest-run examples-test cloudtoken-test benchmarks-test tools bench
+.PHONY: ci-selftest scale shards chaos soak explore compare fuzz demo image webhook-certs test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test kubetest-build kubetest-run examples-test cloudtoken-test benchmarks-test tools bench
 
 # The demo: a Kubernetes API server in-process, the Memcached operator
 # against it, and a failure-injection experiment; about 20s once built, and
@@ -90,11 +90,17 @@ webhook-certs:
 # (.golangci.yml). .ci/stages prints each stage's wall time and the
 # slowest packages at the end, so every change to the suite is judged by
 # numbers.
-TEST_LANE_COMPUTE := tidy-check fmt-check unit lint lint-selftest benchmarks-lint-selftest after:kubetest-build kubetest-run
+TEST_LANE_COMPUTE := tidy-check fmt-check ci-selftest unit lint lint-selftest benchmarks-lint-selftest after:kubetest-build kubetest-run
 TEST_LANE_CLUSTERS := kubetest-build examples-test benchmarks-test cloudtoken-test
 
 test:
 	@.ci/stages $(TEST_LANE_COMPUTE) :: $(TEST_LANE_CLUSTERS)
+
+# The self-tests of .ci's scripts (.ci/stages, .ci/testbin), against
+# tiny fake modules, binaries and Makefiles: failures, signals, timeouts,
+# hangs, name collisions, spaces in paths.
+ci-selftest:
+	@.ci/test/run
 
 fmt-check:
 	@out="$$($(GOFMT) -l $$(git ls-files '*.go'))"; \

@@ -26,23 +26,29 @@ hasnt() { ! grep -Eq -e "$2" "$1" || fail "a line matching /$2/ in $1: $(grep -E
 # alive reports whether process $1 runs (a zombie doesn't).
 alive() { [ -n "$(ps -o stat= -p "$1" 2>/dev/null | grep -v Z)" ]; }
 
-# run_tests runs every t_* function of the file, each in a subshell with
-# a fresh $T, prints "ok|FAIL name seconds", and exits 1 if any failed.
+# run_tests runs every t_* function of the file, all at once (they mostly
+# wait), each in a subshell with a fresh $T, prints "ok|FAIL name seconds"
+# and a failed test's output, and exits 1 if any failed. CI_TEST_RUN, an
+# extended regular expression, picks the tests to run.
 run_tests() {
-	local t failed=0 start rc
-	for t in $(declare -F | awk '$3 ~ /^t_/ { print $3 }'); do
-		start=$(date +%s)
+	local t failed=0 tests=() pids=() dirs=() i start
+	start=$(date +%s)
+	for t in $(declare -F | awk '$3 ~ /^t_/ { print $3 }' | grep -E -e "${CI_TEST_RUN:-.}"); do
 		T="$(mktemp -d)"
-		(cd "$T" && T="$T" "$t") >"$T.log" 2>&1
-		rc=$?
-		if [ "$rc" = 0 ]; then
-			printf '  ok    %-52s %3d s\n' "$t" "$(($(date +%s) - start))"
+		(cd "$T" && T="$T" "$t"; rc=$?; date +%s >"$T.end"; exit "$rc") >"$T.log" 2>&1 &
+		tests+=("$t")
+		pids+=($!)
+		dirs+=("$T")
+	done
+	for i in "${!tests[@]}"; do
+		if wait "${pids[$i]}"; then
+			printf '  ok    %-52s %3d s\n' "${tests[$i]}" "$(($(cat "${dirs[$i]}.end") - start))"
 		else
-			printf '  FAIL  %-52s %3d s\n' "$t" "$(($(date +%s) - start))"
-			cat "$T.log"
+			printf '  FAIL  %-52s\n' "${tests[$i]}"
+			cat "${dirs[$i]}.log"
 			failed=1
 		fi
-		rm -rf "$T" "$T.log"
+		rm -rf "${dirs[$i]}" "${dirs[$i]}.log" "${dirs[$i]}.end"
 	done
 	exit "$failed"
 }

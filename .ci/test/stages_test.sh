@@ -11,9 +11,9 @@ repo() {
 	cat >"$T/repo/Makefile"
 }
 
-# stages runs the copy with the arguments given, its output in $T/out, at
-# most 30 s, and returns its status.
-stages() { timeout -k 2 30 bash "$T/repo/.ci/stages" "$@" >"$T/out" 2>&1; }
+# stages runs the copy with the arguments given, its output in $T/out, for at
+# most 300 s (a hang; a loaded machine takes long), and returns its status.
+stages() { timeout -k 2 300 bash "$T/repo/.ci/stages" "$@" >"$T/out" 2>&1; }
 
 t_lanes_pass_and_print_times() {
 	repo <<'MK'
@@ -126,16 +126,25 @@ MK
 # Ctrl-C: the terminal sends SIGINT to the foreground process group,
 # make's and .ci/stages'. Every stage's processes must end, not go on
 # as orphans (an API server's test binary holding ports and CPU).
+# interrupt SIG WHOM [make] sends SIG to the run's process group (WHOM
+# group) or to its first process (one): .ci/stages, or make test when
+# the third argument is make (make sends SIGTERM on to its recipe).
 interrupt() {
 	local sig=$1 whom=$2
 	repo <<'MK'
+test:
+	@bash .ci/stages sleeper :: other
 sleeper:
 	@echo $$$$ >sleeper.pid; exec sleep 300
 other:
 	@echo $$$$ >other.pid; exec sleep 300
 MK
 	set -m # the fake run gets a process group of its own, as a terminal's job
-	bash "$T/repo/.ci/stages" sleeper :: other >"$T/out" 2>&1 &
+	if [ "${3:-}" = make ]; then
+		(cd "$T/repo" && exec make --no-print-directory test) >"$T/out" 2>&1 &
+	else
+		bash "$T/repo/.ci/stages" sleeper :: other >"$T/out" 2>&1 &
+	fi
 	local pid=$!
 	set +m
 	for _ in $(seq 1 100); do [ -s "$T/repo/sleeper.pid" ] && [ -s "$T/repo/other.pid" ] && break; sleep 0.1; done
@@ -156,5 +165,6 @@ MK
 }
 t_ctrl_c_ends_every_stage() { interrupt INT group; }
 t_sigterm_to_stages_ends_every_stage() { interrupt TERM one; }
+t_sigterm_to_make_test_ends_every_stage() { interrupt TERM one make; }
 
 run_tests
