@@ -137,8 +137,9 @@ test:
 sleeper:
 	@echo $$$$ >sleeper.pid; exec sleep 300
 other:
-	@echo $$$$ >other.pid; exec sleep 300
+	@trap '' TERM; echo $$$$ >other.pid; exec sleep 300
 MK
+	export STAGES_GRACE=1 # other ignores SIGTERM: killed a second later
 	set -m # the fake run gets a process group of its own, as a terminal's job
 	if [ "${3:-}" = make ]; then
 		(cd "$T/repo" && exec make --no-print-directory test) >"$T/out" 2>&1 &
