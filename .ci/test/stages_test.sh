@@ -25,8 +25,22 @@ MK
 	stages a :: b || fail "status $?, want 0"
 	has "$T/out" '^\[a\] a ran$'
 	has "$T/out" '^\[b\] b ran$'
-	has "$T/out" '^  a +[0-9]+ s .* ok$'
+	has "$T/out" '^  a +[0-9]+ s .* ok +[0-9]+ s CPU$'
 	has "$T/out" '^  total '
+}
+
+# Each stage's CPU seconds beside its wall time: a stage that waits uses
+# little, one that computes about its wall time per busy core.
+t_cpu_seconds_per_stage() {
+	repo <<'MK'
+waits:
+	@sleep 2
+computes:
+	@awk 'BEGIN { for (i = 0; i < 4e7; i++) s += i }'
+MK
+	stages waits computes || fail "status $?, want 0"
+	has "$T/out" '^  waits +[0-9]+ s .* ok +0 s CPU$'
+	has "$T/out" '^  computes +[0-9]+ s .* ok +[1-9][0-9]* s CPU$'
 }
 
 t_no_stages_passes() {
@@ -51,7 +65,7 @@ MK
 	[ "$rc" = 2 ] || fail "status $rc, want make's 2"
 	hasnt "$T/out" 'never ran'
 	has "$T/out" '^\[other\] other ran$'
-	has "$T/out" '^  bad .* FAIL$'
+	has "$T/out" '^  bad .* FAIL +[0-9]+ s CPU$'
 	tail -n 3 "$T/out" >"$T/tail"
 	has "$T/tail" '--- FAIL: TestBroken'
 	has "$T/tail" 'FAIL	example.com/m/broken'
