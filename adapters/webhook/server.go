@@ -1,52 +1,3 @@
-// Package webhook is the HTTPS server of an App's admission and conversion
-// webhooks (issue #21): it reads each review the API server POSTs to a
-// Route's path, hands it to domain/webhook with the Route's Admitter or
-// Converter, and writes the response back, with a span, metrics and log
-// records for each review. It listens through the Setup's Host, with the
-// certificate tlsfiles reads and reloads.
-//
-// It speaks HTTP/1.1 only: the API server's webhook client falls back to
-// it, and a webhook gains nothing from HTTP/2's multiplexing that is worth
-// its exposure to floods of streams.
-//
-// # Telemetry
-//
-// Spans, records and instruments are in the scope
-// github.com/loam-dev/loam/kube, as the controllers'. Each review on a
-// Route is one server span, in the trace of the API server's traceparent
-// when the Propagator finds one, named by the Route's Type and the
-// reviewed kind: "validate Memcached", "mutate Pod", "convert Memcached";
-// a request refused before its body is read as a review (a wrong method,
-// Content-Type or timeout, an oversize body) has the verb alone, such as
-// "validate". Its attributes are those of the keys below; a review that
-// fails or panics has the status Error. A Route is served at its Path
-// under any prefix too (Route.Path says why); a path that is no Route's,
-// with or without a prefix, is answered with 404 and reported nowhere.
-//
-// The baggage the Propagator finds goes on into the review's context, but
-// for the members of the App's failure-injection Decoder (Config.Faults):
-// a scenario in a review's header is stripped, with the event
-// loam.fit.strip on its span, so an Admitter or a Converter, and the
-// Client requests they make, never run under one.
-//
-// A denial is a WARN record "admission denied" with the message as
-// exception.message, as loam's records of a failure carry theirs; a review
-// that fails is a WARN record "review failed", the same way; a panic is an
-// ERROR record "webhook panicked" with exception.type, exception.message
-// (the panic's value) and exception.stacktrace. Each carries the span's
-// attributes. A panic outside the Admitter and the Converter (a bug of the
-// Server's, of its telemetry's, of a library's) is answered 200 all the
-// same, with the review's uid, and recorded as "webhook panicked" too.
-//
-// Two instruments serve a dashboard: loam.kube.webhook.review.duration, a
-// histogram in seconds of every request to a Route, by
-// loam.kube.webhook.name, loam.kube.webhook.type and
-// loam.kube.webhook.review.outcome, whose count is the rate of reviews and
-// denials and whose buckets show how close they come to the API server's
-// timeout; and loam.kube.webhook.reviews.active, an up-down counter of the
-// reviews in flight by loam.kube.webhook.name and loam.kube.webhook.type,
-// which shows a webhook stuck in its handler before the API server's
-// timeouts do.
 package webhook
 
 import (
@@ -54,17 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net"
-	"net/http"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -75,49 +21,6 @@ import (
 	"github.com/loam-dev/loam/app/httpserve"
 	"github.com/loam-dev/loam/app/tlsfiles"
 	domain "github.com/loam-dev/loam/domain/webhook"
-	"github.com/loam-dev/loam/ports"
-)
-
-// ScopeName is the instrumentation scope of the Server's spans, records
-// and instruments: the controllers' scope, so that one view shows both.
-const ScopeName = "github.com/loam-dev/loam/kube"
-
-// The names of the Server's instruments.
-const (
-	ReviewDurationName = "loam.kube.webhook.review.duration"
-	ReviewsActiveName  = "loam.kube.webhook.reviews.active"
-)
-
-// The attributes of the Server's spans, records and data points.
-const (
-	// NamespaceKey is the reviewed object's namespace, when it has one.
-	NamespaceKey = attribute.Key("k8s.namespace.name")
-	// ObjectNameKey is the reviewed object's name, when it has one.
-	ObjectNameKey = attribute.Key("loam.kube.object.name")
-	// ObjectKindKey is the reviewed object's kind, such as Memcached.
-	ObjectKindKey = attribute.Key("loam.kube.object.kind")
-	// ObjectAPIVersionKey is the reviewed object's apiVersion, such as
-	// cache.example.com/v1alpha1 or v1.
-	ObjectAPIVersionKey = attribute.Key("loam.kube.object.api_version")
-	// OperationKey is an admission's operation, such as CREATE.
-	OperationKey = attribute.Key("loam.kube.webhook.operation")
-	// NameKey is the Route's Name; on every data point.
-	NameKey = attribute.Key("loam.kube.webhook.name")
-	// TypeKey is the Route's Type: validating, mutating or conversion; on
-	// every data point.
-	TypeKey = attribute.Key("loam.kube.webhook.type")
-	// OutcomeKey is how the review ended: allowed, denied, error or
-	// panic; on review.duration's data points. A conversion that
-	// succeeds is allowed, one that fails is error, and so is every
-	// request the Server refuses before it reaches domain/webhook.
-	OutcomeKey = attribute.Key("loam.kube.webhook.review.outcome")
-	// UIDKey is the review's uid, which the API server's audit log has
-	// too.
-	UIDKey = attribute.Key("loam.kube.webhook.review.uid")
-
-	exceptionTypeKey    = attribute.Key("exception.type")
-	exceptionMessageKey = attribute.Key("exception.message")
-	exceptionStackKey   = attribute.Key("exception.stacktrace")
 )
 
 // HTTP bounds of clients that misbehave: the API server sends its
@@ -126,68 +29,6 @@ const (
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 90 * time.Second
 )
-
-// Type is what a Route's reviews are.
-type Type int
-
-// The Types of Route. The zero Type is none, a mistake New reports.
-const (
-	// Validating routes admission reviews to an Admitter whose result's
-	// Object is ignored.
-	Validating Type = iota + 1
-	// Mutating routes admission reviews to an Admitter whose result's
-	// Object becomes the response's JSON patch.
-	Mutating
-	// Conversion routes conversion reviews to a Converter.
-	Conversion
-)
-
-// String returns the Type as TypeKey's value: validating, mutating or
-// conversion, or Type(n) for another.
-func (t Type) String() string {
-	switch t {
-	case Validating:
-		return "validating"
-	case Mutating:
-		return "mutating"
-	case Conversion:
-		return "conversion"
-	}
-	return fmt.Sprintf("Type(%d)", int(t))
-}
-
-// verb names a review of the Type in its span's name.
-func (t Type) verb() string {
-	switch t {
-	case Validating:
-		return "validate"
-	case Mutating:
-		return "mutate"
-	}
-	return "convert"
-}
-
-// Route is one webhook the Server serves: the reviews POSTed to Path.
-type Route struct {
-	// Path is where the API server POSTs the reviews, such as
-	// /validate/cache.example.com/v1alpha1/memcacheds; it starts with a
-	// slash. The Route is served at Path and at Path under any prefix,
-	// such as /hooks/validate/…, which a Service's path or a URL's puts
-	// in front of it in the configurations: the server need not be told
-	// the prefix, so it can't be told a different one.
-	Path string
-	// Name names the webhook in telemetry, as NameKey's value, such as
-	// the webhook configuration's name of it.
-	Name string
-	// Type is what the reviews are.
-	Type Type
-	// Admitter decides a Validating or Mutating Route's reviews; nil for
-	// a Conversion Route.
-	Admitter ports.Admitter
-	// Converter converts a Conversion Route's objects; nil for the
-	// others.
-	Converter ports.Converter
-}
 
 // Config is what a Server serves, where, and what it reports through.
 type Config struct {
@@ -229,14 +70,6 @@ type Server struct {
 
 	duration metric.Float64Histogram
 	active   metric.Int64UpDownCounter
-}
-
-// route is a Route with its data points' attributes, made once.
-type route struct {
-	Route
-	attrs    []attribute.KeyValue // NameKey and TypeKey
-	active   metric.AddOption
-	outcomes map[domain.Result]metric.RecordOption
 }
 
 // New returns a Server for c. It opens nothing: Serve listens. It fails,
@@ -388,159 +221,3 @@ func (s *Server) Ready() <-chan struct{} { return s.http.Ready() }
 
 // Addr returns the address Serve listens on, or nil before it does.
 func (s *Server) Addr() net.Addr { return s.http.Addr() }
-
-// route returns the Route served at path: the Route whose Path is path,
-// or else the one whose Path is the longest suffix of path that starts
-// at a slash, which is path with a prefix taken off.
-func (s *Server) route(path string) (*route, bool) {
-	for p := path; p != ""; {
-		if rt, ok := s.routes[p]; ok {
-			return rt, true
-		}
-		i := strings.IndexByte(p[1:], '/')
-		if i < 0 {
-			break
-		}
-		p = p[i+1:]
-	}
-	return nil, false
-}
-
-// ServeHTTP answers one request: a review POSTed to a Route's path. A
-// panic anywhere in it, not only in the Admitter or the Converter, is
-// answered 200 with a denial or a failed conversion (lastResort).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rt, ok := s.route(r.URL.Path)
-	if !ok {
-		http.Error(w, fmt.Sprintf("no webhook is served at %s", r.URL.Path), http.StatusNotFound)
-		return
-	}
-	start := time.Now()
-	a := &answer{ResponseWriter: w}
-	// A last resort, registered first so it runs last: a panic anywhere
-	// below that escaped would have net/http close the connection, a
-	// failed call, which FailurePolicy Ignore admits.
-	defer func() {
-		if v := recover(); v != nil {
-			s.lastResort(rt, a, r, start, v, debug.Stack())
-		}
-	}()
-	s.active.Add(r.Context(), 1, rt.active)
-	defer s.active.Add(r.Context(), -1, rt.active)
-
-	ctx := s.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	ctx, span := s.tracer.Start(ctx, rt.Type.verb(), trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(rt.attrs...))
-	defer span.End()
-	// A scenario comes only from a trusted object, never from a request's
-	// header: the review's own is stripped, as the Client strips one on
-	// the wire, with loam.fit.strip on the review's span, whether failure
-	// injection is on or off.
-	ctx = s.faults.StripContext(ctx)
-
-	o := s.review(ctx, rt, a, r)
-	if o.Kind != "" {
-		span.SetName(rt.Type.verb() + " " + o.Kind)
-	}
-	attrs := append(reviewAttributes(o), rt.attrs...)
-	span.SetAttributes(attrs...)
-	switch o.Result {
-	case domain.Denied:
-		s.emit(ctx, log.SeverityWarn, "admission denied", append(attrs, exceptionMessageKey.String(o.Message)))
-	case domain.Errored:
-		span.SetStatus(codes.Error, o.Message)
-		s.emit(ctx, log.SeverityWarn, "review failed", append(attrs, exceptionMessageKey.String(o.Message)))
-	case domain.Panicked:
-		span.SetStatus(codes.Error, o.Message)
-		exception := []attribute.KeyValue{
-			exceptionTypeKey.String(fmt.Sprintf("%T", o.Panic)),
-			exceptionMessageKey.String(fmt.Sprint(o.Panic)),
-			exceptionStackKey.String(string(o.Stack)),
-		}
-		span.AddEvent("exception", trace.WithAttributes(exception...))
-		s.emit(ctx, log.SeverityError, "webhook panicked", append(attrs, exception...))
-	}
-	s.duration.Record(ctx, time.Since(start).Seconds(), rt.outcomes[o.Result])
-}
-
-// review reads r's body, decides it with rt, and writes the answer,
-// returning the Outcome. A request refused before it is decided is
-// answered with its status and a message, and returned as an Errored
-// Outcome saying why.
-func (s *Server) review(ctx context.Context, rt *route, w *answer, r *http.Request) domain.Outcome {
-	refuse := func(code int, msg string) domain.Outcome {
-		http.Error(w, msg, code)
-		return domain.Outcome{Status: code, Result: domain.Errored, Message: msg}
-	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		return refuse(http.StatusMethodNotAllowed, fmt.Sprintf("webhook %s: method %s, want POST", rt.Name, r.Method))
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return refuse(http.StatusUnsupportedMediaType, fmt.Sprintf("webhook %s: Content-Type is %q, want application/json", rt.Name, r.Header.Get("Content-Type")))
-	}
-	if t := r.URL.Query().Get("timeout"); t != "" {
-		d, err := time.ParseDuration(t)
-		if err != nil || d <= 0 {
-			return refuse(http.StatusBadRequest, fmt.Sprintf("webhook %s: the timeout parameter %q is not a positive duration", rt.Name, t))
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, d,
-			fmt.Errorf("webhook %s: the API server's timeout of %s for the review passed", rt.Name, d))
-		defer cancel()
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.max))
-	w.body, w.read = body, true
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("webhook %s: the review is larger than %d bytes", rt.Name, s.max))
-		}
-		return refuse(http.StatusBadRequest, fmt.Sprintf("webhook %s: reading the review: %v", rt.Name, err))
-	}
-
-	var o domain.Outcome
-	switch rt.Type {
-	case Conversion:
-		o = domain.Convert(ctx, body, rt.Converter)
-	default:
-		o = domain.Admit(ctx, body, rt.Type == Mutating, rt.Admitter)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(o.Status)
-	// The API server may have gone: nothing is left to tell it.
-	_, _ = w.Write(o.Body)
-	return o
-}
-
-// reviewAttributes returns the attributes naming what o reviewed.
-func reviewAttributes(o domain.Outcome) []attribute.KeyValue {
-	var attrs []attribute.KeyValue
-	add := func(k attribute.Key, v string) {
-		if v != "" {
-			attrs = append(attrs, k.String(v))
-		}
-	}
-	add(NamespaceKey, o.Namespace)
-	add(ObjectNameKey, o.Name)
-	add(ObjectKindKey, o.Kind)
-	apiVersion := o.Version
-	if o.Group != "" {
-		apiVersion = o.Group + "/" + o.Version
-	}
-	add(ObjectAPIVersionKey, apiVersion)
-	add(OperationKey, o.Operation)
-	add(UIDKey, o.UID)
-	attrs = append(attrs, OutcomeKey.String(string(o.Result)))
-	return attrs
-}
-
-// emit emits a record of severity with body and attrs.
-func (s *Server) emit(ctx context.Context, severity log.Severity, body string, attrs []attribute.KeyValue) {
-	var r log.Record
-	r.SetTimestamp(time.Now())
-	r.SetSeverity(severity)
-	r.SetSeverityText(severity.String())
-	r.SetBody(attribute.StringValue(body))
-	r.AddAttributes(attrs...)
-	s.logger.Emit(ctx, r)
-}

@@ -38,7 +38,7 @@ func (c *Controller) check(stop context.Context, gates []Gate) error {
 		if cut {
 			// The cut's own error is no Gate's: the last retried one is
 			// the cause.
-			return last.exhausted(elapsed)
+			return last.exhausted(elapsed, n)
 		}
 		g, ok := retrying(gates, err)
 		if !ok {
@@ -46,7 +46,7 @@ func (c *Controller) check(stop context.Context, gates []Gate) error {
 		}
 		last = &retried{err: err, gate: g.Name, bound: g.Bound}
 		if elapsed+CheckRetryInterval >= g.Bound {
-			return last.exhausted(elapsed)
+			return last.exhausted(elapsed, n)
 		}
 		if g.Retrying != nil {
 			g.Retrying(n, err)
@@ -65,8 +65,14 @@ type retried struct {
 }
 
 // exhausted returns r's error once its Gate's Bound has passed, elapsed
-// after the first try started.
-func (r *retried) exhausted(elapsed time.Duration) error {
+// after the first try started, with tries made. A first try that took
+// the Bound up by itself, as one against a webhook that takes the
+// request and never answers does until the API server gives up on it,
+// was never retried, and the error says so.
+func (r *retried) exhausted(elapsed time.Duration, tries int) error {
+	if tries == 1 {
+		return fmt.Errorf("%w (failing on its first try, which took %v, leaving no retry within the %v %s allows)", r.err, elapsed, r.bound, r.gate)
+	}
 	return fmt.Errorf("%w (still failing after retrying for %v, as %s allows)", r.err, elapsed, r.gate)
 }
 

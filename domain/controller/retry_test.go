@@ -183,3 +183,28 @@ func TestServe_cuts_a_hanging_retried_check_at_its_Gates_Bound(t *testing.T) {
 		require.Equal(t, []string{"check", "retry 1: true", "check", "unhealthy"}, r.j.all(), "the second try, at 21 s, cut at 30 s")
 	})
 }
+
+// A conversion webhook that takes the request and never answers: the
+// first try, which no Gate bounds since nothing yet says it is the
+// webhook's, lasts until the API server gives up on the webhook (its
+// ?timeout=30s). No try is left, and the error says so rather than
+// speaking of a retry that never happened.
+func TestServe_names_a_first_try_that_used_up_its_Gates_Bound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := retried(t, false)
+		r.watch.EXPECT().Check(gomock.Any()).DoAndReturn(func(context.Context) error {
+			r.j.add("check")
+			time.Sleep(30 * time.Second)
+			return errUnreached
+		})
+		r.unstarted()
+		start := time.Now()
+		r.serve(t.Context())
+		err := <-r.served
+		require.ErrorIs(t, err, errUnreached)
+		require.ErrorContains(t, err, "(failing on its first try, which took 30s, leaving no retry within the 30s the webhooks allows)")
+		require.NotContains(t, err.Error(), "retrying for")
+		require.Equal(t, 30*time.Second, time.Since(start))
+		require.Equal(t, []string{"check", "unhealthy"}, r.j.all())
+	})
+}

@@ -93,9 +93,11 @@ func Convert(ctx context.Context, body []byte, c ports.Converter) Outcome {
 	var (
 		err     error
 		message string
+		at      int // the object being converted, which a panic names
 	)
 	p := guard(func() {
 		for i, obj := range req.Objects {
+			at = i
 			var out []byte
 			out, err = convertOne(ctx, c, i, obj.Raw, req.DesiredAPIVersion)
 			if err != nil {
@@ -111,7 +113,13 @@ func Convert(ctx context.Context, body []byte, c ports.Converter) Outcome {
 	switch {
 	case p != nil:
 		o.Result, o.Panic, o.Stack = Panicked, p.value, p.stack
-		o.Message = fmt.Sprintf("the conversion webhook panicked: %v", p.value)
+		// A list fails as a whole on one object's panic: name that object,
+		// as a failed conversion names it, or nothing tells which stored
+		// object every list trips on.
+		var m ObjectHeader
+		_ = json.Unmarshal(req.Objects[at].Raw, &m)
+		o.Message = fmt.Sprintf("converting object %d (%s) to %s: the conversion webhook panicked: %v",
+			at, objectName(m.Metadata.Namespace, m.Metadata.Name), req.DesiredAPIVersion, p.value)
 		resp.Result = metav1.Status{Status: metav1.StatusFailure, Message: o.Message,
 			Reason: metav1.StatusReasonInternalError, Code: statusInternalServerError}
 		return o.respondConversion(statusOK, resp)

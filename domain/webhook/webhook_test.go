@@ -287,7 +287,11 @@ func TestConvert_converts_every_object_or_none(t *testing.T) {
 		{name: "no object", status: 200, result: webhook.Allowed},
 		{name: "the first error", objs: []string{memcached("a"), memcached("bad"), memcached("array")}, status: 200, result: webhook.Errored, message: "converting shop/bad: spec.size: not a number"},
 		{name: "a conversion that is not an object", objs: []string{memcached("array")}, status: 200, result: webhook.Errored, message: "converting object 0 (shop/array) to cache.example.com/v2: the conversion is not a JSON object"},
-		{name: "a panic", objs: []string{memcached("panic")}, status: 200, result: webhook.Panicked, message: "the conversion webhook panicked: boom"},
+		{name: "a panic", objs: []string{memcached("panic")}, status: 200, result: webhook.Panicked, message: "converting object 0 (shop/panic) to cache.example.com/v2: the conversion webhook panicked: boom"},
+		// A list of many fails as a whole: the message says which stored
+		// object to look at.
+		{name: "a panic in a list of many", objs: []string{memcached("a"), memcached("b"), memcached("panic"), memcached("c")}, status: 200, result: webhook.Panicked,
+			message: "converting object 2 (shop/panic) to cache.example.com/v2: the conversion webhook panicked: boom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

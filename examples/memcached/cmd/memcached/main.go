@@ -4,7 +4,8 @@
 // failure injection, which FAILURE_INJECTION_SWITCH's ConfigMap turns on
 // and off.
 // deploy/ has what runs it in a cluster; MEMCACHED_KUBECONFIG runs it from
-// a laptop.
+// a laptop, where the API server must reach its webhooks at a URL on the
+// laptop (docs/kubernetes.md, "From a laptop, with the webhooks").
 package main
 
 import (
