@@ -237,10 +237,11 @@ func TestEvents_related_object_and_action_inside_and_outside_a_reconcile(t *test
 		}
 		return kube.NewController(s, client, eventsSettings(ns), r, reconciler)
 	})
+	wait.For(t, time.Minute, func() bool { return calls.Load() > 0 }, "the object was never reconciled", a)
+	// Recorded just before the stop: the App writes them as it stops.
 	for i := range 3 {
 		require.NoError(t, rec.Record(t.Context(), cmRef, kube.Warning, "FlagsRejected", fmt.Sprintf("the flag %d is unknown", i), kube.Action("Admit"), kube.Related(mRef)))
 	}
-	wait.For(t, time.Minute, func() bool { return calls.Load() > 0 }, "the object was never reconciled", a)
 	require.Equal(t, 0, a.Stop())
 	require.Empty(t, a.failure())
 
