@@ -75,6 +75,10 @@
 // reconcile, and a ReconcilePanicked for a panic, unless
 // Settings.FailureEvents is FailureEventsOff. Repeats become one Event's
 // series. RecordEvent records an Event of the end user's own on the object
-// a Reconciler, a KindReconciler or a Finalize was handed. The Controller
-// owns the writer: Serve starts it and Shutdown flushes it.
+// a Reconciler, a KindReconciler or a Finalize was handed, naming a
+// related object and an action with Related and Action. The Controller
+// owns the writer: Serve starts it and Shutdown flushes it. Outside a
+// reconcile, such as in a webhook's Admitter, an EventRecorder records on
+// any object; the App owns it and flushes it once its Services stopped.
+// kube/eventstest fakes RecordEvent's Events for a Reconciler's unit test.
 package kube

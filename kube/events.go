@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/loam-dev/loam/adapters/events"
+	"github.com/loam-dev/loam/internal/eventctx"
 	"github.com/loam-dev/loam/ports"
 )
 
@@ -41,83 +42,68 @@ const (
 // whose context ctx is was handed, as `kubectl describe` shows it. The
 // Event goes through the Controller's Client, reported by Settings.Name
 // from LeaderElection.Identity; repeats of one Event within six minutes
-// count in one Event's series, whatever resourceVersion the object had.
+// count in one Event's series, whatever resourceVersion the object had
+// and whatever their notes, the latest of which the series keeps. Its
+// action is Reconcile or Finalize unless opts name another with Action;
+// Related names a second object. Outside a reconcile, an EventRecorder
+// records; in a unit test, kube/eventstest's fake.
 //
 // It checks typ, which is Normal or Warning; reason, which is CamelCase:
 // from 1 to 128 ASCII letters and digits, the first an upper-case letter,
-// such as ConfigMapMissing; note, at most 1024 bytes, never cut; and ctx,
-// which is a reconcile's or a Finalize's. It reports every mistake in one
-// error, naming each bad value, and records nothing then. Otherwise it
-// returns nil at once: the write is asynchronous, and an API server that
-// rejects it is logged through the Controller's telemetry, never returned.
-func RecordEvent(ctx context.Context, typ EventType, reason, note string) error {
-	var errs []error
-	if typ != Normal && typ != Warning {
-		errs = append(errs, fmt.Errorf("kube: RecordEvent: the type %q is neither Normal nor Warning", typ))
+// such as ConfigMapMissing; note, at most 1024 bytes, never cut; opts, as
+// Related and Action say; and ctx, which is a reconcile's or a
+// Finalize's. It reports every mistake in one error, naming each bad
+// value, and records nothing then. Otherwise it returns nil at once: the
+// write is asynchronous, and an API server that rejects it is logged
+// through the Controller's telemetry, never returned.
+func RecordEvent(ctx context.Context, typ EventType, reason, note string, opts ...EventOption) error {
+	on, ok := eventctx.From(ctx)
+	var action string
+	if ok {
+		action = on.Action
 	}
-	if err := checkEventReason(reason); err != nil {
-		errs = append(errs, fmt.Errorf("kube: RecordEvent: the reason %w", err))
+	r, errs := checkEvent(typ, reason, note, action, opts)
+	if !ok {
+		errs = append(errs, errors.New("context is not one a Controller handed a Reconciler, KindReconciler or Finalize, so there is no object to record the event on"))
 	}
-	if len(note) > MaxEventNote {
-		errs = append(errs, fmt.Errorf("kube: RecordEvent: the note %.32q… is %d bytes long: an Event's note has at most %d", note, len(note), MaxEventNote))
-	}
-	var on *eventContext
-	if ctx != nil {
-		on, _ = ctx.Value(eventContextKey{}).(*eventContext)
-	}
-	if on == nil {
-		errs = append(errs, errors.New("kube: RecordEvent: the context is not one a Controller handed a Reconciler, KindReconciler or Finalize, so there is no object to record the event on"))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := joinEventMistakes("RecordEvent", errs); err != nil {
 		return err
 	}
-	on.events.Record(ctx, on.obj, ports.EventRecord{Type: string(typ), Reason: reason, Action: on.action, Note: note})
+	on.Events.Record(ctx, on.Object, r)
 	return nil
 }
 
-// checkEventReason reports whether reason is an Event's reason: from 1
-// to MaxEventReason ASCII letters and digits, the first an upper-case
-// letter. Its error reads after "the reason".
-func checkEventReason(reason string) error {
-	switch {
-	case reason == "":
-		return errors.New("is empty: want CamelCase, such as ConfigMapMissing")
-	case len(reason) > MaxEventReason:
-		return fmt.Errorf("%.32q… is %d characters long: an Event's reason has at most %d", reason, len(reason), MaxEventReason)
-	case reason[0] < 'A' || reason[0] > 'Z':
-		return fmt.Errorf("%q does not start with an upper-case ASCII letter: want CamelCase, such as ConfigMapMissing", reason)
+// checkEvent returns the record of an Event of typ, reason and note, whose
+// action is action unless opts name another, and every mistake in them,
+// each after "the ".
+func checkEvent(typ EventType, reason, note, action string, opts []EventOption) (ports.EventRecord, []error) {
+	var errs []error
+	if typ != Normal && typ != Warning {
+		errs = append(errs, fmt.Errorf("type %q is neither Normal nor Warning", typ))
 	}
-	for i := range len(reason) {
-		if c := reason[i]; !isASCIIAlphanumeric(c) {
-			return fmt.Errorf("%q has %q at byte %d: want only ASCII letters and digits, CamelCase", reason, c, i)
-		}
+	if err := checkEventReason(reason); err != nil {
+		errs = append(errs, fmt.Errorf("reason %w", err))
 	}
-	return nil
+	if len(note) > MaxEventNote {
+		errs = append(errs, fmt.Errorf("note %.32q… is %d bytes long: an Event's note has at most %d", note, len(note), MaxEventNote))
+	}
+	r, more := applyEventOptions(ports.EventRecord{Type: string(typ), Reason: reason, Action: action, Note: note}, opts)
+	return r, append(errs, more...)
 }
 
-// isASCIIAlphanumeric reports whether c is an ASCII letter or digit.
-func isASCIIAlphanumeric(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-}
-
-// eventContextKey is the key of a reconcile's eventContext.
-type eventContextKey struct{}
-
-// eventContext is what RecordEvent records on: the object one call of
-// the end user's code was handed, and what it was doing.
-type eventContext struct {
-	events ports.Events
-	obj    ports.Object
-	action string
+// joinEventMistakes returns errs as one error of the function named
+// name, each line read after "the ", or nil when there are none.
+func joinEventMistakes(name string, errs []error) error {
+	for i, err := range errs {
+		errs[i] = fmt.Errorf("kube: %s: the %w", name, err)
+	}
+	return errors.Join(errs...)
 }
 
 // withEvents returns ctx carrying what RecordEvent needs to record on
 // obj through e, or ctx itself when e is nil.
 func withEvents(ctx context.Context, e ports.Events, obj ports.Object, action string) context.Context {
-	if e == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, eventContextKey{}, &eventContext{events: e, obj: obj, action: action})
+	return eventctx.With(ctx, eventctx.Mark{Events: e, Object: obj, Action: action})
 }
 
 // controllerEvents is how a Controller records Events.

@@ -1,6 +1,10 @@
 package ports
 
-import "context"
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // The types of an Event, as events.k8s.io/v1 names them.
 const (
@@ -17,10 +21,20 @@ type EventRecord struct {
 	// Reason is why the event happened, in CamelCase, such as
 	// ReconcileFailed.
 	Reason string
-	// Action is what the controller was doing: Reconcile or Finalize.
+	// Action is what the controller was doing, in CamelCase, such as
+	// Reconcile, Finalize or Scale.
 	Action string
 	// Note says what happened, for a human.
 	Note string
+	// Related is a second object the event concerns, such as the child
+	// that a controller failed to create; nil for none.
+	Related *EventObject
+}
+
+// EventObject names an object an Event is about, or related to.
+type EventObject struct {
+	APIVersion, Kind, Namespace, Name string
+	UID                               types.UID
 }
 
 // Events records Kubernetes Events about a controller's objects: the

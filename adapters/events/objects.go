@@ -40,13 +40,19 @@ func (o *Objects) Record(_ context.Context, obj ports.Object, r ports.EventRecor
 	// refusal would be logged as any failed write is.
 	_ = json.Unmarshal(obj.JSON, &doc)
 	m := doc.Metadata
-	o.w.Record(Event{
-		Regarding: Regarding{
-			APIVersion: o.apiVersion, Kind: o.kind,
-			Namespace: m.Namespace, Name: m.Name, UID: obj.UID, ResourceVersion: m.ResourceVersion,
-		},
-		Type: r.Type, Reason: r.Reason, Action: r.Action, Note: r.Note,
-	})
+	o.w.Record(eventOf(Regarding{
+		APIVersion: o.apiVersion, Kind: o.kind,
+		Namespace: m.Namespace, Name: m.Name, UID: obj.UID, ResourceVersion: m.ResourceVersion,
+	}, r))
+}
+
+// eventOf returns the Event that records r about regarding.
+func eventOf(regarding Regarding, r ports.EventRecord) Event {
+	e := Event{Regarding: regarding, Type: r.Type, Reason: r.Reason, Action: r.Action, Note: r.Note}
+	if rel := r.Related; rel != nil {
+		e.Related = &Regarding{APIVersion: rel.APIVersion, Kind: rel.Kind, Namespace: rel.Namespace, Name: rel.Name, UID: rel.UID}
+	}
+	return e
 }
 
 // Start starts the Writer's goroutine, which Close stops.

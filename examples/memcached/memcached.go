@@ -131,8 +131,9 @@ type Reconciler struct {
 	// that names one needs it.
 	ConfigMaps ConfigMapReader
 	// RecordEvent records an Event on the Memcached being reconciled, as
-	// kube.RecordEvent does, which it is when nil; a test's records what
-	// it is handed.
+	// kube.RecordEvent does, which it is when nil. A unit test records
+	// with kube/eventstest's context instead; this is for one whose
+	// recorder fails.
 	RecordEvent func(ctx context.Context, typ kube.EventType, reason, note string) error
 }
 

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kube/eventstest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -478,12 +479,12 @@ func TestReconciler_reports_a_missing_ConfigMap(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			kc := kubefake.NewClientset()
 			cms := withConfigMaps(map[string]map[string]string{"flags": {"memory-limit": "64"}})
-			events := &recordedEvents{}
-			r := Reconciler{Kube: kc, ConfigMaps: cms, RecordEvent: events.record}
+			events := eventstest.New()
+			r := Reconciler{Kube: kc, ConfigMaps: cms}
 			m := cacheNaming("flags")
 			var before *appsv1.Deployment
 			if tt.existing {
-				res, err := r.Reconcile(t.Context(), m)
+				res, err := r.Reconcile(events.Context(t, m), m)
 				require.NoError(t, err)
 				m.Status = *res.Status
 				before, err = kc.AppsV1().Deployments("default").Get(t.Context(), "cache", metav1.GetOptions{})
@@ -493,7 +494,7 @@ func TestReconciler_reports_a_missing_ConfigMap(t *testing.T) {
 			kc.ClearActions()
 
 			m.Generation = 2
-			res, err := r.Reconcile(t.Context(), m)
+			res, err := r.Reconcile(events.Context(t, m), m)
 			require.NoError(t, err, "the ConfigMap's creation reconciles the Memcached: no retry")
 			require.NotNil(t, res.Status)
 			require.Zero(t, res.After, "no polling either")
@@ -503,7 +504,10 @@ func TestReconciler_reports_a_missing_ConfigMap(t *testing.T) {
 			require.Equal(t, ReasonConfigMapMissing, c.Reason)
 			require.Equal(t, `the ConfigMap "flags" is not in the namespace "default": the Deployment is left as it is until it is created`, c.Message)
 			require.Equal(t, int64(2), c.ObservedGeneration)
-			require.Equal(t, []recordedEvent{{kube.Warning, ReasonConfigMapMissing, c.Message}}, events.list, "one Warning, saying what the condition says")
+			require.Equal(t, []eventstest.Event{{
+				Namespace: "default", Name: "cache", UID: m.UID,
+				Type: kube.Warning, Reason: ReasonConfigMapMissing, Action: "Reconcile", Note: c.Message,
+			}}, events.Events(), "one Warning on the Memcached, saying what the condition says")
 
 			require.Empty(t, kc.Actions(), "no request: no apply, and no read of the Deployment")
 			d, err := kc.AppsV1().Deployments("default").Get(t.Context(), "cache", metav1.GetOptions{})
@@ -515,27 +519,6 @@ func TestReconciler_reports_a_missing_ConfigMap(t *testing.T) {
 			require.Equal(t, before, d, "the Deployment keeps its flags")
 		})
 	}
-}
-
-// recordedEvent is one Event a Reconciler recorded.
-type recordedEvent struct {
-	typ          kube.EventType
-	reason, note string
-}
-
-// recordedEvents keeps the Events a Reconciler records, failing with err
-// when it is set.
-type recordedEvents struct {
-	list []recordedEvent
-	err  error
-}
-
-func (r *recordedEvents) record(_ context.Context, typ kube.EventType, reason, note string) error {
-	if r.err != nil {
-		return r.err
-	}
-	r.list = append(r.list, recordedEvent{typ, reason, note})
-	return nil
 }
 
 // TestReconciler_records_a_missing_ConfigMap_through_kube_RecordEvent: a
@@ -550,7 +533,7 @@ func TestReconciler_records_a_missing_ConfigMap_through_kube_RecordEvent(t *test
 		want   string
 	}{
 		{name: "kube.RecordEvent", want: "the context is not one a Controller handed"},
-		{name: "a failing recorder", record: (&recordedEvents{err: errors.New("no room")}).record, want: "no room"},
+		{name: "a failing recorder", record: func(context.Context, kube.EventType, string, string) error { return errors.New("no room") }, want: "no room"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := Reconciler{Kube: kubefake.NewClientset(), ConfigMaps: withConfigMaps(nil), RecordEvent: tc.record}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -203,4 +204,62 @@ func TestEvents_a_panic_records_ReconcilePanicked(t *testing.T) {
 	require.Equal(t, "Reconcile", e.Action)
 	require.Equal(t, "panic: the cache is corrupt", e.Note)
 	require.Nil(t, e.Series, "a panic is never retried")
+}
+
+// A Reconciler's Event names a related object and an action, and an
+// EventRecorder records on any object, outside a reconcile, as a
+// webhook's Admitter would: both land on the API server with their
+// related object and action, as `kubectl describe` shows them, and the
+// EventRecorder's repeats, written at the App's stop, count in one
+// series.
+func TestEvents_related_object_and_action_inside_and_outside_a_reconcile(t *testing.T) {
+	t.Parallel()
+	c := cluster.Cluster(t)
+	ns := c.Namespace(t)
+	r := installMemcached(t, c, ns)
+	admin := adminClients(t, c)
+	m := newMemcached(t, admin.dynamic, r, ns, "m", 1)
+	cm, err := admin.kube.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "flags"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	cmRef := kube.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "flags", UID: cm.UID}
+	mRef := kube.ObjectRef{APIVersion: r.Group + "/" + r.Version, Kind: "Memcached", Namespace: ns, Name: "m", UID: m.GetUID()}
+
+	var calls atomic.Int32
+	reconciler := kube.ReconcilerFunc[memcachedSpec, memcachedStatus](func(ctx context.Context, _ memcachedObject) (kube.Result[memcachedStatus], error) {
+		calls.Add(1)
+		return kube.Result[memcachedStatus]{}, kube.RecordEvent(ctx, kube.Normal, "Scaled", "scaled to 1", kube.Related(cmRef), kube.Action("Scale"))
+	})
+	var rec *kube.EventRecorder
+	a := startController(t, c.Connection(), func(s *app.Setup, client *kube.Client) (*kube.Controller, error) {
+		var err error
+		if rec, err = kube.NewEventRecorder(s, client, kube.EventRecorderSettings{Name: "memcached-webhook", Instance: "pod-a"}); err != nil {
+			return nil, err
+		}
+		return kube.NewController(s, client, eventsSettings(ns), r, reconciler)
+	})
+	wait.For(t, time.Minute, func() bool { return calls.Load() > 0 }, "the object was never reconciled", a)
+	// Recorded just before the stop: the App writes them as it stops.
+	for i := range 3 {
+		require.NoError(t, rec.Record(t.Context(), cmRef, kube.Warning, "FlagsRejected", fmt.Sprintf("the flag %d is unknown", i), kube.Action("Admit"), kube.Related(mRef)))
+	}
+	require.Equal(t, 0, a.Stop())
+	require.Empty(t, a.failure())
+
+	scaled := eventsOn(t, admin.kube, ns, m.GetUID())
+	require.Len(t, scaled, 1, "%s", a.Report())
+	require.Equal(t, "Scaled", scaled[0].Reason)
+	require.Equal(t, "Scale", scaled[0].Action)
+	require.Equal(t, &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "flags", UID: cm.UID}, scaled[0].Related)
+
+	rejected := eventsOn(t, admin.kube, ns, cm.UID)
+	require.Len(t, rejected, 1, "the recorder's repeats are one series\n%s", a.Report())
+	e := rejected[0]
+	require.Equal(t, 3, occurrences(rejected), "the series counts every repeat, the last written at the App's stop")
+	require.Equal(t, "Warning", e.Type)
+	require.Equal(t, "FlagsRejected", e.Reason)
+	require.Equal(t, "Admit", e.Action)
+	require.Equal(t, "memcached-webhook", e.ReportingController)
+	require.Equal(t, "pod-a", e.ReportingInstance)
+	require.Equal(t, corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "flags", UID: cm.UID}, e.Regarding)
+	require.Equal(t, &corev1.ObjectReference{APIVersion: mRef.APIVersion, Kind: "Memcached", Namespace: ns, Name: "m", UID: m.GetUID()}, e.Related)
 }
