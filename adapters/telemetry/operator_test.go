@@ -103,7 +103,7 @@ func review(t *testing.T, meters *sdkmetric.MeterProvider) {
 	require.NoError(t, err)
 	s, err := webhook.New(webhook.Config{
 		Network: host.Network, Address: "localhost:9443", Certificate: cert,
-		Routes: []webhook.Route{{Path: "/validate", Name: "validate.memcacheds.cache.example.com", Type: webhook.Validating, Admitter: denyNamed("deny")}},
+		Routes:          []webhook.Route{{Path: "/validate", Name: "validate.memcacheds.cache.example.com", Type: webhook.Validating, Admitter: denyNamed("deny")}},
 		MaxRequestBytes: 1 << 20,
 		TracerProvider:  tracenoop.NewTracerProvider(), MeterProvider: meters, Propagator: propagation.TraceContext{},
 		Logger: logger,
