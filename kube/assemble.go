@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.opentelemetry.io/otel/metric"
 	"k8s.io/client-go/dynamic"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
@@ -100,7 +99,7 @@ func build(s *app.Setup, settings Settings, t target, h ports.Handler, p commonP
 		return nil, err
 	}
 	le := settings.LeaderElection
-	elector, shardLeases, err := electorsOf(settings, cl, tel.leaderStatus)
+	elector, shardLeases, err := electorsOf(settings, cl, tel)
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
@@ -171,11 +170,12 @@ func queueOf(settings Settings, tel telemetry, watch *informer.Watch) func() por
 }
 
 // electorsOf returns what elects the replicas that reconcile, on cl, the
-// unsharded Lease recording its holder on meters when not nil: the
-// Lease named settings.Name, or, when settings shard the controller, its
-// shards' and replicas' Leases.
-func electorsOf(settings Settings, cl clients, meters metric.MeterProvider) (ports.Elector, ports.ShardLeases, error) {
-	le := settings.LeaderElection
+// Lease recording its holder on tel's leaderStatus when not nil: the Lease
+// named settings.Name, or, when settings shard the controller, its shards'
+// and replicas' Leases, each shard's recording its own, and tel recording
+// that the replica holds no shard yet.
+func electorsOf(settings Settings, cl clients, tel telemetry) (ports.Elector, ports.ShardLeases, error) {
+	le, meters := settings.LeaderElection, tel.leaderStatus
 	if settings.Shards == 0 {
 		e, err := cl.elector(lease.Config{
 			Name: settings.Name, Namespace: le.Namespace, Identity: le.Identity,
@@ -184,6 +184,9 @@ func electorsOf(settings Settings, cl clients, meters metric.MeterProvider) (por
 		})
 		return e, nil, err
 	}
+	if tel.sharded != nil {
+		tel.sharded(settings.Shards)
+	}
 	incarnation, err := newIncarnation()
 	if err != nil {
 		return nil, nil, err
@@ -191,6 +194,7 @@ func electorsOf(settings Settings, cl clients, meters metric.MeterProvider) (por
 	s, err := cl.shards(lease.ShardsConfig{
 		Name: settings.Name, Namespace: le.Namespace, Identity: le.Identity, Incarnation: incarnation,
 		Count: settings.Shards, LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+		MeterProvider: meters,
 	})
 	return nil, s, err
 }

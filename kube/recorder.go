@@ -27,7 +27,10 @@ type telemetry struct {
 	// shardedQueue returns the records of a sharded controller's queue's
 	// keys, for a controller of count shards.
 	shardedQueue func(count int) queue.Keys
-	logger       logr.Logger
+	// sharded records that a sharded controller's replica, of count
+	// shards, holds none yet.
+	sharded func(count int)
+	logger  logr.Logger
 	// leaderStatus records leader_election_master_status, nil unless the
 	// Setup asks for controller-runtime's metric names.
 	leaderStatus metric.MeterProvider
@@ -59,6 +62,7 @@ func telemetryOf(s *app.Setup, name, kind string, workers int) (telemetry, error
 	tel := telemetry{
 		recorder: r, metrics: r.QueueMetrics(), logger: r.Logger(), meter: meters.Meter(reporting.ScopeName),
 		shardedQueue: func(count int) queue.Keys { return r.ShardedQueue(count) },
+		sharded:      r.Sharded,
 	}
 	if t.MetricNames == app.MetricNamesControllerRuntime && t.MeterProvider != nil {
 		tel.leaderStatus = t.MeterProvider

@@ -108,10 +108,8 @@ func New(c Config) (*Elector, error) {
 	e := &Elector{c: c}
 	if c.MeterProvider != nil {
 		var err error
-		e.status, err = c.MeterProvider.Meter(scopeName).Int64Gauge(LeaderStatusName,
-			metric.WithDescription("Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease."))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("lease: instrument %s: %w", LeaderStatusName, err))
+		if e.status, err = newLeaderStatus(c.MeterProvider); err != nil {
+			errs = append(errs, err)
 		}
 		e.name = metric.WithAttributeSet(attribute.NewSet(attribute.String("name", c.Name)))
 	}
@@ -119,6 +117,16 @@ func New(c Config) (*Elector, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// newLeaderStatus returns leader_election_master_status on mp.
+func newLeaderStatus(mp metric.MeterProvider) (metric.Int64Gauge, error) {
+	g, err := mp.Meter(scopeName).Int64Gauge(LeaderStatusName,
+		metric.WithDescription("Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease."))
+	if err != nil {
+		return nil, fmt.Errorf("lease: instrument %s: %w", LeaderStatusName, err)
+	}
+	return g, nil
 }
 
 // scopeName is the instrumentation scope of leader_election_master_status:

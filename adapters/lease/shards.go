@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -47,6 +49,12 @@ type ShardsConfig struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod time every Lease, as
 	// Config's do.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// MeterProvider, when not nil, records leader_election_master_status
+	// {name} of each shard's Lease, as Config's does of its Lease: 1 while
+	// this replica holds the shard, 0 otherwise, every shard's 0 from
+	// Start. The membership Lease, which a running replica always holds,
+	// records none.
+	MeterProvider metric.MeterProvider
 }
 
 // Shards are a sharded controller's Leases: ports.ShardLeases. The
@@ -59,7 +67,10 @@ type Shards struct {
 	// and Expired.
 	shard Config
 
-	labels   func(shard int) map[string]string
+	labels func(shard int) map[string]string
+	// status is leader_election_master_status, nil without a
+	// MeterProvider.
+	status   metric.Int64Gauge
 	selector string
 	informer cache.SharedIndexInformer
 	mu       sync.Mutex
@@ -108,6 +119,11 @@ func NewShards(c ShardsConfig) (*Shards, error) {
 	}
 	s.shard = base
 	s.labels = labelsOf
+	if c.MeterProvider != nil {
+		if s.status, err = newLeaderStatus(c.MeterProvider); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -144,7 +160,13 @@ func (s *Shards) Shard(i int, expired func(ports.LeaseRecord) bool) ports.Electo
 	c := s.shard
 	c.Name, c.Labels, c.Expired = ShardLease(s.c.Name, i), s.labels(i), expired
 	// NewShards checked every field but these, which can't fail.
-	return &Elector{c: c}
+	return &Elector{c: c, status: s.status, name: s.statusName(i)}
+}
+
+// statusName is leader_election_master_status's name label of shard i's
+// Lease.
+func (s *Shards) statusName(i int) metric.RecordOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("name", ShardLease(s.c.Name, i))))
 }
 
 // Check lists the controller's Leases once, with a limit of 1, and fails
@@ -165,6 +187,13 @@ func (s *Shards) Start(ctx context.Context, changed func()) {
 	defer s.mu.Unlock()
 	if s.done != nil {
 		return
+	}
+	if s.status != nil {
+		// Before any campaign: a shard this replica never campaigns for
+		// reads 0, not nothing.
+		for i := range s.c.Count {
+			s.status.Record(context.WithoutCancel(ctx), 0, s.statusName(i))
+		}
 	}
 	ctx, s.stop = context.WithCancel(ctx)
 	s.done = make(chan struct{})

@@ -154,6 +154,9 @@ type Recorder struct {
 	// cr is controller-runtime's instruments, nil without
 	// Config.ControllerRuntime.
 	cr *crInstruments
+	// shards are a sharded controller's instruments of the shards its
+	// replica holds.
+	shards *shardInstruments
 }
 
 var _ ports.Recorder = (*Recorder)(nil)
@@ -211,6 +214,9 @@ func NewRecorder(c Config) (*Recorder, error) {
 		r.outcomes[o] = r.outcomeAttributes(o)
 	}
 	if r.queue, err = newQueueInstruments(meter, r.name); err != nil {
+		return nil, err
+	}
+	if r.shards, err = newShardInstruments(meter, r.name); err != nil {
 		return nil, err
 	}
 	if c.ControllerRuntime {
@@ -392,8 +398,10 @@ func (r *Recorder) MappingPanicked(ctx context.Context, what string, cause ports
 // releasing or losing shard, of count: an INFO record "shard acquired" or
 // "shard released", or an ERROR record "shard lost", since another
 // replica may reconcile the shard's objects already and the process
-// exits. Each names the shard and the count.
+// exits. Each names the shard and the count. It records the change on
+// shard.held, shards.held and shard.changes too.
 func (r *Recorder) ShardChanged(ctx context.Context, change ports.ShardChange, shard, count int) {
+	r.shards.changed(ctx, change, shard)
 	sev, body := log.SeverityInfo, shardAcquiredBody
 	switch change {
 	case ports.ShardReleased:
