@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -305,6 +306,11 @@ func resolveSignal(r *config.Resolver, e app.Environment, fsys app.FS, sig signa
 	default:
 		out.Endpoint = defaultHTTPEndpoint + sig.path
 	}
+	if out.Endpoint != "" && grpc {
+		if err := checkGRPCHeaders(out.Headers); err != nil {
+			report(r, first("HEADERS"), err)
+		}
+	}
 	if out.Endpoint != "" && out.Protocol == protocolHTTPJSON && sig.name != "TRACES" {
 		// The message names no signal, so that the general variable's
 		// error, found for metrics and for logs, is reported once.
@@ -406,17 +412,62 @@ func parseEndpoint(v string) (*url.URL, error) {
 }
 
 // parseHeaders parses a header list: key=value pairs, comma-separated,
-// each value percent-encoded, such as "api-key=secret,team=a%20b".
+// each value percent-encoded, such as "api-key=secret,team=a%20b". Every
+// name must be an HTTP header name and every decoded value an HTTP header
+// value: net/http would refuse any other on every export, long after Read.
 func parseHeaders(v string) (map[string]string, error) {
 	pairs, err := parsePairs(v)
-	if err != nil {
-		return nil, err
-	}
+	var errs []error
 	headers := make(map[string]string, len(pairs))
 	for _, p := range pairs {
-		headers[p[0]] = p[1]
+		switch {
+		case !isToken(p.key):
+			errs = append(errs, fmt.Errorf("pair %d, the name %q, is not a header name: only letters, digits and !#$%%&'*+-.^_`|~", p.n, p.key))
+		case strings.ContainsFunc(p.value, isControl):
+			errs = append(errs, fmt.Errorf("pair %d, the value of %q, holds a control character, which no header value may", p.n, p.key))
+		default:
+			headers[p.key] = p.value
+		}
+	}
+	if err := errors.Join(err, errors.Join(errs...)); err != nil {
+		return nil, err
 	}
 	return headers, nil
+}
+
+// isToken reports whether name is an HTTP token (RFC 9110, section 5.6.2),
+// as a header's name must be.
+func isToken(name string) bool {
+	return name != "" && !strings.ContainsFunc(name, func(r rune) bool {
+		return r >= 0x80 || !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r))
+	})
+}
+
+// isControl reports whether r may not be in an HTTP header's value: a
+// control character other than a tab.
+func isControl(r rune) bool {
+	return r < ' ' && r != '\t' || r == 0x7f
+}
+
+// checkGRPCHeaders returns an error for every header gRPC metadata can't
+// carry, which grpc-go would refuse on every call: a name, lowercased as
+// gRPC sends it, of other than 0-9, a-z, -, _ and ., and a value that is
+// not printable ASCII, unless the name ends in -bin (a binary value).
+func checkGRPCHeaders(headers map[string]string) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		key := strings.ToLower(name)
+		if strings.ContainsFunc(key, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+		}) {
+			errs = append(errs, fmt.Errorf("the name %q is not gRPC metadata's: only 0-9, a-z (in any case), -, _ and .", name))
+			continue
+		}
+		if !strings.HasSuffix(key, "-bin") && strings.ContainsFunc(headers[name], func(r rune) bool { return r < ' ' || r > '~' }) {
+			errs = append(errs, fmt.Errorf("the value of %q is not printable ASCII, which gRPC metadata requires but of a name ending in -bin", name))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // parseResourceAttributes parses OTEL_RESOURCE_ATTRIBUTES: key=value
@@ -428,16 +479,23 @@ func parseResourceAttributes(v string) ([]attribute.KeyValue, error) {
 	}
 	attrs := make([]attribute.KeyValue, 0, len(pairs))
 	for _, p := range pairs {
-		attrs = append(attrs, attribute.String(p[0], p[1]))
+		attrs = append(attrs, attribute.String(p.key, p.value))
 	}
 	return attrs, nil
 }
 
+// pair is one key=value pair of a list, its value decoded, and its place
+// in the list, from 1.
+type pair struct {
+	key, value string
+	n          int
+}
+
 // parsePairs parses comma-separated key=value pairs, with percent-encoded
-// values; every bad pair is reported.
-func parsePairs(v string) ([][2]string, error) {
+// values; every bad pair is reported, and the good ones returned.
+func parsePairs(v string) ([]pair, error) {
 	var (
-		pairs [][2]string
+		pairs []pair
 		errs  []error
 	)
 	for i, item := range strings.Split(v, ",") {
@@ -455,7 +513,7 @@ func parsePairs(v string) ([][2]string, error) {
 			errs = append(errs, fmt.Errorf("pair %d, the value of %q, is not percent-encoded: %w", i+1, key, err))
 			continue
 		}
-		pairs = append(pairs, [2]string{key, decoded})
+		pairs = append(pairs, pair{key: key, value: decoded, n: i + 1})
 	}
 	return pairs, errors.Join(errs...)
 }

@@ -264,3 +264,51 @@ func TestVariables(t *testing.T) {
 	}
 	require.Len(t, vars, 47, "9 exporter variables, general and for each signal; each signal's exporter; 8 more")
 }
+
+// TestReadRejectsHeadersNoRequestCanCarry shows a header list whose
+// names or decoded values no HTTP request or gRPC call can carry fails
+// Read, naming each pair, rather than an exporter whose every export
+// then fails.
+func TestReadRejectsHeadersNoRequestCanCarry(t *testing.T) {
+	tests := []struct {
+		name, headers, want string
+	}{
+		{"a space in the name", "api key=secret", `pair 1, the name "api key", is not a header name`},
+		{"a colon in the name", "x:y=1", `pair 1, the name "x:y", is not a header name`},
+		{"a non-ASCII name", "clé=1", `pair 1, the name "clé", is not a header name`},
+		{"a newline, percent-encoded", "ok=1,auth=a%0D%0AX-Injected:%201", `pair 2, the value of "auth", holds a control character`},
+		{"a NUL, percent-encoded", "auth=a%00b", `pair 1, the value of "auth", holds a control character`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := otlp.Read(t.Context(), apptest.Env{
+				"OTEL_EXPORTER_OTLP_ENDPOINT":        "http://collector:4318",
+				"OTEL_EXPORTER_OTLP_TRACES_HEADERS":  tt.headers,
+				"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "soon",
+			}, nil)
+			require.ErrorContains(t, err, "config OTEL_EXPORTER_OTLP_TRACES_HEADERS: "+tt.want)
+			require.ErrorContains(t, err, "config OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: ", "reported with the other mistakes")
+		})
+	}
+
+	// gRPC metadata is narrower than HTTP's headers: grpc-go refuses
+	// these on every call.
+	_, err := otlp.Read(t.Context(), apptest.Env{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317",
+		"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+		"OTEL_EXPORTER_OTLP_HEADERS":  "x!y=1,team=caf%C3%A9,key-bin=%C3%A9,Api-Key=ok",
+	}, nil)
+	require.ErrorContains(t, err, `config OTEL_EXPORTER_OTLP_HEADERS: the value of "team" is not printable ASCII`)
+	require.ErrorContains(t, err, `the name "x!y" is not gRPC metadata's`)
+	require.Equal(t, 1, strings.Count(err.Error(), `"x!y"`), "the general variable's error is reported once, not once a signal:\n%s", err)
+	require.NotContains(t, err.Error(), "key-bin", "a -bin value is binary")
+	require.NotContains(t, err.Error(), "Api-Key", "gRPC lowercases a name")
+
+	s, err := otlp.Read(t.Context(), apptest.Env{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",
+		"OTEL_EXPORTER_OTLP_HEADERS":  "Authorization=Bearer%20a%2Bb%3D%3D, x-tab=a%09b,api_key.v2=%C3%A9",
+	}, nil)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"Authorization": "Bearer a+b==", "x-tab": "a\tb", "api_key.v2": "é"}, s.Traces.Headers,
+		"a value is percent-decoded; a tab and UTF-8 are a header value's")
+}
