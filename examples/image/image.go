@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -242,7 +243,8 @@ func (im *Images) WriteTarball(w io.Writer, arch string) error {
 // WriteLayout writes the images as an OCI image layout in the directory
 // dir, replacing whatever dir held: oci-layout, blobs/sha256, and an
 // index.json naming im.Index by the tag (AnnotationRefName) and the whole
-// reference (AnnotationContainerdName). It writes a directory beside dir
+// reference (AnnotationContainerdName); every file 0644 and directory
+// 0755, whatever the umask. It writes a directory beside dir
 // first and renames it, so dir never holds a partial layout; it returns
 // the error of writing or renaming, with nothing left behind.
 func (im *Images) WriteLayout(dir string) (err error) {
@@ -255,9 +257,6 @@ func (im *Images) WriteLayout(dir string) (err error) {
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.Chmod(tmp, 0o755); err != nil { //nolint:gosec // a layout others read, as make's outputs
-		return fmt.Errorf("image %s: the layout %s: %w", im.Tag, dir, err)
-	}
 	top := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{
 		Add: im.Index,
 		Descriptor: v1.Descriptor{Annotations: map[string]string{
@@ -268,6 +267,9 @@ func (im *Images) WriteLayout(dir string) (err error) {
 	if _, err := layout.Write(tmp, top); err != nil {
 		return fmt.Errorf("image %s: the layout %s: %w", im.Tag, dir, err)
 	}
+	if err := readableByAll(tmp); err != nil {
+		return fmt.Errorf("image %s: the layout %s: %w", im.Tag, dir, err)
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("image %s: the layout %s: %w", im.Tag, dir, err)
 	}
@@ -275,6 +277,24 @@ func (im *Images) WriteLayout(dir string) (err error) {
 		return fmt.Errorf("image %s: the layout %s: %w", im.Tag, dir, err)
 	}
 	return nil
+}
+
+// readableByAll sets the mode of every file under dir to 0644 and of every
+// directory to 0755, whatever the umask and go-containerregistry chose:
+// it writes each layer through a temporary file of mode 0600, and
+// index.json with the executable bits, so a registry client or daemon run
+// as another user could read the manifests but not the layers.
+func readableByAll(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o644)
+		if d.IsDir() {
+			mode = 0o755
+		}
+		return os.Chmod(path, mode) //nolint:gosec // a layout others read, as make's outputs
+	})
 }
 
 // fullName returns tag as containerd and docker save name it:
