@@ -143,7 +143,8 @@ func Entrypoint(name string) []string {
 // binary, whose user is User, whose working directory is WorkingDir, with
 // no environment, the binary's architecture and spec's labels; and the
 // index of them all. Build reports every mistake in spec at once: a Name
-// that is not one path element or is one of the base's, a Tag that is not
+// that is not one path element, is one of the base's, is longer than 255
+// bytes or holds a control character, a Tag that is not
 // a tag, a binary that is not a static Linux executable, none at all, or
 // two of one architecture.
 func Build(spec Spec) (*Images, error) {
@@ -307,6 +308,10 @@ func fullName(tag name.Tag) string {
 	return reg + "/" + tag.RepositoryStr() + ":" + tag.TagStr()
 }
 
+// maxName is the longest name, in bytes, a Linux file system gives a file
+// (NAME_MAX).
+const maxName = 255
+
 // check reports every mistake in spec at once, and returns the tag and
 // each binary's architecture, as GOARCH names it.
 func check(spec Spec) (name.Tag, []string, error) {
@@ -318,6 +323,12 @@ func check(spec Spec) (name.Tag, []string, error) {
 		errs = append(errs, fmt.Errorf("name %q: not one path element", spec.Name))
 	case slices.Contains(reserved, spec.Name):
 		errs = append(errs, fmt.Errorf("name %q: a directory of the base (%s)", spec.Name, strings.Join(reserved, ", ")))
+	case len(spec.Name) > maxName:
+		errs = append(errs, fmt.Errorf("name %q: %d bytes, longer than a Linux file name may be (%d)", spec.Name, len(spec.Name), maxName))
+	case strings.ContainsFunc(spec.Name, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		// A tar header can't carry a NUL, and a control character in
+		// the entrypoint is a mistake, not a name.
+		errs = append(errs, fmt.Errorf("name %q: holds a NUL or a control character", spec.Name))
 	}
 	var tag name.Tag
 	if spec.Tag == "" {
