@@ -52,7 +52,9 @@ type Settings struct {
 	SamplerArg float64
 	// MetricExportInterval and MetricExportTimeout are
 	// OTEL_METRIC_EXPORT_INTERVAL's and OTEL_METRIC_EXPORT_TIMEOUT's,
-	// 60s and 30s by default.
+	// 60s and 30s by default. A MetricExportTimeout of 0 is no limit, as
+	// the specification reads a timeout of 0: New gives the reader
+	// 2³¹−1 milliseconds, the specification's "very long time".
 	MetricExportInterval, MetricExportTimeout time.Duration
 	// Propagators are OTEL_PROPAGATORS' names, such as tracecontext and
 	// b3, in their order and each once; nil when it isn't set, which
@@ -75,6 +77,9 @@ type Signal struct {
 	// headers, or gRPC metadata.
 	Headers map[string]string
 	// Timeout bounds one export, its retries included; 10s by default.
+	// 0 is no limit of the exporter's own, as the specification reads
+	// a timeout of 0: the batch processors' 30s, or the metric export
+	// timeout, and Shutdown's context still bound each export.
 	Timeout time.Duration
 	// Gzip compresses each export's body.
 	Gzip bool
@@ -226,7 +231,7 @@ func resolve(r *config.Resolver, e app.Environment, fsys app.FS) Settings {
 		ResourceAttributes:   r.Get(env("OTEL_RESOURCE_ATTRIBUTES").Parse(parseResourceAttributes).Default(nil)),
 		Sampler:              r.Get(env("OTEL_TRACES_SAMPLER").Validate(checkSampler).Default(defaultSampler)),
 		MetricExportInterval: r.Get(env("OTEL_METRIC_EXPORT_INTERVAL").Parse(parseMillis).Default(defaultMetricExportInterval)),
-		MetricExportTimeout:  r.Get(env("OTEL_METRIC_EXPORT_TIMEOUT").Parse(parseMillis).Default(defaultMetricExportTimeout)),
+		MetricExportTimeout:  r.Get(env("OTEL_METRIC_EXPORT_TIMEOUT").Parse(parseTimeout).Default(defaultMetricExportTimeout)),
 		Propagators:          r.Get(env("OTEL_PROPAGATORS").Parse(parsePropagators).Default(nil)),
 	}
 	s.SamplerArg = 1
@@ -270,7 +275,7 @@ func resolveSignal(r *config.Resolver, e app.Environment, fsys app.FS, sig signa
 	out := Signal{
 		Protocol: r.Get(env("PROTOCOL").Validate(checkProtocol).Default(protocolHTTPProtobuf)),
 		Headers:  r.Get(env("HEADERS").Parse(parseHeaders).Default(map[string]string{})),
-		Timeout:  r.Get(env("TIMEOUT").Parse(parseMillis).Default(defaultTimeout)),
+		Timeout:  r.Get(env("TIMEOUT").Parse(parseTimeout).Default(defaultTimeout)),
 		Gzip:     r.Get(env("COMPRESSION").Parse(parseCompression).Default(false)),
 	}
 	insecure := r.Get(env("INSECURE").Parse(parseBool).Default(false))
@@ -352,7 +357,7 @@ func endpointParser(grpc, insecure bool) func(string) (*url.URL, error) {
 func checkers() map[string]func(string) error {
 	return map[string]func(string) error{
 		"HEADERS":     func(v string) error { _, err := parseHeaders(v); return err },
-		"TIMEOUT":     func(v string) error { _, err := parseMillis(v); return err },
+		"TIMEOUT":     func(v string) error { _, err := parseTimeout(v); return err },
 		"COMPRESSION": func(v string) error { _, err := parseCompression(v); return err },
 		"PROTOCOL":    checkProtocol,
 		"INSECURE":    func(v string) error { _, err := parseBool(v); return err },
@@ -381,6 +386,19 @@ func parseMillis(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("%d milliseconds is out of range: more than 0 is required", n)
 	}
 	return time.Duration(n) * time.Millisecond, nil
+}
+
+// parseTimeout parses a timeout in milliseconds, such as 10000: 0, which
+// the specification reads as no limit, or more.
+func parseTimeout(v string) (time.Duration, error) {
+	if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n == 0 {
+		return 0, nil
+	}
+	d, err := parseMillis(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w, or 0 for no limit", err)
+	}
+	return d, nil
 }
 
 // parseRatio parses a traceidratio sampler's ratio, from 0 to 1.

@@ -31,6 +31,21 @@ func TestRead(t *testing.T) {
 	}{
 		{name: "nothing set exports nothing", env: apptest.Env{"CONTROLLER_NAME": "memcached"}, change: func(*otlp.Settings) {}},
 		{
+			// The specification: "Implementations SHOULD interpret timeout
+			// zero values as no limit".
+			name: "a timeout of 0 is no limit",
+			env: apptest.Env{
+				"OTEL_EXPORTER_OTLP_TIMEOUT":         "0",
+				"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "2000",
+				"OTEL_METRIC_EXPORT_TIMEOUT":         "0",
+			},
+			change: func(s *otlp.Settings) {
+				s.Traces.Timeout, s.Logs.Timeout = 0, 0
+				s.Metrics.Timeout = 2 * time.Second
+				s.MetricExportTimeout = 0
+			},
+		},
+		{
 			name: "the base endpoint, beneath which each signal has its path",
 			env:  apptest.Env{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"},
 			change: func(s *otlp.Settings) {
@@ -175,7 +190,7 @@ func TestReadReportsEveryMistakeTogether(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT":      "ftp://collector",
 		"OTEL_EXPORTER_OTLP_HEADERS":            "=x",
 		"OTEL_EXPORTER_OTLP_TIMEOUT":            "10s",
-		"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT":    "0",
+		"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT":    "-1",
 		"OTEL_EXPORTER_OTLP_COMPRESSION":        "zstd",
 		"OTEL_EXPORTER_OTLP_PROTOCOL":           "http/xml",
 		"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL":      "http/json",
