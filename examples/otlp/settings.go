@@ -229,7 +229,7 @@ func resolve(r *config.Resolver, e app.Environment, fsys app.FS) Settings {
 		Disabled:             r.Get(env("OTEL_SDK_DISABLED").Parse(parseBool).Default(false)),
 		ServiceName:          r.Get(env("OTEL_SERVICE_NAME").Default("")),
 		ResourceAttributes:   r.Get(env("OTEL_RESOURCE_ATTRIBUTES").Parse(parseResourceAttributes).Default(nil)),
-		Sampler:              r.Get(env("OTEL_TRACES_SAMPLER").Validate(checkSampler).Default(defaultSampler)),
+		Sampler:              r.Get(env("OTEL_TRACES_SAMPLER").Parse(enum(checkSampler)).Default(defaultSampler)),
 		MetricExportInterval: r.Get(env("OTEL_METRIC_EXPORT_INTERVAL").Parse(parseMillis).Default(defaultMetricExportInterval)),
 		MetricExportTimeout:  r.Get(env("OTEL_METRIC_EXPORT_TIMEOUT").Parse(parseTimeout).Default(defaultMetricExportTimeout)),
 		Propagators:          r.Get(env("OTEL_PROPAGATORS").Parse(parsePropagators).Default(nil)),
@@ -271,9 +271,9 @@ func resolveSignal(r *config.Resolver, e app.Environment, fsys app.FS, sig signa
 			r.Get(v.Validate(checkers()[name]).Default(""))
 		}
 	}
-	exporter := r.Get(config.Env(e, "OTEL_"+sig.name+"_EXPORTER").Validate(checkExporter).Default(""))
+	exporter := r.Get(config.Env(e, "OTEL_"+sig.name+"_EXPORTER").Parse(enum(checkExporter)).Default(""))
 	out := Signal{
-		Protocol: r.Get(env("PROTOCOL").Validate(checkProtocol).Default(protocolHTTPProtobuf)),
+		Protocol: r.Get(env("PROTOCOL").Parse(enum(checkProtocol)).Default(protocolHTTPProtobuf)),
 		Headers:  r.Get(env("HEADERS").Parse(parseHeaders).Default(map[string]string{})),
 		Timeout:  r.Get(env("TIMEOUT").Parse(parseTimeout).Default(defaultTimeout)),
 		Gzip:     r.Get(env("COMPRESSION").Parse(parseCompression).Default(false)),
@@ -359,7 +359,7 @@ func checkers() map[string]func(string) error {
 		"HEADERS":     func(v string) error { _, err := parseHeaders(v); return err },
 		"TIMEOUT":     func(v string) error { _, err := parseTimeout(v); return err },
 		"COMPRESSION": func(v string) error { _, err := parseCompression(v); return err },
-		"PROTOCOL":    checkProtocol,
+		"PROTOCOL":    func(v string) error { _, err := enum(checkProtocol)(v); return err },
 		"INSECURE":    func(v string) error { _, err := parseBool(v); return err },
 	}
 }
@@ -536,10 +536,10 @@ func parsePairs(v string) ([]pair, error) {
 	return pairs, errors.Join(errs...)
 }
 
-// parseCompression parses a compression, gzip or none, into whether it
-// is gzip.
+// parseCompression parses a compression, gzip or none in any case, into
+// whether it is gzip.
 func parseCompression(v string) (bool, error) {
-	switch strings.TrimSpace(v) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "gzip":
 		return true, nil
 	case "none":
@@ -548,20 +548,34 @@ func parseCompression(v string) (bool, error) {
 	return false, fmt.Errorf("%q is neither gzip nor none", v)
 }
 
-// checkProtocol accepts the specification's protocols: grpc,
-// http/protobuf and http/json.
+// enum returns the parser of an enum variable's value, which check
+// accepts: the value trimmed and in lower case, as the specification
+// says enum values are read in any case. An error names the value as it
+// was given.
+func enum(check func(string) error) func(string) (string, error) {
+	return func(v string) (string, error) {
+		lower := strings.ToLower(strings.TrimSpace(v))
+		if err := check(lower); err != nil {
+			return "", fmt.Errorf("%q %w", v, err)
+		}
+		return lower, nil
+	}
+}
+
+// checkProtocol accepts the specification's protocols, in lower case:
+// grpc, http/protobuf and http/json.
 func checkProtocol(v string) error {
 	switch v {
 	case protocolGRPC, protocolHTTPProtobuf, protocolHTTPJSON:
 		return nil
 	}
-	return fmt.Errorf("%q is not supported: only grpc, http/protobuf or http/json is", v)
+	return errors.New("is not supported: only grpc, http/protobuf or http/json is")
 }
 
-// checkExporter accepts otlp and none.
+// checkExporter accepts otlp and none, in lower case.
 func checkExporter(v string) error {
 	if v != "otlp" && v != "none" {
-		return fmt.Errorf("%q is not supported: only otlp or none is", v)
+		return errors.New("is not supported: only otlp or none is")
 	}
 	return nil
 }
@@ -571,10 +585,10 @@ func samplers() []string {
 	return []string{"always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"}
 }
 
-// checkSampler accepts the supported samplers.
+// checkSampler accepts the supported samplers, in lower case.
 func checkSampler(v string) error {
 	if !slices.Contains(samplers(), v) {
-		return fmt.Errorf("%q is not supported: only %s", v, strings.Join(samplers(), ", "))
+		return fmt.Errorf("is not supported: only %s", strings.Join(samplers(), ", "))
 	}
 	return nil
 }

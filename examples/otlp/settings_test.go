@@ -31,6 +31,30 @@ func TestRead(t *testing.T) {
 	}{
 		{name: "nothing set exports nothing", env: apptest.Env{"CONTROLLER_NAME": "memcached"}, change: func(*otlp.Settings) {}},
 		{
+			// The specification: "Enum values SHOULD be interpreted in a
+			// case-insensitive manner."
+			name: "enum values in any case",
+			env: apptest.Env{
+				"OTEL_EXPORTER_OTLP_ENDPOINT":         "http://collector:4317",
+				"OTEL_EXPORTER_OTLP_PROTOCOL":         "GRPC",
+				"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL":  "HTTP/Protobuf",
+				"OTEL_EXPORTER_OTLP_COMPRESSION":      "GZip",
+				"OTEL_LOGS_EXPORTER":                  "None",
+				"OTEL_METRICS_EXPORTER":               "OTLP",
+				"OTEL_TRACES_SAMPLER":                 "Always_Off",
+				"OTEL_PROPAGATORS":                    "TraceContext,B3Multi",
+				"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "",
+			},
+			change: func(s *otlp.Settings) {
+				s.Traces.Endpoint = "http://collector:4317/v1/traces"
+				s.Metrics.Endpoint = "http://collector:4317"
+				s.Metrics.Protocol, s.Logs.Protocol = "grpc", "grpc"
+				s.Traces.Gzip, s.Metrics.Gzip, s.Logs.Gzip = true, true, true
+				s.Sampler = "always_off"
+				s.Propagators = []string{"tracecontext", "b3multi"}
+			},
+		},
+		{
 			// The specification: "Implementations SHOULD interpret timeout
 			// zero values as no limit".
 			name: "a timeout of 0 is no limit",
