@@ -411,7 +411,7 @@ func parseRatio(v string) (float64, error) {
 }
 
 // parseEndpoint parses an endpoint: an http or https URL with a host,
-// such as http://collector:4318.
+// and a port from 1 to 65535 if any, such as http://collector:4318.
 func parseEndpoint(v string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(v))
 	if err != nil {
@@ -425,6 +425,13 @@ func parseEndpoint(v string) (*url.URL, error) {
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("%q has a user: send credentials in the headers", u.Redacted())
+	}
+	if p := u.Port(); p != "" {
+		// url.Parse checks a port is digits, not that a TCP port can be
+		// it: every export's dial would fail instead.
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%q has a port out of range: from 1 to 65535", v)
+		}
 	}
 	return u, nil
 }

@@ -351,3 +351,20 @@ func TestReadRejectsHeadersNoRequestCanCarry(t *testing.T) {
 	require.Equal(t, map[string]string{"Authorization": "Bearer a+b==", "x-tab": "a\tb", "api_key.v2": "é"}, s.Traces.Headers,
 		"a value is percent-decoded; a tab and UTF-8 are a header value's")
 }
+
+// TestReadRejectsAnEndpointsPortOutOfRange shows an endpoint whose port
+// no TCP connection can have fails Read, rather than every export's dial.
+func TestReadRejectsAnEndpointsPortOutOfRange(t *testing.T) {
+	for _, endpoint := range []string{"http://collector:99999", "http://collector:0", "https://collector:65536/otlp"} {
+		_, err := otlp.Read(t.Context(), apptest.Env{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint}, nil)
+		require.ErrorContains(t, err, "config OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "+`"`+endpoint+`" has a port out of range: from 1 to 65535`)
+	}
+	for _, env := range []apptest.Env{
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:65535"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://[::1]:4318/v1/traces"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+	} {
+		_, err := otlp.Read(t.Context(), env, nil)
+		require.NoError(t, err)
+	}
+}
