@@ -463,9 +463,18 @@ func parseHeaders(v string) (map[string]string, error) {
 // isToken reports whether name is an HTTP token (RFC 9110, section 5.6.2),
 // as a header's name must be.
 func isToken(name string) bool {
-	return name != "" && !strings.ContainsFunc(name, func(r rune) bool {
-		return r >= 0x80 || !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r))
-	})
+	return name != "" && !strings.ContainsFunc(name, func(r rune) bool { return !isTokenChar(r) })
+}
+
+// isTokenChar reports whether r may be in an HTTP token.
+func isTokenChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)
+}
+
+// isGRPCKeyChar reports whether r may be in a gRPC metadata key, which
+// gRPC sends in lower case.
+func isGRPCKeyChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
 }
 
 // isControl reports whether r may not be in an HTTP header's value: a
@@ -482,10 +491,8 @@ func checkGRPCHeaders(headers map[string]string) error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(headers)) {
 		key := strings.ToLower(name)
-		if strings.ContainsFunc(key, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
-		}) {
-			errs = append(errs, fmt.Errorf("the name %q is not gRPC metadata's: only 0-9, a-z (in any case), -, _ and .", name))
+		if strings.ContainsFunc(key, func(r rune) bool { return !isGRPCKeyChar(r) }) {
+			errs = append(errs, fmt.Errorf("the name %q is not gRPC metadata's: only 0-9, a-z (in any case), '-', '_' and '.'", name))
 			continue
 		}
 		if !strings.HasSuffix(key, "-bin") && strings.ContainsFunc(headers[name], func(r rune) bool { return r < ' ' || r > '~' }) {
