@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -142,7 +143,8 @@ func Entrypoint(name string) []string {
 // binary, whose user is User, whose working directory is WorkingDir, with
 // no environment, the binary's architecture and spec's labels; and the
 // index of them all. Build reports every mistake in spec at once: a Name
-// that is not one path element or is one of the base's, a Tag that is not
+// that is not one path element, is one of the base's, is longer than 255
+// bytes or holds a control character, a Tag that is not
 // a tag, a binary that is not a static Linux executable, none at all, or
 // two of one architecture.
 func Build(spec Spec) (*Images, error) {
@@ -242,7 +244,8 @@ func (im *Images) WriteTarball(w io.Writer, arch string) error {
 // WriteLayout writes the images as an OCI image layout in the directory
 // dir, replacing whatever dir held: oci-layout, blobs/sha256, and an
 // index.json naming im.Index by the tag (AnnotationRefName) and the whole
-// reference (AnnotationContainerdName). It writes a directory beside dir
+// reference (AnnotationContainerdName); every file 0644 and directory
+// 0755, whatever the umask. It writes a directory beside dir
 // first and renames it, so dir never holds a partial layout; it returns
 // the error of writing or renaming, with nothing left behind.
 func (im *Images) WriteLayout(dir string) (err error) {
@@ -255,9 +258,6 @@ func (im *Images) WriteLayout(dir string) (err error) {
 			_ = os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.Chmod(tmp, 0o755); err != nil { //nolint:gosec // a layout others read, as make's outputs
-		return fmt.Errorf("image %s: the layout %s: %w", im.Tag, dir, err)
-	}
 	top := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{
 		Add: im.Index,
 		Descriptor: v1.Descriptor{Annotations: map[string]string{
@@ -268,6 +268,9 @@ func (im *Images) WriteLayout(dir string) (err error) {
 	if _, err := layout.Write(tmp, top); err != nil {
 		return fmt.Errorf("image %s: the layout %s: %w", im.Tag, dir, err)
 	}
+	if err := readableByAll(tmp); err != nil {
+		return fmt.Errorf("image %s: the layout %s: %w", im.Tag, dir, err)
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("image %s: the layout %s: %w", im.Tag, dir, err)
 	}
@@ -275,6 +278,24 @@ func (im *Images) WriteLayout(dir string) (err error) {
 		return fmt.Errorf("image %s: the layout %s: %w", im.Tag, dir, err)
 	}
 	return nil
+}
+
+// readableByAll sets the mode of every file under dir to 0644 and of every
+// directory to 0755, whatever the umask and go-containerregistry chose:
+// it writes each layer through a temporary file of mode 0600, and
+// index.json with the executable bits, so a registry client or daemon run
+// as another user could read the manifests but not the layers.
+func readableByAll(dir string) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := fs.FileMode(0o644)
+		if d.IsDir() {
+			mode = 0o755
+		}
+		return os.Chmod(path, mode) //nolint:gosec // a layout others read, as make's outputs
+	})
 }
 
 // fullName returns tag as containerd and docker save name it:
@@ -287,6 +308,10 @@ func fullName(tag name.Tag) string {
 	return reg + "/" + tag.RepositoryStr() + ":" + tag.TagStr()
 }
 
+// maxName is the longest name, in bytes, a Linux file system gives a file
+// (NAME_MAX).
+const maxName = 255
+
 // check reports every mistake in spec at once, and returns the tag and
 // each binary's architecture, as GOARCH names it.
 func check(spec Spec) (name.Tag, []string, error) {
@@ -298,6 +323,12 @@ func check(spec Spec) (name.Tag, []string, error) {
 		errs = append(errs, fmt.Errorf("name %q: not one path element", spec.Name))
 	case slices.Contains(reserved, spec.Name):
 		errs = append(errs, fmt.Errorf("name %q: a directory of the base (%s)", spec.Name, strings.Join(reserved, ", ")))
+	case len(spec.Name) > maxName:
+		errs = append(errs, fmt.Errorf("name %q: %d bytes, longer than a Linux file name may be (%d)", spec.Name, len(spec.Name), maxName))
+	case strings.ContainsFunc(spec.Name, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		// A tar header can't carry a NUL, and a control character in
+		// the entrypoint is a mistake, not a name.
+		errs = append(errs, fmt.Errorf("name %q: holds a NUL or a control character", spec.Name))
 	}
 	var tag name.Tag
 	if spec.Tag == "" {

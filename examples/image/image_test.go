@@ -201,7 +201,10 @@ func TestBuildMistakes(t *testing.T) {
 		{"a dynamic binary", image.Spec{Name: "op", Tag: "op:dev", Binaries: [][]byte{fakeELF(elf.EM_X86_64, "/lib64/ld-linux-x86-64.so.2")}}, []string{"binary 0: dynamically linked: it needs the loader /lib64/ld-linux-x86-64.so.2"}},
 		{"no binary", image.Spec{Name: "op", Tag: "op:dev"}, []string{"binaries: none"}},
 		{"two of one architecture", image.Spec{Name: "op", Tag: "op:dev", Binaries: [][]byte{fakeELF(elf.EM_X86_64, ""), fakeELF(elf.EM_AARCH64, ""), fakeELF(elf.EM_X86_64, "")}}, []string{"binary 2: linux/amd64, as binary 0 is"}},
+		{"a name longer than Linux allows", image.Spec{Name: strings.Repeat("o", 256), Tag: "op:dev", Binaries: static}, []string{`name "` + strings.Repeat("o", 256) + `": 256 bytes, longer than a Linux file name may be (255)`}},
+		{"a NUL in the name", image.Spec{Name: "op\x00x", Tag: "op:dev", Binaries: static}, []string{`name "op\x00x": holds a NUL or a control character`}},
 		{"every mistake at once", image.Spec{Binaries: [][]byte{[]byte("MZ")}}, []string{"name: empty", "tag: empty", "binary 0: not an ELF executable"}},
+		{"a bad name with the others", image.Spec{Name: "op\n", Tag: "op", Binaries: [][]byte{[]byte("MZ")}}, []string{`name "op\n": holds a NUL or a control character`, `tag "op": names no tag`, "binary 0: not an ELF executable"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -398,4 +401,32 @@ func fakeELF(machine elf.Machine, interp string) []byte {
 		b.WriteString(interp + "\x00")
 	}
 	return b.Bytes()
+}
+
+// TestBuildALongName shows a binary's name longer than a tar header's
+// 100 bytes, up to Linux's 255, is written with a PAX record, and the
+// layer's other entries stay USTAR's.
+func TestBuildALongName(t *testing.T) {
+	name := strings.Repeat("long-operator-", 15) + "x" // 211 bytes
+	images, err := image.Build(image.Spec{Name: name, Tag: "op:dev", Binaries: [][]byte{fakeELF(elf.EM_X86_64, "")}})
+	require.NoError(t, err)
+	layers, err := images.ByArch["amd64"].Layers()
+	require.NoError(t, err)
+	require.Len(t, layers, 1)
+	rc, err := layers[0].Uncompressed()
+	require.NoError(t, err)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	formats := map[string]tar.Format{}
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		formats[hdr.Name] = hdr.Format
+	}
+	require.Contains(t, formats, name, "the binary, by its whole name")
+	require.Equal(t, tar.FormatPAX, formats[name])
+	require.Equal(t, tar.FormatUSTAR, formats["etc/passwd"])
 }

@@ -76,6 +76,10 @@ func CACertificates() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// maxUSTARName is the longest name a USTAR header holds without splitting
+// it at a slash, which a binary's name has none of.
+const maxUSTARName = 100
+
 // entry is one file or directory of the layer.
 type entry struct {
 	name     string
@@ -89,7 +93,9 @@ type entry struct {
 // at /name, mode 0755, owned by UID:GID, and distroless/static's files
 // (certs, the CA bundle; passwd and group; /home/nonroot and /root; /tmp
 // of mode 1777), entries sorted by name, with a fixed time and numeric
-// owners alone, so that the same binary makes the same layer.
+// owners alone, so that the same binary makes the same layer. Every
+// header is USTAR's, but a binary's name longer than 100 bytes, which a
+// PAX record carries.
 func layer(name string, binary, certs []byte) ([]byte, error) {
 	entries := []entry{
 		{name: "etc/", mode: 0o755, dir: true},
@@ -118,6 +124,11 @@ func layer(name string, binary, certs []byte) ([]byte, error) {
 			Size:     int64(len(e.content)),
 			ModTime:  epoch,
 			Format:   tar.FormatUSTAR,
+		}
+		if len(e.name) > maxUSTARName {
+			// A binary's long name: a PAX record carries it whole,
+			// with nothing else (no times, no user names).
+			hdr.Format = tar.FormatPAX
 		}
 		if e.dir {
 			hdr.Typeflag = tar.TypeDir

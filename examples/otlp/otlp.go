@@ -148,7 +148,7 @@ func New(ctx context.Context, h app.Host, s Settings, o Options) (app.Telemetry,
 		}
 		meterOpts = append(meterOpts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(stampedMetrics{Exporter: exp, res: res, timeout: s.Metrics.Timeout},
 			sdkmetric.WithInterval(s.MetricExportInterval),
-			sdkmetric.WithTimeout(s.MetricExportTimeout),
+			sdkmetric.WithTimeout(metricExportTimeout(s.MetricExportTimeout)),
 		)))
 	}
 	if len(o.MetricReaders) > 0 || s.Metrics.Endpoint != "" {
@@ -290,6 +290,20 @@ func (e stampedMetrics) Export(ctx context.Context, rm *metricdata.ResourceMetri
 	stamped := *rm
 	stamped.Resource = e.res
 	return e.Exporter.Export(ctx, &stamped)
+}
+
+// noLimit is the timeout New gives for a timeout of 0 where the SDK
+// would read 0 as its default: 2³¹−1 milliseconds, the "very long time"
+// the specification suggests.
+const noLimit = (1<<31 - 1) * time.Millisecond
+
+// metricExportTimeout returns the periodic reader's timeout for
+// MetricExportTimeout d: noLimit for 0, which the SDK would read as 30s.
+func metricExportTimeout(d time.Duration) time.Duration {
+	if d <= 0 {
+		return noLimit
+	}
+	return d
 }
 
 // withTimeout returns ctx bounded by timeout, or ctx alone when timeout

@@ -26,11 +26,12 @@ func parsePropagators(v string) ([]string, error) {
 		errs  []error
 	)
 	for item := range strings.SplitSeq(v, ",") {
-		name := strings.TrimSpace(item)
+		// Enum values are read in any case, as the specification says.
+		name := strings.ToLower(strings.TrimSpace(item))
 		switch {
 		case name == "":
 		case !slices.Contains(propagatorNames(), name):
-			errs = append(errs, fmt.Errorf("%q is not supported: only %s", name, strings.Join(propagatorNames(), ", ")))
+			errs = append(errs, fmt.Errorf("%q is not supported: only %s", strings.TrimSpace(item), strings.Join(propagatorNames(), ", ")))
 		case !slices.Contains(names, name):
 			names = append(names, name)
 		}

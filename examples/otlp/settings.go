@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -51,7 +52,9 @@ type Settings struct {
 	SamplerArg float64
 	// MetricExportInterval and MetricExportTimeout are
 	// OTEL_METRIC_EXPORT_INTERVAL's and OTEL_METRIC_EXPORT_TIMEOUT's,
-	// 60s and 30s by default.
+	// 60s and 30s by default. A MetricExportTimeout of 0 is no limit, as
+	// the specification reads a timeout of 0: New gives the reader
+	// 2³¹−1 milliseconds, the specification's "very long time".
 	MetricExportInterval, MetricExportTimeout time.Duration
 	// Propagators are OTEL_PROPAGATORS' names, such as tracecontext and
 	// b3, in their order and each once; nil when it isn't set, which
@@ -74,6 +77,9 @@ type Signal struct {
 	// headers, or gRPC metadata.
 	Headers map[string]string
 	// Timeout bounds one export, its retries included; 10s by default.
+	// 0 is no limit of the exporter's own, as the specification reads
+	// a timeout of 0: the batch processors' 30s, or the metric export
+	// timeout, and Shutdown's context still bound each export.
 	Timeout time.Duration
 	// Gzip compresses each export's body.
 	Gzip bool
@@ -223,9 +229,9 @@ func resolve(r *config.Resolver, e app.Environment, fsys app.FS) Settings {
 		Disabled:             r.Get(env("OTEL_SDK_DISABLED").Parse(parseBool).Default(false)),
 		ServiceName:          r.Get(env("OTEL_SERVICE_NAME").Default("")),
 		ResourceAttributes:   r.Get(env("OTEL_RESOURCE_ATTRIBUTES").Parse(parseResourceAttributes).Default(nil)),
-		Sampler:              r.Get(env("OTEL_TRACES_SAMPLER").Validate(checkSampler).Default(defaultSampler)),
+		Sampler:              r.Get(env("OTEL_TRACES_SAMPLER").Parse(enum(checkSampler)).Default(defaultSampler)),
 		MetricExportInterval: r.Get(env("OTEL_METRIC_EXPORT_INTERVAL").Parse(parseMillis).Default(defaultMetricExportInterval)),
-		MetricExportTimeout:  r.Get(env("OTEL_METRIC_EXPORT_TIMEOUT").Parse(parseMillis).Default(defaultMetricExportTimeout)),
+		MetricExportTimeout:  r.Get(env("OTEL_METRIC_EXPORT_TIMEOUT").Parse(parseTimeout).Default(defaultMetricExportTimeout)),
 		Propagators:          r.Get(env("OTEL_PROPAGATORS").Parse(parsePropagators).Default(nil)),
 	}
 	s.SamplerArg = 1
@@ -265,11 +271,11 @@ func resolveSignal(r *config.Resolver, e app.Environment, fsys app.FS, sig signa
 			r.Get(v.Validate(checkers()[name]).Default(""))
 		}
 	}
-	exporter := r.Get(config.Env(e, "OTEL_"+sig.name+"_EXPORTER").Validate(checkExporter).Default(""))
+	exporter := r.Get(config.Env(e, "OTEL_"+sig.name+"_EXPORTER").Parse(enum(checkExporter)).Default(""))
 	out := Signal{
-		Protocol: r.Get(env("PROTOCOL").Validate(checkProtocol).Default(protocolHTTPProtobuf)),
+		Protocol: r.Get(env("PROTOCOL").Parse(enum(checkProtocol)).Default(protocolHTTPProtobuf)),
 		Headers:  r.Get(env("HEADERS").Parse(parseHeaders).Default(map[string]string{})),
-		Timeout:  r.Get(env("TIMEOUT").Parse(parseMillis).Default(defaultTimeout)),
+		Timeout:  r.Get(env("TIMEOUT").Parse(parseTimeout).Default(defaultTimeout)),
 		Gzip:     r.Get(env("COMPRESSION").Parse(parseCompression).Default(false)),
 	}
 	insecure := r.Get(env("INSECURE").Parse(parseBool).Default(false))
@@ -304,6 +310,11 @@ func resolveSignal(r *config.Resolver, e app.Environment, fsys app.FS, sig signa
 		out.Endpoint = defaultGRPCEndpoint
 	default:
 		out.Endpoint = defaultHTTPEndpoint + sig.path
+	}
+	if out.Endpoint != "" && grpc {
+		if err := checkGRPCHeaders(out.Headers); err != nil {
+			report(r, first("HEADERS"), err)
+		}
 	}
 	if out.Endpoint != "" && out.Protocol == protocolHTTPJSON && sig.name != "TRACES" {
 		// The message names no signal, so that the general variable's
@@ -346,9 +357,9 @@ func endpointParser(grpc, insecure bool) func(string) (*url.URL, error) {
 func checkers() map[string]func(string) error {
 	return map[string]func(string) error{
 		"HEADERS":     func(v string) error { _, err := parseHeaders(v); return err },
-		"TIMEOUT":     func(v string) error { _, err := parseMillis(v); return err },
+		"TIMEOUT":     func(v string) error { _, err := parseTimeout(v); return err },
 		"COMPRESSION": func(v string) error { _, err := parseCompression(v); return err },
-		"PROTOCOL":    checkProtocol,
+		"PROTOCOL":    func(v string) error { _, err := enum(checkProtocol)(v); return err },
 		"INSECURE":    func(v string) error { _, err := parseBool(v); return err },
 	}
 }
@@ -377,6 +388,19 @@ func parseMillis(v string) (time.Duration, error) {
 	return time.Duration(n) * time.Millisecond, nil
 }
 
+// parseTimeout parses a timeout in milliseconds, such as 10000: 0, which
+// the specification reads as no limit, or more.
+func parseTimeout(v string) (time.Duration, error) {
+	if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n == 0 {
+		return 0, nil
+	}
+	d, err := parseMillis(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w, or 0 for no limit", err)
+	}
+	return d, nil
+}
+
 // parseRatio parses a traceidratio sampler's ratio, from 0 to 1.
 func parseRatio(v string) (float64, error) {
 	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
@@ -387,7 +411,7 @@ func parseRatio(v string) (float64, error) {
 }
 
 // parseEndpoint parses an endpoint: an http or https URL with a host,
-// such as http://collector:4318.
+// and a port from 1 to 65535 if any, such as http://collector:4318.
 func parseEndpoint(v string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(v))
 	if err != nil {
@@ -402,21 +426,80 @@ func parseEndpoint(v string) (*url.URL, error) {
 	if u.User != nil {
 		return nil, fmt.Errorf("%q has a user: send credentials in the headers", u.Redacted())
 	}
+	if p := u.Port(); p != "" {
+		// url.Parse checks a port is digits, not that a TCP port can be
+		// it: every export's dial would fail instead.
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%q has a port out of range: from 1 to 65535", v)
+		}
+	}
 	return u, nil
 }
 
 // parseHeaders parses a header list: key=value pairs, comma-separated,
-// each value percent-encoded, such as "api-key=secret,team=a%20b".
+// each value percent-encoded, such as "api-key=secret,team=a%20b". Every
+// name must be an HTTP header name and every decoded value an HTTP header
+// value: net/http would refuse any other on every export, long after Read.
 func parseHeaders(v string) (map[string]string, error) {
 	pairs, err := parsePairs(v)
-	if err != nil {
-		return nil, err
-	}
+	var errs []error
 	headers := make(map[string]string, len(pairs))
 	for _, p := range pairs {
-		headers[p[0]] = p[1]
+		switch {
+		case !isToken(p.key):
+			errs = append(errs, fmt.Errorf("pair %d, the name %q, is not a header name: only letters, digits and !#$%%&'*+-.^_`|~", p.n, p.key))
+		case strings.ContainsFunc(p.value, isControl):
+			errs = append(errs, fmt.Errorf("pair %d, the value of %q, holds a control character, which no header value may", p.n, p.key))
+		default:
+			headers[p.key] = p.value
+		}
+	}
+	if err := errors.Join(err, errors.Join(errs...)); err != nil {
+		return nil, err
 	}
 	return headers, nil
+}
+
+// isToken reports whether name is an HTTP token (RFC 9110, section 5.6.2),
+// as a header's name must be.
+func isToken(name string) bool {
+	return name != "" && !strings.ContainsFunc(name, func(r rune) bool { return !isTokenChar(r) })
+}
+
+// isTokenChar reports whether r may be in an HTTP token.
+func isTokenChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)
+}
+
+// isGRPCKeyChar reports whether r may be in a gRPC metadata key, which
+// gRPC sends in lower case.
+func isGRPCKeyChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+}
+
+// isControl reports whether r may not be in an HTTP header's value: a
+// control character other than a tab.
+func isControl(r rune) bool {
+	return r < ' ' && r != '\t' || r == 0x7f
+}
+
+// checkGRPCHeaders returns an error for every header gRPC metadata can't
+// carry, which grpc-go would refuse on every call: a name, lowercased as
+// gRPC sends it, of other than 0-9, a-z, -, _ and ., and a value that is
+// not printable ASCII, unless the name ends in -bin (a binary value).
+func checkGRPCHeaders(headers map[string]string) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		key := strings.ToLower(name)
+		if strings.ContainsFunc(key, func(r rune) bool { return !isGRPCKeyChar(r) }) {
+			errs = append(errs, fmt.Errorf("the name %q is not gRPC metadata's: only 0-9, a-z (in any case), '-', '_' and '.'", name))
+			continue
+		}
+		if !strings.HasSuffix(key, "-bin") && strings.ContainsFunc(headers[name], func(r rune) bool { return r < ' ' || r > '~' }) {
+			errs = append(errs, fmt.Errorf("the value of %q is not printable ASCII, which gRPC metadata requires but of a name ending in -bin", name))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // parseResourceAttributes parses OTEL_RESOURCE_ATTRIBUTES: key=value
@@ -428,16 +511,23 @@ func parseResourceAttributes(v string) ([]attribute.KeyValue, error) {
 	}
 	attrs := make([]attribute.KeyValue, 0, len(pairs))
 	for _, p := range pairs {
-		attrs = append(attrs, attribute.String(p[0], p[1]))
+		attrs = append(attrs, attribute.String(p.key, p.value))
 	}
 	return attrs, nil
 }
 
+// pair is one key=value pair of a list, its value decoded, and its place
+// in the list, from 1.
+type pair struct {
+	key, value string
+	n          int
+}
+
 // parsePairs parses comma-separated key=value pairs, with percent-encoded
-// values; every bad pair is reported.
-func parsePairs(v string) ([][2]string, error) {
+// values; every bad pair is reported, and the good ones returned.
+func parsePairs(v string) ([]pair, error) {
 	var (
-		pairs [][2]string
+		pairs []pair
 		errs  []error
 	)
 	for i, item := range strings.Split(v, ",") {
@@ -455,15 +545,15 @@ func parsePairs(v string) ([][2]string, error) {
 			errs = append(errs, fmt.Errorf("pair %d, the value of %q, is not percent-encoded: %w", i+1, key, err))
 			continue
 		}
-		pairs = append(pairs, [2]string{key, decoded})
+		pairs = append(pairs, pair{key: key, value: decoded, n: i + 1})
 	}
 	return pairs, errors.Join(errs...)
 }
 
-// parseCompression parses a compression, gzip or none, into whether it
-// is gzip.
+// parseCompression parses a compression, gzip or none in any case, into
+// whether it is gzip.
 func parseCompression(v string) (bool, error) {
-	switch strings.TrimSpace(v) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "gzip":
 		return true, nil
 	case "none":
@@ -472,20 +562,34 @@ func parseCompression(v string) (bool, error) {
 	return false, fmt.Errorf("%q is neither gzip nor none", v)
 }
 
-// checkProtocol accepts the specification's protocols: grpc,
-// http/protobuf and http/json.
+// enum returns the parser of an enum variable's value, which check
+// accepts: the value trimmed and in lower case, as the specification
+// says enum values are read in any case. An error names the value as it
+// was given.
+func enum(check func(string) error) func(string) (string, error) {
+	return func(v string) (string, error) {
+		lower := strings.ToLower(strings.TrimSpace(v))
+		if err := check(lower); err != nil {
+			return "", fmt.Errorf("%q %w", v, err)
+		}
+		return lower, nil
+	}
+}
+
+// checkProtocol accepts the specification's protocols, in lower case:
+// grpc, http/protobuf and http/json.
 func checkProtocol(v string) error {
 	switch v {
 	case protocolGRPC, protocolHTTPProtobuf, protocolHTTPJSON:
 		return nil
 	}
-	return fmt.Errorf("%q is not supported: only grpc, http/protobuf or http/json is", v)
+	return errors.New("is not supported: only grpc, http/protobuf or http/json is")
 }
 
-// checkExporter accepts otlp and none.
+// checkExporter accepts otlp and none, in lower case.
 func checkExporter(v string) error {
 	if v != "otlp" && v != "none" {
-		return fmt.Errorf("%q is not supported: only otlp or none is", v)
+		return errors.New("is not supported: only otlp or none is")
 	}
 	return nil
 }
@@ -495,10 +599,10 @@ func samplers() []string {
 	return []string{"always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"}
 }
 
-// checkSampler accepts the supported samplers.
+// checkSampler accepts the supported samplers, in lower case.
 func checkSampler(v string) error {
 	if !slices.Contains(samplers(), v) {
-		return fmt.Errorf("%q is not supported: only %s", v, strings.Join(samplers(), ", "))
+		return fmt.Errorf("is not supported: only %s", strings.Join(samplers(), ", "))
 	}
 	return nil
 }

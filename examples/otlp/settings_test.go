@@ -31,6 +31,45 @@ func TestRead(t *testing.T) {
 	}{
 		{name: "nothing set exports nothing", env: apptest.Env{"CONTROLLER_NAME": "memcached"}, change: func(*otlp.Settings) {}},
 		{
+			// The specification: "Enum values SHOULD be interpreted in a
+			// case-insensitive manner."
+			name: "enum values in any case",
+			env: apptest.Env{
+				"OTEL_EXPORTER_OTLP_ENDPOINT":         "http://collector:4317",
+				"OTEL_EXPORTER_OTLP_PROTOCOL":         "GRPC",
+				"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL":  "HTTP/Protobuf",
+				"OTEL_EXPORTER_OTLP_COMPRESSION":      "GZip",
+				"OTEL_LOGS_EXPORTER":                  "None",
+				"OTEL_METRICS_EXPORTER":               "OTLP",
+				"OTEL_TRACES_SAMPLER":                 "Always_Off",
+				"OTEL_PROPAGATORS":                    "TraceContext,B3Multi",
+				"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "",
+			},
+			change: func(s *otlp.Settings) {
+				s.Traces.Endpoint = "http://collector:4317/v1/traces"
+				s.Metrics.Endpoint = "http://collector:4317"
+				s.Metrics.Protocol, s.Logs.Protocol = "grpc", "grpc"
+				s.Traces.Gzip, s.Metrics.Gzip, s.Logs.Gzip = true, true, true
+				s.Sampler = "always_off"
+				s.Propagators = []string{"tracecontext", "b3multi"}
+			},
+		},
+		{
+			// The specification: "Implementations SHOULD interpret timeout
+			// zero values as no limit".
+			name: "a timeout of 0 is no limit",
+			env: apptest.Env{
+				"OTEL_EXPORTER_OTLP_TIMEOUT":         "0",
+				"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "2000",
+				"OTEL_METRIC_EXPORT_TIMEOUT":         "0",
+			},
+			change: func(s *otlp.Settings) {
+				s.Traces.Timeout, s.Logs.Timeout = 0, 0
+				s.Metrics.Timeout = 2 * time.Second
+				s.MetricExportTimeout = 0
+			},
+		},
+		{
 			name: "the base endpoint, beneath which each signal has its path",
 			env:  apptest.Env{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"},
 			change: func(s *otlp.Settings) {
@@ -175,7 +214,7 @@ func TestReadReportsEveryMistakeTogether(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT":      "ftp://collector",
 		"OTEL_EXPORTER_OTLP_HEADERS":            "=x",
 		"OTEL_EXPORTER_OTLP_TIMEOUT":            "10s",
-		"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT":    "0",
+		"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT":    "-1",
 		"OTEL_EXPORTER_OTLP_COMPRESSION":        "zstd",
 		"OTEL_EXPORTER_OTLP_PROTOCOL":           "http/xml",
 		"OTEL_EXPORTER_OTLP_LOGS_PROTOCOL":      "http/json",
@@ -263,4 +302,69 @@ func TestVariables(t *testing.T) {
 		require.Contains(t, vars, name)
 	}
 	require.Len(t, vars, 47, "9 exporter variables, general and for each signal; each signal's exporter; 8 more")
+}
+
+// TestReadRejectsHeadersNoRequestCanCarry shows a header list whose
+// names or decoded values no HTTP request or gRPC call can carry fails
+// Read, naming each pair, rather than an exporter whose every export
+// then fails.
+func TestReadRejectsHeadersNoRequestCanCarry(t *testing.T) {
+	tests := []struct {
+		name, headers, want string
+	}{
+		{"a space in the name", "api key=secret", `pair 1, the name "api key", is not a header name`},
+		{"a colon in the name", "x:y=1", `pair 1, the name "x:y", is not a header name`},
+		{"a non-ASCII name", "clé=1", `pair 1, the name "clé", is not a header name`},
+		{"a newline, percent-encoded", "ok=1,auth=a%0D%0AX-Injected:%201", `pair 2, the value of "auth", holds a control character`},
+		{"a NUL, percent-encoded", "auth=a%00b", `pair 1, the value of "auth", holds a control character`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := otlp.Read(t.Context(), apptest.Env{
+				"OTEL_EXPORTER_OTLP_ENDPOINT":        "http://collector:4318",
+				"OTEL_EXPORTER_OTLP_TRACES_HEADERS":  tt.headers,
+				"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "soon",
+			}, nil)
+			require.ErrorContains(t, err, "config OTEL_EXPORTER_OTLP_TRACES_HEADERS: "+tt.want)
+			require.ErrorContains(t, err, "config OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: ", "reported with the other mistakes")
+		})
+	}
+
+	// gRPC metadata is narrower than HTTP's headers: grpc-go refuses
+	// these on every call.
+	_, err := otlp.Read(t.Context(), apptest.Env{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317",
+		"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+		"OTEL_EXPORTER_OTLP_HEADERS":  "x!y=1,team=caf%C3%A9,key-bin=%C3%A9,Api-Key=ok",
+	}, nil)
+	require.ErrorContains(t, err, `config OTEL_EXPORTER_OTLP_HEADERS: the value of "team" is not printable ASCII`)
+	require.ErrorContains(t, err, `the name "x!y" is not gRPC metadata's`)
+	require.Equal(t, 1, strings.Count(err.Error(), `"x!y"`), "the general variable's error is reported once, not once a signal:\n%s", err)
+	require.NotContains(t, err.Error(), "key-bin", "a -bin value is binary")
+	require.NotContains(t, err.Error(), "Api-Key", "gRPC lowercases a name")
+
+	s, err := otlp.Read(t.Context(), apptest.Env{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318",
+		"OTEL_EXPORTER_OTLP_HEADERS":  "Authorization=Bearer%20a%2Bb%3D%3D, x-tab=a%09b,api_key.v2=%C3%A9",
+	}, nil)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"Authorization": "Bearer a+b==", "x-tab": "a\tb", "api_key.v2": "é"}, s.Traces.Headers,
+		"a value is percent-decoded; a tab and UTF-8 are a header value's")
+}
+
+// TestReadRejectsAnEndpointsPortOutOfRange shows an endpoint whose port
+// no TCP connection can have fails Read, rather than every export's dial.
+func TestReadRejectsAnEndpointsPortOutOfRange(t *testing.T) {
+	for _, endpoint := range []string{"http://collector:99999", "http://collector:0", "https://collector:65536/otlp"} {
+		_, err := otlp.Read(t.Context(), apptest.Env{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": endpoint}, nil)
+		require.ErrorContains(t, err, "config OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "+`"`+endpoint+`" has a port out of range: from 1 to 65535`)
+	}
+	for _, env := range []apptest.Env{
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:65535"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://[::1]:4318/v1/traces"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+	} {
+		_, err := otlp.Read(t.Context(), env, nil)
+		require.NoError(t, err)
+	}
 }

@@ -27,30 +27,33 @@ type tlsFiles struct {
 // signal's own or the general one. Every failure is recorded in r, naming
 // the variable and the file.
 func readFiles(r *config.Resolver, e app.Environment, fsys app.FS, first func(string) string) tlsFiles {
-	read := func(name string) (string, []byte) {
+	// read returns the variable that names the file, the file's path and
+	// its bytes: "", "", nil when none is named, and nil bytes when it
+	// can't be read.
+	read := func(name string) (string, string, []byte) {
 		variable := first(name)
 		path, ok := e.LookupEnv(variable)
 		if !ok || path == "" {
-			return "", nil
+			return "", "", nil
 		}
 		b, err := readFile(fsys, path)
 		if err != nil {
 			report(r, variable, err)
-			return variable, nil
+			return variable, path, nil
 		}
-		return variable, b
+		return variable, path, b
 	}
 	var files tlsFiles
-	caVar, ca := read("CERTIFICATE")
+	caVar, caPath, ca := read("CERTIFICATE")
 	if ca != nil {
 		if x509.NewCertPool().AppendCertsFromPEM(ca) {
 			files.ca = ca
 		} else {
-			report(r, caVar, errors.New("the file holds no PEM certificate"))
+			report(r, caVar, fmt.Errorf("%s holds no PEM certificate", caPath))
 		}
 	}
-	certVar, cert := read("CLIENT_CERTIFICATE")
-	keyVar, key := read("CLIENT_KEY")
+	certVar, certPath, cert := read("CLIENT_CERTIFICATE")
+	keyVar, keyPath, key := read("CLIENT_KEY")
 	switch {
 	case certVar == "" && keyVar != "":
 		report(r, keyVar, fmt.Errorf("a client key without a client certificate: set %s too", first("CLIENT_CERTIFICATE")))
@@ -58,7 +61,7 @@ func readFiles(r *config.Resolver, e app.Environment, fsys app.FS, first func(st
 		report(r, certVar, fmt.Errorf("a client certificate without its key: set %s too", first("CLIENT_KEY")))
 	case cert != nil && key != nil:
 		if _, err := tls.X509KeyPair(cert, key); err != nil {
-			report(r, certVar, fmt.Errorf("the certificate and %s's key are not a pair: %w", keyVar, err))
+			report(r, certVar, fmt.Errorf("the certificate %s and %s's key %s are not a pair: %w", certPath, keyVar, keyPath, err))
 			break
 		}
 		files.cert, files.key = cert, key

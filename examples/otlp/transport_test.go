@@ -246,13 +246,15 @@ func TestReadReportsBadCertificateFiles(t *testing.T) {
 	require.Error(t, err)
 	msg := err.Error()
 	require.Contains(t, msg, "config OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE: reading the file: open "+host.Path("missing.pem"))
-	require.Contains(t, msg, "config OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: the certificate and OTEL_EXPORTER_OTLP_CLIENT_KEY's key are not a pair")
-	require.Contains(t, msg, "config OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE: the certificate and OTEL_EXPORTER_OTLP_CLIENT_KEY's key are not a pair")
+	pair := "the certificate " + host.Path("client.pem") + " and OTEL_EXPORTER_OTLP_CLIENT_KEY's key " + host.Path("other-key.pem") + " are not a pair"
+	require.Contains(t, msg, "config OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: "+pair)
+	require.Contains(t, msg, "config OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE: "+pair)
 	require.NotContains(t, msg, "garbage.pem", "every signal names its own CA, so the general one is not read")
 
 	env["OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE"] = ""
 	_, err = otlp.Read(t.Context(), env, host.FS())
-	require.ErrorContains(t, err, "config OTEL_EXPORTER_OTLP_CERTIFICATE: the file holds no PEM certificate")
+	require.ErrorContains(t, err, "config OTEL_EXPORTER_OTLP_CERTIFICATE: "+host.Path("garbage.pem")+" holds no PEM certificate",
+		"the error names the file as well as the variable")
 }
 
 // hungCollector is a listener on loopback that accepts connections and
