@@ -108,7 +108,7 @@ func New(c Config) (*Elector, error) {
 	e := &Elector{c: c}
 	if c.MeterProvider != nil {
 		var err error
-		e.status, err = c.MeterProvider.Meter(scopeName).Int64Gauge(LeaderStatusName,
+		e.status, err = c.MeterProvider.Meter(ports.ScopeName).Int64Gauge(LeaderStatusName,
 			metric.WithDescription("Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease."))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("lease: instrument %s: %w", LeaderStatusName, err))
@@ -120,10 +120,6 @@ func New(c Config) (*Elector, error) {
 	}
 	return e, nil
 }
-
-// scopeName is the instrumentation scope of leader_election_master_status:
-// the kube package's, as its controllers' instruments are.
-const scopeName = "github.com/loam-dev/loam/kube"
 
 // leading records whether this candidate leads, when the Config has a
 // MeterProvider.
