@@ -189,42 +189,15 @@ func (r Resource[Spec, Status]) Apply(ctx context.Context, c *Client, obj Object
 }
 
 // managedBy returns opts with the field manager an apply of obj in ctx
-// is made under, and the mistake of applying the reconciled object under
-// the controller's own name. Outside a reconcile opts are left as they
-// are.
+// is made under, as reconcile.FieldManager decides it, and its mistake.
 func (r Resource[Spec, Status]) managedBy(ctx context.Context, obj Object[Spec, Status], opts ApplyOptions) (ApplyOptions, []error) {
-	if ctx == nil {
-		// The request reports it.
-		return opts, nil
+	key := ports.Key{Namespace: obj.Namespace, Name: obj.Name}
+	manager, err := reconcile.FieldManager(ctx, opts.FieldManager, key, obj.UID, schema.GroupKind{Group: r.Group, Kind: r.Kind})
+	if err != nil {
+		return opts, []error{err}
 	}
-	pass, ok := reconcile.PassOf(ctx)
-	if !ok || pass.Controller == "" {
-		return opts, nil
-	}
-	own := r.isReconciled(pass, obj)
-	switch {
-	case opts.FieldManager == "" && !own:
-		opts.FieldManager = pass.Controller
-	case opts.FieldManager == pass.Controller && own:
-		return opts, []error{fmt.Errorf("ApplyOptions.FieldManager is %q, the controller's own (Settings.Name), and the object is the one being reconciled: the controller's applies of its metadata under that name would remove what this apply declares, so apply it under another field manager", opts.FieldManager)}
-	}
+	opts.FieldManager = manager
 	return opts, nil
-}
-
-// isReconciled reports whether obj, one of r's objects, is the object the
-// pass reconciles: it has its namespace and name, as the API server names
-// an object, and its uid or r its group and kind. A copy of the
-// reconciled object renamed to apply a sibling keeps the uid, but is
-// another object.
-func (r Resource[Spec, Status]) isReconciled(pass reconcile.Pass, obj Object[Spec, Status]) bool {
-	if (ports.Key{Namespace: obj.Namespace, Name: obj.Name}) != pass.Key {
-		return false
-	}
-	if obj.UID != "" && obj.UID == pass.UID {
-		return true
-	}
-	gk, ok := pass.GroupKind()
-	return ok && gk == schema.GroupKind{Group: r.Group, Kind: r.Kind}
 }
 
 // applyBody is the body of an apply: what Resource.Apply declares of an

@@ -180,10 +180,7 @@ func (r Resource[Spec, Status]) controllerMistakes() []error {
 			errs = append(errs, fmt.Errorf("the %s is missing", f.name))
 		}
 	}
-	if !r.Scope.valid() {
-		errs = append(errs, fmt.Errorf("the Scope %q is neither Namespaced nor Cluster", r.Scope))
-	}
-	return errs
+	return append(errs, r.Scope.mistakes()...)
 }
 
 // name names the Kind in errors: by its Kind, or by its Go type when the

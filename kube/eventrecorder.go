@@ -71,7 +71,7 @@ func NewEventRecorder(s *app.Setup, c *Client, settings EventRecorderSettings) (
 	a, err := events.NewAny(events.Config{
 		Client: client, Controller: settings.Name, Instance: settings.Instance,
 		Logger: reporting.NewLogger(loggerOf(s), attribute.String("loam.kube.controller.name", settings.Name)),
-		Meter:  meters.Meter(reporting.ScopeName),
+		Meter:  meters.Meter(ports.ScopeName),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kube: NewEventRecorder: %w", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/loam-dev/loam/adapters/faultswitch"
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/fault"
+	"github.com/loam-dev/loam/ports"
 )
 
 // FaultSwitchSettings name the ConfigMap a FaultSwitch reads.
@@ -107,7 +108,7 @@ func NewFaultSwitch(s *app.Setup, client *Client, settings FaultSwitchSettings) 
 	return &FaultSwitch{s: faultswitch.New(faultswitch.Config{
 		Faults: faults, Client: kc,
 		Namespace: settings.Namespace, Name: settings.Name, Key: key,
-		Logger: cmp.Or[log.LoggerProvider](s.Telemetry.LoggerProvider, lognoop.NewLoggerProvider()).Logger(scopeName),
+		Logger: cmp.Or[log.LoggerProvider](s.Telemetry.LoggerProvider, lognoop.NewLoggerProvider()).Logger(ports.ScopeName),
 	})}, nil
 }
 

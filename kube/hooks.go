@@ -38,13 +38,7 @@ type Hook struct {
 // WebhookConfigurations report a nil f and a mistake in r or in opts.
 func Validate[Spec, Status any](r Resource[Spec, Status], f func(ctx context.Context, a Admission[Object[Spec, Status]]) (warnings []string, err error), opts ...HookOption) Hook {
 	h := resourceHook(webhookconfig.Validate, r, opts)
-	h.cfg.Desc = fmt.Sprintf("Validate(%s)", h.name())
-	if f == nil {
-		h.cfg.Mistakes = append(h.cfg.Mistakes, errors.New("the function is nil"))
-	} else {
-		h.admitter = validator[Object[Spec, Status]]{gvk: h.gvk(), f: f}
-	}
-	return h
+	return validating(h, "Validate", h.gvk(), f)
 }
 
 // Mutate serves a mutating webhook for r's objects, such as one that
@@ -58,13 +52,7 @@ func Validate[Spec, Status any](r Resource[Spec, Status], f func(ctx context.Con
 // have no object to change.
 func Mutate[Spec, Status any](r Resource[Spec, Status], f func(ctx context.Context, a Admission[Object[Spec, Status]], obj *Object[Spec, Status]) (warnings []string, err error), opts ...HookOption) Hook {
 	h := resourceHook(webhookconfig.Mutate, r, opts)
-	h.cfg.Desc = fmt.Sprintf("Mutate(%s)", h.name())
-	if f == nil {
-		h.cfg.Mistakes = append(h.cfg.Mistakes, errors.New("the function is nil"))
-	} else {
-		h.admitter = mutator[Object[Spec, Status]]{gvk: h.gvk(), f: f}
-	}
-	return h
+	return mutating(h, "Mutate", h.gvk(), f)
 }
 
 // ValidateKind is Validate for the objects of k, one of Kubernetes' own
@@ -72,26 +60,14 @@ func Mutate[Spec, Status any](r Resource[Spec, Status], f func(ctx context.Conte
 // at /validate/core/<version>/<plural>.
 func ValidateKind[T any](k Kind[T], f func(ctx context.Context, a Admission[T]) ([]string, error), opts ...HookOption) Hook {
 	h := kindHook(webhookconfig.Validate, k, opts)
-	h.cfg.Desc = fmt.Sprintf("ValidateKind(%s)", h.name())
-	if f == nil {
-		h.cfg.Mistakes = append(h.cfg.Mistakes, errors.New("the function is nil"))
-	} else {
-		h.admitter = validator[T]{gvk: h.gvk(), f: f}
-	}
-	return h
+	return validating(h, "ValidateKind", h.gvk(), f)
 }
 
 // MutateKind is Mutate for the objects of k, decoded into T. The core
 // group's webhook is served at /mutate/core/<version>/<plural>.
 func MutateKind[T any](k Kind[T], f func(ctx context.Context, a Admission[T], obj *T) ([]string, error), opts ...HookOption) Hook {
 	h := kindHook(webhookconfig.Mutate, k, opts)
-	h.cfg.Desc = fmt.Sprintf("MutateKind(%s)", h.name())
-	if f == nil {
-		h.cfg.Mistakes = append(h.cfg.Mistakes, errors.New("the function is nil"))
-	} else {
-		h.admitter = mutator[T]{gvk: h.gvk(), f: f}
-	}
-	return h
+	return mutating(h, "MutateKind", h.gvk(), f)
 }
 
 // Conversion serves the conversion webhook of hub, a Resource with
@@ -106,6 +82,34 @@ func Conversion[Spec, Status any](hub Resource[Spec, Status]) Hook {
 	h.converter = hub.converter
 	return h
 }
+
+// validating returns h admitting with f the objects of the kind gvk,
+// described as the end user wrote it with the function named fn, such as
+// Validate(memcacheds.v1alpha1.cache.example.com), or h with the mistake
+// of a nil f.
+func validating[T any](h Hook, fn string, gvk groupVersionKind, f func(context.Context, Admission[T]) ([]string, error)) Hook {
+	h.cfg.Desc = fmt.Sprintf("%s(%s)", fn, h.name())
+	if f == nil {
+		h.cfg.Mistakes = append(h.cfg.Mistakes, errNilFunction)
+		return h
+	}
+	h.admitter = validator[T]{gvk: gvk, f: f}
+	return h
+}
+
+// mutating is validating for a Mutate's f.
+func mutating[T any](h Hook, fn string, gvk groupVersionKind, f func(context.Context, Admission[T], *T) ([]string, error)) Hook {
+	h.cfg.Desc = fmt.Sprintf("%s(%s)", fn, h.name())
+	if f == nil {
+		h.cfg.Mistakes = append(h.cfg.Mistakes, errNilFunction)
+		return h
+	}
+	h.admitter = mutator[T]{gvk: gvk, f: f}
+	return h
+}
+
+// errNilFunction is the mistake of a Hook made with a nil function.
+var errNilFunction = errors.New("the function is nil")
 
 // resourceHook returns the Hook of type typ for r's objects, with r's
 // mistakes.

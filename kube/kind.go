@@ -24,23 +24,28 @@ type Kind[T any] struct {
 	Scope Scope
 }
 
+// gvrMistakes returns an error for each name gvr lacks that a resource
+// is reached by: its Version and its Resource.
+func gvrMistakes(gvr schema.GroupVersionResource) []error {
+	var errs []error
+	if gvr.Version == "" {
+		errs = append(errs, errors.New("the GVR has no Version"))
+	}
+	if gvr.Resource == "" {
+		errs = append(errs, errors.New("the GVR has no Resource"))
+	}
+	return errs
+}
+
 // mistakes returns an error for each mistake in k: a GVR without a
 // Version or a Resource, a missing Kind, a Scope that is neither
 // Namespaced nor Cluster, and a T whose pointer isn't a metav1.Object.
 func (k Kind[T]) mistakes() []error {
-	var errs []error
-	if k.GVR.Version == "" {
-		errs = append(errs, errors.New("the GVR has no Version"))
-	}
-	if k.GVR.Resource == "" {
-		errs = append(errs, errors.New("the GVR has no Resource"))
-	}
+	errs := gvrMistakes(k.GVR)
 	if k.Kind == "" {
 		errs = append(errs, errors.New("the Kind is missing"))
 	}
-	if !k.Scope.valid() {
-		errs = append(errs, fmt.Errorf("the Scope %q is neither Namespaced nor Cluster", k.Scope))
-	}
+	errs = append(errs, k.Scope.mistakes()...)
 	if _, ok := any(new(T)).(metav1.Object); !ok {
 		errs = append(errs, fmt.Errorf("%T is no metav1.Object, so its objects have no metadata to reconcile by", new(T)))
 	}

@@ -211,11 +211,8 @@ func addIndexes[T any](c *commonParts, p Part) []string {
 func (c *commonParts) addOwns(p Part) []string {
 	var mistakes []string
 	gvr := p.gvr
-	if gvr.Version == "" {
-		mistakes = append(mistakes, "the GVR has no Version")
-	}
-	if gvr.Resource == "" {
-		mistakes = append(mistakes, "the GVR has no Resource")
+	for _, err := range gvrMistakes(gvr) {
+		mistakes = append(mistakes, err.Error())
 	}
 	if slices.ContainsFunc(c.owns, func(o ownsPart) bool { return o.gvr == gvr }) {
 		mistakes = append(mistakes, fmt.Sprintf("%s is owned twice", gvr))

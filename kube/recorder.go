@@ -60,7 +60,7 @@ func telemetryOf(s *app.Setup, name, kind string, workers int) (telemetry, error
 		return telemetry{}, err
 	}
 	tel := telemetry{
-		recorder: r, metrics: r.QueueMetrics(), logger: r.Logger(), meter: meters.Meter(reporting.ScopeName),
+		recorder: r, metrics: r.QueueMetrics(), logger: r.Logger(), meter: meters.Meter(ports.ScopeName),
 		shardedQueue: func(count int) queue.Keys { return r.ShardedQueue(count) },
 		sharded:      r.Sharded,
 	}

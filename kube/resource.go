@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,8 +21,14 @@ const (
 	Cluster Scope = "Cluster"
 )
 
-// valid reports whether s is Namespaced or Cluster.
-func (s Scope) valid() bool { return s == Namespaced || s == Cluster }
+// mistakes returns the error of a Scope that is neither Namespaced nor
+// Cluster, or none.
+func (s Scope) mistakes() []error {
+	if s == Namespaced || s == Cluster {
+		return nil
+	}
+	return []error{fmt.Errorf("the Scope %q is neither Namespaced nor Cluster", s)}
+}
 
 // Resource declares a custom resource as Go values: its names, its scope,
 // its spec and status as the Go types Spec and Status, and the Rules that

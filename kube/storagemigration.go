@@ -15,6 +15,7 @@ import (
 	adapter "github.com/loam-dev/loam/adapters/migration"
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/domain/migration"
+	"github.com/loam-dev/loam/ports"
 )
 
 // Bounds and defaults of StorageMigrationSettings.
@@ -90,7 +91,7 @@ func NewStorageMigration[Spec, Status any](s *app.Setup, client *Client, r Resou
 	if err != nil {
 		return nil, fmt.Errorf("kube: NewStorageMigration: %w", err)
 	}
-	logger := cmp.Or[log.LoggerProvider](s.Telemetry.LoggerProvider, lognoop.NewLoggerProvider()).Logger(scopeName)
+	logger := cmp.Or[log.LoggerProvider](s.Telemetry.LoggerProvider, lognoop.NewLoggerProvider()).Logger(ports.ScopeName)
 	return &StorageMigration{c: migration.Config{
 		Objects:         adapter.Objects{Client: dyn.Resource(r.GVR()), FieldManager: manager},
 		Definition:      adapter.Definition{Client: crds.CustomResourceDefinitions(), Name: r.Plural + "." + r.Group, FieldManager: manager},

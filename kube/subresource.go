@@ -38,14 +38,7 @@ type SubResource[T any] struct {
 // subresource alone, and only such a Hook may take it. The webhook is
 // served at /validate/<group>/<version>/<plural>/<subresource>.
 func ValidateSubResource[T any](s SubResource[T], f func(ctx context.Context, a Admission[T]) ([]string, error), opts ...HookOption) Hook {
-	h := subResourceHook(webhookconfig.Validate, s, opts)
-	h.cfg.Desc = fmt.Sprintf("ValidateSubResource(%s)", h.name())
-	if f == nil {
-		h.cfg.Mistakes = append(h.cfg.Mistakes, errors.New("the function is nil"))
-	} else {
-		h.admitter = validator[T]{gvk: s.gvk(), f: f}
-	}
-	return h
+	return validating(subResourceHook(webhookconfig.Validate, s, opts), "ValidateSubResource", s.gvk(), f)
 }
 
 // MutateSubResource is Mutate for the requests to the subresource s, with
@@ -53,14 +46,7 @@ func ValidateSubResource[T any](s SubResource[T], f func(ctx context.Context, a 
 // replicas f may change. It takes no Connect, as no Mutate does. The
 // webhook is served at /mutate/<group>/<version>/<plural>/<subresource>.
 func MutateSubResource[T any](s SubResource[T], f func(ctx context.Context, a Admission[T], obj *T) ([]string, error), opts ...HookOption) Hook {
-	h := subResourceHook(webhookconfig.Mutate, s, opts)
-	h.cfg.Desc = fmt.Sprintf("MutateSubResource(%s)", h.name())
-	if f == nil {
-		h.cfg.Mistakes = append(h.cfg.Mistakes, errors.New("the function is nil"))
-	} else {
-		h.admitter = mutator[T]{gvk: s.gvk(), f: f}
-	}
-	return h
+	return mutating(subResourceHook(webhookconfig.Mutate, s, opts), "MutateSubResource", s.gvk(), f)
 }
 
 // subResourceHook returns the Hook of type typ for the requests to s,
@@ -97,13 +83,7 @@ func (s SubResource[T]) name() string {
 // Version or a Resource, a missing or malformed Name, a Kind without a
 // Version or a Kind, and a Scope that is neither Namespaced nor Cluster.
 func (s SubResource[T]) mistakes() []error {
-	var errs []error
-	if s.GVR.Version == "" {
-		errs = append(errs, errors.New("the GVR has no Version"))
-	}
-	if s.GVR.Resource == "" {
-		errs = append(errs, errors.New("the GVR has no Resource"))
-	}
+	errs := gvrMistakes(s.GVR)
 	if s.Name == "" {
 		errs = append(errs, errors.New("the Name is missing: name the subresource, such as scale"))
 	} else if p := validation.IsDNS1123Label(s.Name); len(p) > 0 {
@@ -112,8 +92,5 @@ func (s SubResource[T]) mistakes() []error {
 	if s.Kind.Version == "" || s.Kind.Kind == "" {
 		errs = append(errs, fmt.Errorf("the Kind %q has no Version or no Kind: name the kind of the requests' object, such as autoscaling/v1 Scale", s.Kind))
 	}
-	if !s.Scope.valid() {
-		errs = append(errs, fmt.Errorf("the Scope %q is neither Namespaced nor Cluster", s.Scope))
-	}
-	return errs
+	return append(errs, s.Scope.mistakes()...)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/loam-dev/loam/domain/controller"
 	"github.com/loam-dev/loam/domain/webhookconfig"
 	"github.com/loam-dev/loam/domain/webhookreach"
+	"github.com/loam-dev/loam/ports"
 )
 
 // DefaultWebhookAddress is where DefaultWebhookSettings serves the
@@ -203,13 +204,10 @@ func routesOf(hooks []Hook) ([]webhook.Route, []error) {
 	return routes, errs
 }
 
-// scopeName is the instrumentation scope of what kube records itself.
-const scopeName = "github.com/loam-dev/loam/kube"
-
 // loggerOf returns the Logger of kube's scope from s's LoggerProvider, or
 // a no-op one when s has none.
 func loggerOf(s *app.Setup) log.Logger {
-	return cmp.Or[log.LoggerProvider](s.Telemetry.LoggerProvider, lognoop.NewLoggerProvider()).Logger(scopeName)
+	return cmp.Or[log.LoggerProvider](s.Telemetry.LoggerProvider, lognoop.NewLoggerProvider()).Logger(ports.ScopeName)
 }
 
 // Serve listens on the Settings' Address and answers the API server's

@@ -121,17 +121,13 @@ func New(c Config) (*Elector, error) {
 
 // newLeaderStatus returns leader_election_master_status on mp.
 func newLeaderStatus(mp metric.MeterProvider) (metric.Int64Gauge, error) {
-	g, err := mp.Meter(scopeName).Int64Gauge(LeaderStatusName,
+	g, err := mp.Meter(ports.ScopeName).Int64Gauge(LeaderStatusName,
 		metric.WithDescription("Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease."))
 	if err != nil {
 		return nil, fmt.Errorf("lease: instrument %s: %w", LeaderStatusName, err)
 	}
 	return g, nil
 }
-
-// scopeName is the instrumentation scope of leader_election_master_status:
-// the kube package's, as its controllers' instruments are.
-const scopeName = "github.com/loam-dev/loam/kube"
 
 // leading records whether this candidate leads, when the Config has a
 // MeterProvider.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/loam-dev/loam/adapters/telemetry"
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/ports"
 )
 
 func TestMain(m *testing.M) {
@@ -79,7 +80,7 @@ func metric(t *testing.T, tel *apptest.Telemetry, name string) metricdata.Metric
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			if m.Name == name {
-				require.Equal(t, telemetry.ScopeName, sm.Scope.Name, "the scope of %s", name)
+				require.Equal(t, ports.ScopeName, sm.Scope.Name, "the scope of %s", name)
 				return m
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/loam-dev/loam/adapters/telemetry"
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/ports"
 )
 
 // newLogger returns a Recorder's Logger, at verbosity, writing to a fresh
@@ -71,7 +72,7 @@ func TestTheLoggerRecordsVerbosityZeroAndEveryError(t *testing.T) {
 		{log.SeverityInfo, "INFO", "Error retrieving lease lock"},
 	}, loggedRecords(tel))
 	for _, r := range tel.Records() {
-		require.Equal(t, telemetry.ScopeName, r.InstrumentationScope().Name)
+		require.Equal(t, ports.ScopeName, r.InstrumentationScope().Name)
 		require.False(t, r.Timestamp().IsZero())
 	}
 }

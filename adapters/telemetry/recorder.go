@@ -17,11 +17,6 @@ import (
 	"github.com/loam-dev/loam/ports"
 )
 
-// ScopeName is the instrumentation scope of everything a Recorder reports:
-// its spans, its records, its instruments, and client-go's records through
-// its Logger.
-const ScopeName = "github.com/loam-dev/loam/kube"
-
 // The names of the controller's six instruments.
 const (
 	ReconcileDurationName         = "loam.kube.controller.reconcile.duration"
@@ -197,11 +192,11 @@ func NewRecorder(c Config) (*Recorder, error) {
 		spanName:  reconcileSpanPrefix + c.Kind,
 		name:      ControllerNameKey.String(c.Name),
 		verbosity: c.Verbosity,
-		tracer:    c.TracerProvider.Tracer(ScopeName),
-		logger:    c.LoggerProvider.Logger(ScopeName),
+		tracer:    c.TracerProvider.Tracer(ports.ScopeName),
+		logger:    c.LoggerProvider.Logger(ports.ScopeName),
 		outcomes:  make(map[ports.Outcome][]metric.RecordOption, 4),
 	}
-	meter := c.MeterProvider.Meter(ScopeName)
+	meter := c.MeterProvider.Meter(ports.ScopeName)
 	var err error
 	r.reconcileDuration, err = meter.Float64Histogram(ReconcileDurationName,
 		metric.WithUnit(unitSeconds),

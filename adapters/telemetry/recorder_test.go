@@ -68,7 +68,7 @@ func TestAReconcileIsARootSpanWithItsRequestsAsChildren(t *testing.T) {
 			require.NotEqual(t, outer.SpanContext().TraceID(), reconcile.SpanContext.TraceID(), "a trace of its own")
 			require.Equal(t, trace.SpanKindInternal, reconcile.SpanKind)
 			require.Equal(t, tc.attrs, attrs(reconcile.Attributes))
-			require.Equal(t, telemetry.ScopeName, reconcile.InstrumentationScope.Name)
+			require.Equal(t, ports.ScopeName, reconcile.InstrumentationScope.Name)
 			require.Equal(t, codes.Unset, reconcile.Status.Code, "a success sets no status")
 			require.Empty(t, reconcile.Events)
 
@@ -110,7 +110,7 @@ func TestAFailedReconcileIsAnErrorSpanAndOneWarnRecord(t *testing.T) {
 			require.Equal(t, "reconcile failed", r.Body().AsString())
 			require.Equal(t, log.SeverityWarn, r.Severity())
 			require.Equal(t, "WARN", r.SeverityText())
-			require.Equal(t, telemetry.ScopeName, r.InstrumentationScope().Name)
+			require.Equal(t, ports.ScopeName, r.InstrumentationScope().Name)
 			require.Equal(t, span.SpanContext.TraceID(), r.TraceID(), "in the span's context")
 			require.Equal(t, span.SpanContext.SpanID(), r.SpanID(), "in the span's context")
 
@@ -243,7 +243,7 @@ func TestATimedOutReconcileIsAnErrorSpanAndOneWarnRecordNamingTheTimeout(t *test
 			require.Equal(t, "reconcile timed out", r.Body().AsString())
 			require.Equal(t, log.SeverityWarn, r.Severity())
 			require.Equal(t, "WARN", r.SeverityText())
-			require.Equal(t, telemetry.ScopeName, r.InstrumentationScope().Name)
+			require.Equal(t, ports.ScopeName, r.InstrumentationScope().Name)
 			require.Equal(t, span.SpanContext.TraceID(), r.TraceID(), "in the span's context")
 			require.Equal(t, span.SpanContext.SpanID(), r.SpanID(), "in the span's context")
 
@@ -434,7 +434,7 @@ func TestAMappingPanicIsOneErrorRecord(t *testing.T) {
 			require.Equal(t, "mapping panicked", r.Body().AsString())
 			require.Equal(t, log.SeverityError, r.Severity())
 			require.Equal(t, "ERROR", r.SeverityText())
-			require.Equal(t, telemetry.ScopeName, r.InstrumentationScope().Name)
+			require.Equal(t, ports.ScopeName, r.InstrumentationScope().Name)
 			want := map[string]string{
 				"loam.kube.controller.name":    controllerName,
 				"loam.kube.controller.mapping": tc.what,

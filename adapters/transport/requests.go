@@ -8,16 +8,14 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/loam-dev/loam/ports"
 )
 
 // RequestsTotalName is client-go's rest_client_requests_total, as
 // controller-runtime exports it: every request the transport sends, a
 // watch's included, by code, method and host.
 const RequestsTotalName = "rest_client_requests_total"
-
-// scopeName is the instrumentation scope of rest_client_requests_total:
-// the kube package's, as its controllers' instruments are.
-const scopeName = "github.com/loam-dev/loam/kube"
 
 // errorCode is the code of a request that got no response, as client-go
 // labels it.
@@ -34,7 +32,7 @@ type requestCounter struct {
 }
 
 func newRequestCounter(next http.RoundTripper, mp metric.MeterProvider) (*requestCounter, error) {
-	c, err := mp.Meter(scopeName).Int64Counter(RequestsTotalName,
+	c, err := mp.Meter(ports.ScopeName).Int64Counter(RequestsTotalName,
 		metric.WithDescription("Number of HTTP requests, partitioned by status code, method, and host."))
 	if err != nil {
 		return nil, fmt.Errorf("instrument %s: %w", RequestsTotalName, err)

@@ -8,11 +8,12 @@ import (
 	"go.opentelemetry.io/otel/log"
 
 	domain "github.com/loam-dev/loam/domain/webhook"
+	"github.com/loam-dev/loam/ports"
 )
 
 // ScopeName is the instrumentation scope of the Server's spans, records
 // and instruments: the controllers' scope, so that one view shows both.
-const ScopeName = "github.com/loam-dev/loam/kube"
+const ScopeName = ports.ScopeName
 
 // The names of the Server's instruments.
 const (

@@ -8,7 +8,7 @@ import (
 )
 
 // Client says how the API server reaches the webhooks: through a Service
-// in the cluster or at a URL; exactly one is set, as kube checks. Each
+// in the cluster or at a URL; exactly one is set, as Mistakes checks. Each
 // webhook's path is appended to it.
 type Client struct {
 	Service *Service
