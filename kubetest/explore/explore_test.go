@@ -253,7 +253,9 @@ func startCluster(t *testing.T) *kubetest.Cluster {
 }
 
 // search is where a make test search for a planted bug starts: a seed,
-// and the steps of its sequences.
+// and the steps of its sequences. TestQuickSeeds (quickseeds_test.go)
+// pins each seed's first sequence, so a change to the generator or the
+// schedule that moves it says so there.
 type search struct {
 	seed  uint64
 	steps int
