@@ -234,8 +234,9 @@ chaos:
 # kubetest/explore's test operator searched for from 5 seeds, and the
 # correct operators, that test's and the Memcached example's, explored for
 # ten minutes each, with the API server's restarts and transient errors
-# too. `make test`
-# searches from one seed and explores two sequences. EXPLORE_SEEDS and
+# too. `make test` searches for each bug from the one seed whose first
+# sequence, of one or two steps, holds it, and explores the kept
+# sequences and one more (docs/testing.md). EXPLORE_SEEDS and
 # EXPLORE_DURATION override the two.
 EXPLORE_SEEDS ?= 5
 EXPLORE_DURATION ?= 10m

@@ -1,0 +1,123 @@
+package explore
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/loam-dev/loam/app/fault/jsonscenario"
+	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/internal/oracle"
+)
+
+// explorer is a Config made ready to replay.
+type explorer struct {
+	cluster    *kubetest.Cluster
+	build      Build
+	gvr        schema.GroupVersionResource
+	kind       string
+	apiVersion string
+	specSchema *apiextensionsv1.JSONSchemaProps
+	settled    func(*unstructured.Unstructured) string
+	invariants []Invariant
+	names      []string
+	sequences  int
+	steps      int
+	quiet      time.Duration
+	settle     time.Duration
+	admin      dynamic.Interface
+	// crashes counts the replicas crashed, stale the stale views let go,
+	// and failed the requests failed, over every replay.
+	crashes, stale, failed int
+	faults                 Faults
+	// server restarts the API server, for every replay.
+	server *restarter
+	// annotation and codec carry a step's failed requests, when
+	// transient errors are on.
+	annotation string
+	codec      *jsonscenario.Codec
+}
+
+func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, error) {
+	var errs []error
+	if cfg.Build == nil {
+		errs = append(errs, errors.New("explore.Config.Build is nil"))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"Sequences", cfg.Sequences}, {"Steps", cfg.Steps}, {"Objects", cfg.Objects}} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("explore.Config.%s %d: want 0 (the default) or more", f.name, f.v))
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"Duration", cfg.Duration}, {"Quiet", cfg.Quiet}, {"Settle", cfg.Settle}} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("explore.Config.%s %v: want 0 (the default) or more", f.name, f.v))
+		}
+	}
+	crd, err := cfg.Resource.CRD()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("explore.Config.Resource: %w", err))
+		return nil, errors.Join(errs...)
+	}
+	gvr := cfg.Resource.GVR()
+	var root *apiextensionsv1.JSONSchemaProps
+	for _, v := range crd.Spec.Versions {
+		if v.Name == gvr.Version && v.Schema != nil {
+			root = v.Schema.OpenAPIV3Schema
+		}
+	}
+	if root == nil {
+		errs = append(errs, fmt.Errorf("explore.Config.Resource: the CRD has no schema for version %s", gvr.Version))
+		return nil, errors.Join(errs...)
+	}
+	spec, ok := root.Properties["spec"]
+	if !ok {
+		errs = append(errs, fmt.Errorf("explore.Config.Resource: %s has no spec to change", crd.Spec.Names.Kind))
+	}
+	settled, err := oracle.Settled(root)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("explore.Config.Resource: %s: %w", crd.Spec.Names.Kind, err))
+	}
+	admin, err := dynamic.NewForConfig(c.RESTConfig())
+	if err != nil {
+		errs = append(errs, err)
+	}
+	var codec *jsonscenario.Codec
+	if a := cfg.Faults.ScenarioAnnotation; a != "" {
+		if msgs := validation.IsQualifiedName(strings.ToLower(a)); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("explore.Config.Faults.ScenarioAnnotation %q: %s", a, strings.Join(msgs, "; ")))
+		}
+		if codec, err = jsonscenario.New(ScenarioMember); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	objects := cmp.Or(cfg.Objects, 2)
+	names := make([]string, objects)
+	for i := range names {
+		names[i] = fmt.Sprintf("explore-%d", i)
+	}
+	return &explorer{
+		cluster: c, build: cfg.Build, gvr: gvr, kind: crd.Spec.Names.Kind, apiVersion: gvr.GroupVersion().String(),
+		specSchema: &spec, settled: settled, invariants: cfg.Invariants, names: names,
+		sequences: cmp.Or(cfg.Sequences, 1), steps: cmp.Or(cfg.Steps, 8),
+		quiet: cmp.Or(cfg.Quiet, time.Second), settle: cmp.Or(cfg.Settle, 30*time.Second),
+		admin: admin, faults: cfg.Faults, server: &restarter{cluster: c},
+		annotation: cfg.Faults.ScenarioAnnotation, codec: codec,
+	}, nil
+}

@@ -1,0 +1,97 @@
+package explore
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/loam-dev/loam/kubetest/internal/generate"
+)
+
+// Failure is a failing sequence the explorer found, shrunk to a minimal
+// one.
+type Failure struct {
+	// Seed and Sequence say which sequence failed: the Sequence-th of
+	// Seed's, counting from 0.
+	Seed     uint64
+	Sequence int
+	// Steps is the minimal failing sequence, each step with its fault; Of
+	// how many steps the sequence had before it was shrunk.
+	Steps []Step
+	Of    int
+	// Err is what the minimal sequence's replay found.
+	Err error
+	// Test is the test that found it, to replay it with go test -run.
+	Test string
+}
+
+// Error prints the failure with its seed, what failed, the minimal
+// sequence, a numbered step a line with its fault, and how to replay it.
+func (f *Failure) Error() string {
+	return fmt.Sprintf("sequence %d of seed %d fails: %v\nminimal sequence (%d of %d steps):\n  %s\nreplay: go test -run '^%s$' (Seed %d)",
+		f.Sequence, f.Seed, f.Err, len(f.Steps), f.Of, strings.Join(stepLines(f.Steps), "\n  "),
+		regexp.QuoteMeta(f.Test), f.Seed)
+}
+
+// Step is one step of a sequence: a change to one object, and the fault
+// the explorer injects while the operator handles it.
+type Step struct {
+	generate.Step
+	// CrashAfter crashes the operator right after its CrashAfter-th write
+	// of the step, counting from 1, and starts a fresh replica; 0 crashes
+	// nothing. A step in which the operator writes less never crashes.
+	CrashAfter int
+	// StaleFrom makes the operator's view stale from its StaleFrom-th
+	// write of the step on, counting from 1: what the API server sends on
+	// its watches of every resource but the explored one, that write's
+	// own change included, is held back until the operator has been
+	// quiet for Quiet. 0 holds nothing back. A fresh replica after a
+	// crash starts with a view that isn't stale, and the step's later
+	// writes count on.
+	StaleFrom int
+	// RestartAfter restarts the API server right after the operator's
+	// RestartAfter-th write of the step has landed, counting from 1: every
+	// connection and watch goes, and the server comes back on the same
+	// address with every object where it was. 0 restarts nothing.
+	RestartAfter int
+	// FailAt answers the FailAt-th request, counting from 1, that the
+	// operator's reconciles of the step's object send the API server with
+	// FailWith, through loam's failure injection; the requests before
+	// and after it go through. 0 fails nothing. Each try client-go sends
+	// counts, reads through the operator's clients included, and so do
+	// the writes of the controller's own, its finalizer and status.
+	FailAt int
+	// FailWith is the HTTP status FailAt's request is answered with, or
+	// 0 for a request that fails as if the API server were unreachable.
+	FailWith int
+}
+
+// String says what the step changes, and its fault.
+func (s Step) String() string {
+	out := s.Step.String()
+	if s.StaleFrom > 0 {
+		out += fmt.Sprintf(", the operator's view stale from its write %d", s.StaleFrom)
+	}
+	if s.CrashAfter > 0 {
+		out += fmt.Sprintf(", crashing the operator right after its write %d", s.CrashAfter)
+	}
+	if s.RestartAfter > 0 {
+		out += fmt.Sprintf(", restarting the API server right after the operator's write %d", s.RestartAfter)
+	}
+	if s.FailAt > 0 {
+		how := "as if the API server were unreachable"
+		if s.FailWith != 0 {
+			how = fmt.Sprintf("with %d", s.FailWith)
+		}
+		out += fmt.Sprintf(", failing the operator's request %d for it %s", s.FailAt, how)
+	}
+	return out
+}
+
+func stepLines(steps []Step) []string {
+	lines := make([]string, len(steps))
+	for i, s := range steps {
+		lines[i] = fmt.Sprintf("%d. %s", i+1, s)
+	}
+	return lines
+}

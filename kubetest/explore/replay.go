@@ -1,0 +1,300 @@
+package explore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/baggage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/app/fault"
+	"github.com/loam-dev/loam/app/fault/fit"
+	"github.com/loam-dev/loam/app/health"
+	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest/internal/generate"
+	"github.com/loam-dev/loam/kubetest/wait"
+)
+
+// replay runs steps against a fresh namespace with a fresh operator, and
+// returns what failed first, or nil.
+func (e *explorer) replay(t *testing.T, steps []Step) error {
+	t.Helper()
+	ctx := t.Context()
+	w := &writes{objects: map[string]object{}, last: time.Now(), explored: e.gvr.GroupResource()}
+	r := &replicas{t: t, e: e, ns: e.cluster.Namespace(t), w: w, server: e.server}
+	w.restart = func() { r.server.begin(ctx) }
+	defer func() {
+		if err := r.server.wait(context.WithoutCancel(ctx)); err != nil {
+			t.Errorf("explore: %v", err)
+		}
+	}()
+	proxy := e.cluster.Proxy(t, r.w.serve)
+	r.conn = proxy.Connection()
+	r.conn.Token = e.cluster.Connection().Token
+	if err := r.start(); err != nil {
+		return err
+	}
+	defer r.stop()
+	objects := e.admin.Resource(e.gvr).Namespace(r.ns)
+
+	for i, step := range steps {
+		if err := r.server.wait(ctx); err != nil {
+			return err
+		}
+		r.w.arm(step)
+		scenario, err := e.scenario(i, step)
+		if err != nil {
+			return err
+		}
+		if err := e.do(ctx, objects, r.ns, step.Step, scenario); err != nil {
+			return fmt.Errorf("step %d, %s: %w", i+1, step, err)
+		}
+		if err := e.check(ctx, r); err != nil {
+			return fmt.Errorf("after step %d, %s: %w", i+1, step, err)
+		}
+	}
+	// The last step's faults, if they didn't come, don't carry over.
+	r.w.arm(Step{})
+	r.w.release()
+	if err := r.server.wait(ctx); err != nil {
+		return err
+	}
+	if err := e.deleteAll(ctx, objects, r); err != nil {
+		return fmt.Errorf("after deleting every %s: %w", e.kind, err)
+	}
+	return nil
+}
+
+// replicas runs the operator of one replay, a replica at a time: a fresh
+// one replaces one that crashed.
+type replicas struct {
+	t    *testing.T
+	e    *explorer
+	ns   string
+	w    *writes
+	conn kube.Connection
+	// server restarts the API server.
+	server *restarter
+	// app is the running replica, and synced the Monitors of its
+	// Services' caches: those that have a Synced method, as a
+	// kube.Controller has.
+	app    *apptest.App
+	synced []health.Monitor
+	// syncedAt is when the running replica was first seen synced, or
+	// zero while it isn't yet.
+	syncedAt time.Time
+	// panics are the panics of the replicas stopped.
+	panics []string
+}
+
+// start starts a fresh replica behind a network of its own, which a
+// crash cuts.
+func (r *replicas) start() error {
+	network := &apptest.Switch{}
+	r.w.replica(network.Cut)
+	options := []app.Option{app.WithHost(app.Host{Network: network})}
+	if r.e.codec != nil {
+		options = append(options, app.WithFaults(fault.Settings{Decoder: r.e.codec}))
+	}
+	var built bool
+	var synced []health.Monitor
+	a := apptest.Start(r.t, func(_ context.Context, s *app.Setup) ([]app.Service, error) {
+		client, err := kube.NewClient(s, r.conn)
+		if err != nil {
+			return nil, err
+		}
+		services, err := r.e.build(s, client, r.ns)
+		built = err == nil
+		for _, svc := range services {
+			if c, ok := svc.(interface{ Synced() health.Monitor }); ok {
+				synced = append(synced, c.Synced())
+			}
+		}
+		return services, err
+	}, apptest.WithAppOptions(options...))
+	a.Setup()
+	r.app, r.synced, r.syncedAt = a, synced, time.Time{}
+	if !built {
+		return fmt.Errorf("the Build failed: %s", wait.Report("the operator", a, a.Telemetry()))
+	}
+	return nil
+}
+
+// quiet returns how long the running replica has been quiet: since the
+// operator's last write, or since the replica was first seen synced,
+// whichever is later, and 0 while it isn't synced. A fresh replica
+// writes nothing until its caches have synced and it has reconciled,
+// which may take longer than Quiet: until then its quiet says nothing.
+func (r *replicas) quiet(ctx context.Context) time.Duration {
+	for _, m := range r.synced {
+		if ok, err := m.Healthy(ctx); !ok || err != nil {
+			r.syncedAt = time.Time{}
+			return 0
+		}
+	}
+	if r.syncedAt.IsZero() {
+		r.syncedAt = time.Now()
+	}
+	return min(r.w.since(), time.Since(r.syncedAt))
+}
+
+// stop stops the running replica, keeping what panicked in it, and
+// counting the requests it had fail.
+func (r *replicas) stop() {
+	r.app.Stop()
+	r.panics = append(r.panics, r.app.Telemetry().ExceptionMessages("reconcile panicked")...)
+	r.e.failed += len(r.app.Telemetry().ExceptionMessages(fault.InjectedBody))
+}
+
+// recover replaces the running replica with a fresh one once it has
+// crashed. A crashed replica is cut off: its stop, which would release
+// the Lease, reaches nothing.
+func (r *replicas) recover() error {
+	if !r.w.hasCrashed() {
+		return nil
+	}
+	r.e.crashes++
+	r.stop()
+	// A fresh replica that started while the API server restarts would
+	// fail its first list and exit, and the kubelet would start it again
+	// until the server were back: it starts once the server is back.
+	if err := r.server.wait(r.t.Context()); err != nil {
+		return err
+	}
+	return r.start()
+}
+
+// panicked returns what panicked in any replica so far.
+func (r *replicas) panicked() []string {
+	return append(slices.Clone(r.panics), r.app.Telemetry().ExceptionMessages("reconcile panicked")...)
+}
+
+// pause waits a poll's interval, and fails when ctx ends or the running
+// replica exits on its own first, unless it had crashed.
+func (r *replicas) pause(ctx context.Context) error {
+	if err := r.recover(); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-r.app.Done():
+		if r.w.hasCrashed() {
+			// Cut off by its crash since the recover above, it lost its
+			// Lease and exited, as a crashed replica may.
+			return r.recover()
+		}
+		return fmt.Errorf("the operator exited with %d: %s", r.app.Wait(), wait.Report("the operator", r.app, r.app.Telemetry()))
+	case <-time.After(100 * time.Millisecond):
+		return nil
+	}
+}
+
+// scenario returns the value of the annotation that fails the request
+// the i-th step's FailAt names, or "" when it fails none. Its ID names the
+// step, so that each step's scenario is counted afresh.
+func (e *explorer) scenario(i int, step Step) (string, error) {
+	if step.FailAt == 0 {
+		return "", nil
+	}
+	var rules []fit.Rule
+	if step.FailAt > 1 {
+		// The zero Fault lets the requests before it through, counted.
+		rules = append(rules, fit.Rule{Point: "kube:*", Count: step.FailAt - 1})
+	}
+	rules = append(rules, fit.Rule{Point: "kube:*", Count: 1, Fault: fit.Fault{Abort: step.FailWith == 0, Status: step.FailWith}})
+	ctx, err := fit.ContextWithScenario(context.Background(), e.codec, fit.Scenario{ID: fmt.Sprintf("explore-step-%d", i+1), Rules: rules})
+	if err != nil {
+		return "", fmt.Errorf("step %d, %s: %w", i+1, step, err)
+	}
+	return baggage.FromContext(ctx).String(), nil
+}
+
+// do makes one step's change, with scenario in the explored object's
+// annotation, or none when it is "", when transient errors are on. A
+// step the cluster's state makes pointless, as a shrunk sequence may hold
+// (an update of an object that isn't there), and a spec the API server
+// refuses (a CEL rule the generator doesn't solve), are skipped: wasted,
+// not failed.
+func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns string, step generate.Step, scenario string) error {
+	var err error
+	switch step.Op {
+	case generate.Create:
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": e.apiVersion, "kind": e.kind,
+			"metadata": map[string]any{"name": step.Name, "namespace": ns},
+			"spec":     step.Spec,
+		}}
+		if scenario != "" {
+			u.SetAnnotations(map[string]string{e.annotation: scenario})
+		}
+		_, err = objects.Create(ctx, u, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+	case generate.Update:
+		err = e.updateSpec(ctx, objects, step.Name, step.Spec, scenario)
+	case generate.Delete:
+		if e.annotation != "" {
+			// The finalizer's reconciles carry the delete's scenario, or
+			// none: not one an earlier step left.
+			value := any(nil)
+			if scenario != "" {
+				value = scenario
+			}
+			patch, merr := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{e.annotation: value}}})
+			if merr != nil {
+				return merr
+			}
+			if _, err = objects.Patch(ctx, step.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				break
+			}
+		}
+		err = objects.Delete(ctx, step.Name, metav1.DeleteOptions{})
+	}
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+		return nil
+	}
+	return err
+}
+
+// updateSpec replaces name's whole spec, and its scenario annotation
+// when transient errors are on, retrying on a conflict with the
+// operator's own writes.
+func (e *explorer) updateSpec(ctx context.Context, objects dynamic.ResourceInterface, name string, spec map[string]any, scenario string) error {
+	for {
+		u, err := objects.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if u.GetDeletionTimestamp() != nil {
+			return nil
+		}
+		u.Object["spec"] = spec
+		if e.annotation != "" {
+			annotations := u.GetAnnotations()
+			delete(annotations, e.annotation)
+			if scenario != "" {
+				if annotations == nil {
+					annotations = map[string]string{}
+				}
+				annotations[e.annotation] = scenario
+			}
+			u.SetAnnotations(annotations)
+		}
+		_, err = objects.Update(ctx, u, metav1.UpdateOptions{})
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
