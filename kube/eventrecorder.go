@@ -43,8 +43,8 @@ type EventRecorder struct {
 }
 
 // NewEventRecorder returns an EventRecorder that writes through c's
-// transport, reported as settings say, whose writing starts now and ends
-// when the App stops, after its Services. It checks s, c and settings,
+// transport, reported as settings say, whose writing starts with its
+// first Event and ends when the App stops, after its Services. It checks s, c and settings,
 // and reports every mistake in one error.
 func NewEventRecorder(s *app.Setup, c *Client, settings EventRecorderSettings) (*EventRecorder, error) {
 	var errs []error
@@ -76,9 +76,10 @@ func NewEventRecorder(s *app.Setup, c *Client, settings EventRecorderSettings) (
 	if err != nil {
 		return nil, fmt.Errorf("kube: NewEventRecorder: %w", err)
 	}
-	// The App's stop hooks run last registered first: this one before the
-	// Client's, which closes the connections the last writes need.
-	a.Start()
+	// The writing starts with the first Event, in the adapter: kube starts
+	// no goroutine. The App's stop hooks run last registered first: this
+	// one before the Client's, which closes the connections the last writes
+	// need.
 	s.OnStop(a.Close)
 	return &EventRecorder{events: a}, nil
 }

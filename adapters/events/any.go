@@ -24,8 +24,10 @@ func NewAny(c Config) (*Any, error) {
 }
 
 // Record queues r about regarding without blocking, as Writer.Record
-// does.
+// does. The first Record starts the Writer's goroutine, so an Any whose
+// App never runs, or never records, has none to leak; Close stops it.
 func (a *Any) Record(_ context.Context, regarding ports.EventObject, r ports.EventRecord) {
+	a.w.Start()
 	a.w.Record(eventOf(Regarding{
 		APIVersion: regarding.APIVersion, Kind: regarding.Kind,
 		Namespace: regarding.Namespace, Name: regarding.Name, UID: regarding.UID,
