@@ -79,6 +79,10 @@ func gather(t *testing.T, cr bool) []*dto.MetricFamily {
 		key, _ := q.Get()
 		time.Sleep(time.Second)
 		q.Done(key)
+		// The queue sets its gauges on a tick of its own, loam's and then
+		// controller-runtime's; a tick falls on this instant, so gathering
+		// now could read between the two. Off the tick, both are set.
+		time.Sleep(halfTick)
 
 		gathered, err = registry.Gather()
 		require.NoError(t, err)
