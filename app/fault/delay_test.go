@@ -96,6 +96,9 @@ func TestInjectDelaySwitchedOffAndOnAgain(t *testing.T) {
 		ctx := withDelay(t.Context(), t, time.Minute)
 		time.AfterFunc(time.Second, func() { i.SetOn(false); i.SetOn(true) })
 		require.Equal(t, time.Second, injectTook(ctx, t, i))
+		// The cut woke the first delay at SetOn(false): the switch is on
+		// again once the AfterFunc's goroutine has run SetOn(true).
+		synctest.Wait()
 		require.Equal(t, time.Minute, injectTook(ctx, t, i), "on again, a new delay runs in full")
 	})
 }
