@@ -2,14 +2,8 @@ package otlp_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -129,44 +123,14 @@ type pki struct {
 	clientPEM, clientKey []byte
 }
 
-// newPKI makes a pki.
+// newPKI makes a pki on apptest's CA.
 func newPKI(t *testing.T) pki {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	caCert, err := x509.ParseCertificate(caDER)
-	require.NoError(t, err)
-	leaf := func(serial int64, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		require.NoError(t, err)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "leaf"},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		require.NoError(t, err)
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		require.NoError(t, err)
-		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
-	}
-	serverPEM, serverKey := leaf(2, x509.ExtKeyUsageServerAuth)
-	server, err := tls.X509KeyPair(serverPEM, serverKey)
-	require.NoError(t, err)
-	clientPEM, clientKey := leaf(3, x509.ExtKeyUsageClientAuth)
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
+	ca := apptest.NewCA(t)
+	client := ca.ClientCert("otlp-exporter")
 	return pki{
-		ca: pool, caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		server: server, clientPEM: clientPEM, clientKey: clientKey,
+		ca: ca.Pool(), caPEM: ca.PEM(),
+		server: ca.ServerCert("127.0.0.1").TLS, clientPEM: client.CertPEM, clientKey: client.KeyPEM,
 	}
 }
 
