@@ -24,6 +24,9 @@ type Definition struct {
 	Spec, Status                 reflect.Type
 	Rules                        []TypeRules
 	Columns                      []PrinterColumn
+	// Scale is the storage version's scale subresource; the zero
+	// ScaleSubresource is none.
+	Scale ScaleSubresource
 	// Unserved, Deprecated and DeprecationWarning are the storage
 	// version's, as VersionDefinition's are its own.
 	Unserved, Deprecated bool
@@ -39,12 +42,16 @@ type Definition struct {
 
 // VersionDefinition is one version of a resource besides its storage
 // version: its name, the Go types of its spec and status, their TypeRules,
-// its columns, and whether it is served and deprecated.
+// its columns, its scale subresource, and whether it is served and
+// deprecated.
 type VersionDefinition struct {
 	Name         string
 	Spec, Status reflect.Type
 	Rules        []TypeRules
 	Columns      []PrinterColumn
+	// Scale is the version's scale subresource; the zero ScaleSubresource
+	// is none.
+	Scale ScaleSubresource
 	// Unserved says the API server doesn't serve the version: it still
 	// converts objects to and from it.
 	Unserved bool
@@ -61,7 +68,8 @@ type VersionDefinition struct {
 
 // CRD returns the CustomResourceDefinition of d: its names, the storage
 // version, served unless Unserved, then each of Versions in its order, each
-// with the status subresource, its columns and Age, and the schema of its
+// with the status subresource, the scale subresource when it has a Scale,
+// its columns and Age, and the schema of its
 // Spec and Status under an object's apiVersion, kind and metadata; and,
 // when d has Versions, its conversion: None when every one is Unconverted,
 // else through Webhook. The API server, not the order, decides which
@@ -72,7 +80,7 @@ type VersionDefinition struct {
 func (d Definition) CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 	errs := d.checkNames()
 	hub, hubErrs := version(VersionDefinition{
-		Name: d.Version, Spec: d.Spec, Status: d.Status, Rules: d.Rules, Columns: d.Columns,
+		Name: d.Version, Spec: d.Spec, Status: d.Status, Rules: d.Rules, Columns: d.Columns, Scale: d.Scale,
 		Unserved: d.Unserved, Deprecated: d.Deprecated, DeprecationWarning: d.DeprecationWarning,
 	})
 	errs = append(errs, hubErrs...)
@@ -162,9 +170,16 @@ func version(v VersionDefinition) (apiextensionsv1.CustomResourceDefinitionVersi
 		status = b.schema(v.Status, "status")
 		b.unused("spec or status")
 	}
-	var columns []apiextensionsv1.CustomResourceColumnDefinition
+	var (
+		columns []apiextensionsv1.CustomResourceColumnDefinition
+		scale   *apiextensionsv1.CustomResourceSubresourceScale
+	)
 	if v.Spec != nil && v.Status != nil {
-		columns = b.columns(v, map[string]*apiextensionsv1.JSONSchemaProps{"spec": &spec, "status": &status})
+		schemas := map[string]*apiextensionsv1.JSONSchemaProps{"spec": &spec, "status": &status}
+		columns = b.columns(v, schemas)
+		if !v.Scale.IsZero() {
+			scale = b.scale(v.Scale, []root{{"spec", v.Spec}, {"status", v.Status}}, schemas)
+		}
 	}
 	errs = append(errs, b.errs...)
 	if v.DeprecationWarning != "" && !v.Deprecated {
@@ -198,7 +213,7 @@ func version(v VersionDefinition) (apiextensionsv1.CustomResourceDefinitionVersi
 		Served:                   !v.Unserved,
 		Deprecated:               v.Deprecated,
 		Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &root},
-		Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+		Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}, Scale: scale},
 		AdditionalPrinterColumns: columns,
 	}
 	if v.DeprecationWarning != "" {
