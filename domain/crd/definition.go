@@ -69,8 +69,8 @@ type VersionDefinition struct {
 // CRD returns the CustomResourceDefinition of d: its names, the storage
 // version, served unless Unserved, then each of Versions in its order, each
 // with the status subresource, the scale subresource when it has a Scale,
-// its columns and Age, and the schema of its
-// Spec and Status under an object's apiVersion, kind and metadata; and,
+// its columns and Age, and the schema of its Spec and Status under an
+// object's apiVersion, kind and metadata; and,
 // when d has Versions, its conversion: None when every one is Unconverted,
 // else through Webhook. The API server, not the order, decides which
 // version kubectl prefers: the highest by Kubernetes' version priority
