@@ -37,7 +37,8 @@ func ConditionColumn(name string, conditions *[]metav1.Condition, conditionType 
 }
 
 // CRD returns the resource's CustomResourceDefinition, named
-// <Plural>.<Group>, with the status subresource. Its schema is reflected
+// <Plural>.<Group>, with the status subresource, and the scale
+// subresource when Scale is set. Its schema is reflected
 // from Spec and Status as encoding/json encodes them, with the constraints
 // of Rules, under an object's apiVersion, kind and metadata; spec is
 // required. Without Versions it has one version, served unless Unserved,
@@ -57,7 +58,9 @@ func ConditionColumn(name string, conditions *[]metav1.Condition, conditionType 
 // type that contains itself, a constraint that doesn't fit its field's
 // type, a Field that names no field of the value given to Rules, or a
 // field of a nested struct, a column with no name or another's, a
-// ConditionColumn with no condition type or a malformed one, and two Rules, or two Schemas, for one type.
+// ConditionColumn with no condition type or a malformed one, the mistakes
+// of a Scale that Scale's doc lists, and two Rules, or two Schemas, for
+// one type.
 // Of Versions, each named by its place and its name: a Version neither
 // Spoke nor Unconverted made, a Group, Kind, Plural or Scope not the
 // hub's, ShortNames or Categories neither empty nor the hub's, Versions
@@ -82,6 +85,7 @@ func (r Resource[Spec, Status]) CRD() (*apiextensionsv1.CustomResourceDefinition
 		Status:             reflect.TypeFor[Status](),
 		Rules:              r.Rules,
 		Columns:            r.Columns,
+		Scale:              r.Scale,
 		Unserved:           r.Unserved,
 		Deprecated:         r.Deprecated,
 		DeprecationWarning: r.DeprecationWarning,

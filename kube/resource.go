@@ -64,6 +64,10 @@ type Resource[Spec, Status any] struct {
 	// objects, after the name. When there are any, an Age column follows
 	// them, as kubectl prints by default.
 	Columns []PrinterColumn
+	// Scale is the resource's scale subresource, which Scale makes, so
+	// kubectl scale and a HorizontalPodAutoscaler can set its replicas.
+	// The zero ScaleSubresource is none: /scale is not found.
+	Scale ScaleSubresource
 	// Unserved says the API server does not serve this version: it still
 	// converts objects to and from it, and may store it. The zero value
 	// serves it.
@@ -127,7 +131,7 @@ func (r Resource[Spec, Status]) erase() versionResource {
 		shortNames: r.ShortNames, categories: r.Categories,
 		def: crd.VersionDefinition{
 			Name: r.Version, Spec: reflect.TypeFor[Spec](), Status: reflect.TypeFor[Status](),
-			Rules: r.Rules, Columns: r.Columns,
+			Rules: r.Rules, Columns: r.Columns, Scale: r.Scale,
 			Unserved: r.Unserved, Deprecated: r.Deprecated, DeprecationWarning: r.DeprecationWarning,
 		},
 		hasVersions:   len(r.Versions) > 0,
@@ -139,8 +143,8 @@ func (r Resource[Spec, Status]) erase() versionResource {
 // HubSpec and HubStatus, converted to the hub by up and from it by down.
 // r is the spoke's own Resource: the hub's Group, Kind, Plural and Scope,
 // its ShortNames and Categories empty or the hub's, no Versions or
-// Conversion of its own, and its own Version, Rules, Columns, Unserved and
-// Deprecated. Before it calls up or down, loam fills to's TypeMeta with the
+// Conversion of its own, and its own Version, Rules, Columns, Scale,
+// Unserved and Deprecated. Before it calls up or down, loam fills to's TypeMeta with the
 // target's apiVersion and Kind, and its ObjectMeta with from's; the
 // function sets Spec and Status, and may change labels and annotations but
 // nothing else in the metadata, which the API server would reject: a

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -25,6 +24,9 @@ type Definition struct {
 	Spec, Status                 reflect.Type
 	Rules                        []TypeRules
 	Columns                      []PrinterColumn
+	// Scale is the storage version's scale subresource; the zero
+	// ScaleSubresource is none.
+	Scale ScaleSubresource
 	// Unserved, Deprecated and DeprecationWarning are the storage
 	// version's, as VersionDefinition's are its own.
 	Unserved, Deprecated bool
@@ -40,12 +42,16 @@ type Definition struct {
 
 // VersionDefinition is one version of a resource besides its storage
 // version: its name, the Go types of its spec and status, their TypeRules,
-// its columns, and whether it is served and deprecated.
+// its columns, its scale subresource, and whether it is served and
+// deprecated.
 type VersionDefinition struct {
 	Name         string
 	Spec, Status reflect.Type
 	Rules        []TypeRules
 	Columns      []PrinterColumn
+	// Scale is the version's scale subresource; the zero ScaleSubresource
+	// is none.
+	Scale ScaleSubresource
 	// Unserved says the API server doesn't serve the version: it still
 	// converts objects to and from it.
 	Unserved bool
@@ -60,66 +66,11 @@ type VersionDefinition struct {
 	Unconverted bool
 }
 
-// PrinterColumn is a column kubectl get prints for a resource's objects.
-// Column makes one.
-type PrinterColumn struct {
-	name        string
-	pointer     any
-	description string
-	priority    int32
-	// condition is the type of the condition whose status the column
-	// prints, when ConditionColumn made it; pointer then points to the
-	// conditions.
-	condition   string
-	isCondition bool
-}
-
-// Column is a column named name that kubectl get prints, of the field
-// field points to: a field of the value given to the Rules of the
-// resource's spec or status type, or of a struct it nests, such as
-// &status.ReadyReplicas. The column's type, format and JSONPath follow
-// from the field.
-func Column[T any](name string, field *T) PrinterColumn {
-	return PrinterColumn{name: name, pointer: field}
-}
-
-// ConditionColumn is a column named name that kubectl get prints, of the
-// status of the condition of type conditionType among the conditions
-// points to, such as ConditionColumn("Available", &status.Conditions,
-// "Available"): its JSONPath filters the list by type, as
-// .status.conditions[?(@.type=="Available")].status, and its type is
-// string. Definition.CRD reports an empty or malformed conditionType (the
-// API server takes a qualified name, such as Available or
-// example.com/Ready), as it reports every other mistake.
-func ConditionColumn(name string, conditions *[]metav1.Condition, conditionType string) PrinterColumn {
-	return PrinterColumn{name: name, pointer: conditions, condition: conditionType, isCondition: true}
-}
-
-// Description describes the column, as kubectl explains it.
-func (c PrinterColumn) Description(text string) PrinterColumn {
-	c.description = text
-	return c
-}
-
-// Priority is the column's priority: kubectl get prints a column of
-// priority 0 always, and one above 0 only with -o wide.
-func (c PrinterColumn) Priority(p int32) PrinterColumn {
-	c.priority = p
-	return c
-}
-
-// ageColumn is the column kubectl get prints by default, which a CRD's
-// own columns replace unless they list it.
-var ageColumn = apiextensionsv1.CustomResourceColumnDefinition{
-	Name:     "Age",
-	Type:     "date",
-	JSONPath: ".metadata.creationTimestamp",
-}
-
 // CRD returns the CustomResourceDefinition of d: its names, the storage
 // version, served unless Unserved, then each of Versions in its order, each
-// with the status subresource, its columns and Age, and the schema of its
-// Spec and Status under an object's apiVersion, kind and metadata; and,
+// with the status subresource, the scale subresource when it has a Scale,
+// its columns and Age, and the schema of its Spec and Status under an
+// object's apiVersion, kind and metadata; and,
 // when d has Versions, its conversion: None when every one is Unconverted,
 // else through Webhook. The API server, not the order, decides which
 // version kubectl prefers: the highest by Kubernetes' version priority
@@ -129,7 +80,7 @@ var ageColumn = apiextensionsv1.CustomResourceColumnDefinition{
 func (d Definition) CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 	errs := d.checkNames()
 	hub, hubErrs := version(VersionDefinition{
-		Name: d.Version, Spec: d.Spec, Status: d.Status, Rules: d.Rules, Columns: d.Columns,
+		Name: d.Version, Spec: d.Spec, Status: d.Status, Rules: d.Rules, Columns: d.Columns, Scale: d.Scale,
 		Unserved: d.Unserved, Deprecated: d.Deprecated, DeprecationWarning: d.DeprecationWarning,
 	})
 	errs = append(errs, hubErrs...)
@@ -219,9 +170,16 @@ func version(v VersionDefinition) (apiextensionsv1.CustomResourceDefinitionVersi
 		status = b.schema(v.Status, "status")
 		b.unused("spec or status")
 	}
-	var columns []apiextensionsv1.CustomResourceColumnDefinition
+	var (
+		columns []apiextensionsv1.CustomResourceColumnDefinition
+		scale   *apiextensionsv1.CustomResourceSubresourceScale
+	)
 	if v.Spec != nil && v.Status != nil {
-		columns = b.columns(v, map[string]*apiextensionsv1.JSONSchemaProps{"spec": &spec, "status": &status})
+		schemas := map[string]*apiextensionsv1.JSONSchemaProps{"spec": &spec, "status": &status}
+		columns = b.columns(v, schemas)
+		if !v.Scale.IsZero() {
+			scale = b.scale(v.Scale, []root{{"spec", v.Spec}, {"status", v.Status}}, schemas)
+		}
 	}
 	errs = append(errs, b.errs...)
 	if v.DeprecationWarning != "" && !v.Deprecated {
@@ -255,7 +213,7 @@ func version(v VersionDefinition) (apiextensionsv1.CustomResourceDefinitionVersi
 		Served:                   !v.Unserved,
 		Deprecated:               v.Deprecated,
 		Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &root},
-		Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+		Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}, Scale: scale},
 		AdditionalPrinterColumns: columns,
 	}
 	if v.DeprecationWarning != "" {
@@ -317,173 +275,4 @@ func checkGroup(g string) []string {
 		p = append(p, "must have a dot, as a domain such as example.com does")
 	}
 	return p
-}
-
-// columns resolves d's columns against the Rules' values of the spec's and
-// status's types, whose schemas roots holds by name.
-func (b *builder) columns(d VersionDefinition, roots map[string]*apiextensionsv1.JSONSchemaProps) []apiextensionsv1.CustomResourceColumnDefinition {
-	if len(d.Columns) == 0 {
-		return nil
-	}
-	out := make([]apiextensionsv1.CustomResourceColumnDefinition, 0, len(d.Columns)+1)
-	named := map[string]int{}
-	for i, c := range d.Columns {
-		label := fmt.Sprintf("Columns[%d] (%q)", i, c.name)
-		if c.name == "" {
-			b.failf(label, "has no name")
-		} else if prior, ok := named[c.name]; ok {
-			b.failf(label, "has the name of Columns[%d]", prior)
-		} else {
-			named[c.name] = i
-		}
-		path, s, ok := b.columnPath(label, c.pointer, []struct {
-			name string
-			typ  reflect.Type
-		}{{"spec", d.Spec}, {"status", d.Status}}, roots)
-		if !ok {
-			continue
-		}
-		typ, format := columnType(s)
-		if c.isCondition {
-			cp, ok := b.conditionPath(label, path, c.condition)
-			if !ok {
-				continue
-			}
-			path, typ, format = cp, "string", ""
-		}
-		out = append(out, apiextensionsv1.CustomResourceColumnDefinition{
-			Name:        c.name,
-			Type:        typ,
-			Format:      format,
-			Description: c.description,
-			Priority:    c.priority,
-			JSONPath:    path,
-		})
-	}
-	if _, ok := named[ageColumn.Name]; !ok {
-		out = append(out, ageColumn)
-	}
-	return out
-}
-
-// conditionPath returns the JSONPath of the status of the condition of
-// type conditionType in the conditions at path. A condition's type is a
-// qualified name, as the API server validates it, so it has no quote
-// that would end the filter's string.
-func (b *builder) conditionPath(label, path, conditionType string) (string, bool) {
-	if conditionType == "" {
-		b.failf(label, "has no condition type")
-		return "", false
-	}
-	if p := validation.IsQualifiedName(conditionType); len(p) > 0 {
-		b.failf(label, "has the condition type %q: %s", conditionType, strings.Join(p, "; "))
-		return "", false
-	}
-	return path + `[?(@.type=="` + conditionType + `")].status`, true
-}
-
-// columnPath returns the JSONPath of the field pointer points to, and its
-// schema, found in the Rules' value of one of roots' types.
-func (b *builder) columnPath(label string, pointer any, roots []struct {
-	name string
-	typ  reflect.Type
-}, schemas map[string]*apiextensionsv1.JSONSchemaProps) (string, *apiextensionsv1.JSONSchemaProps, bool) {
-	fp := reflect.ValueOf(pointer)
-	if !fp.IsValid() || fp.Kind() != reflect.Pointer || fp.IsNil() {
-		b.failf(label, "has a nil pointer, which names no field")
-		return "", nil, false
-	}
-	addr, ft := fp.Pointer(), fp.Type().Elem()
-	for _, root := range roots {
-		tr := b.rules[deref(root.typ)]
-		if tr == nil || tr.isSchema {
-			continue
-		}
-		v := tr.value
-		if !v.IsValid() || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-			continue
-		}
-		hops, ok := locate(v.Elem(), addr, ft)
-		if !ok {
-			continue
-		}
-		names := []string{root.name}
-		for _, h := range hops {
-			ns, ok := b.jsonNames(h.owner, h.index)
-			if !ok {
-				b.failf(label, "names %s, which encoding/json doesn't encode", goPath(hops))
-				return "", nil, false
-			}
-			names = append(names, ns...)
-		}
-		s := schemas[root.name]
-		for _, n := range names[1:] {
-			if s == nil {
-				break
-			}
-			p, ok := s.Properties[n]
-			if !ok {
-				s = nil
-				break
-			}
-			s = &p
-		}
-		return jsonPath(names), s, true
-	}
-	b.failf(label, "points into neither the value given to the Rules of %s nor that of %s", deref(roots[0].typ), deref(roots[1].typ))
-	return "", nil, false
-}
-
-// jsonNames returns the names encoding/json gives the field of struct t
-// at index, and those of the structs it nests on the way, when it encodes
-// the field.
-func (b *builder) jsonNames(t reflect.Type, index []int) ([]string, bool) {
-	for _, f := range b.fieldsOf(t).fields {
-		switch {
-		case slices.Equal(f.index, index):
-			return []string{f.name}, true
-		case len(f.index) < len(index) && slices.Equal(f.index, index[:len(f.index)]):
-			rest, ok := b.jsonNames(deref(f.typ), index[len(f.index):])
-			return append([]string{f.name}, rest...), ok
-		}
-	}
-	return nil, false
-}
-
-var simpleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// jsonPath writes names as the JSONPath kubectl get evaluates.
-func jsonPath(names []string) string {
-	var b strings.Builder
-	for _, n := range names {
-		if simpleName.MatchString(n) {
-			b.WriteString("." + n)
-			continue
-		}
-		b.WriteString("['" + strings.ReplaceAll(n, "'", `\'`) + "']")
-	}
-	return b.String()
-}
-
-// columnType returns the column type and format kubectl get prints a
-// field of schema s with.
-func columnType(s *apiextensionsv1.JSONSchemaProps) (string, string) {
-	if s == nil {
-		return "string", ""
-	}
-	switch s.Type {
-	case "integer", "number":
-		switch s.Format {
-		case "int32", "int64", "float", "double":
-			return s.Type, s.Format
-		}
-		return s.Type, ""
-	case "boolean":
-		return s.Type, ""
-	case "string":
-		if s.Format == "date-time" {
-			return "date", ""
-		}
-	}
-	return "string", ""
 }

@@ -1,9 +1,9 @@
 // Package crd generates a custom resource's CustomResourceDefinition from
-// Go types: its names and scope, its printer columns, and the OpenAPI v3.0
-// schema of its spec and status, reflected as encoding/json encodes them,
-// with the constraints of Rules attached to types and their fields by
-// pointer. Its typed API (Rules, Schema, Field and FieldOf's constraints,
-// Column) is kube's: kube re-exports it, and kube.Resource.CRD builds a
+// Go types: its names and scope, its printer columns, its scale
+// subresource, and the OpenAPI v3.0 schema of its spec and status,
+// reflected as encoding/json encodes them, with the constraints of Rules
+// attached to types and their fields by pointer. Its typed API (Rules,
+// Schema, Field and FieldOf's constraints, Column, Scale) is kube's: kube re-exports it, and kube.Resource.CRD builds a
 // Definition.
 //
 // It is pure: it reads types with package reflect, reads no value but the

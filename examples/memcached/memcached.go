@@ -79,6 +79,9 @@ var Memcached = kube.Resource[MemcachedSpec, MemcachedStatus]{
 		kube.Column("Ready", &status.ReadyReplicas).Description("How many of the pods are ready."),
 		kube.ConditionColumn("Available", &status.Conditions, "Available").Description("Whether the Memcached serves: True, False or Unknown."),
 	},
+	// kubectl scale memcached/cache --replicas=2 sets the size, within
+	// the schema's bounds, and the Scale reports the ready pods.
+	Scale: kube.Scale(&spec.Size, &status.ReadyReplicas),
 	Rules: []kube.TypeRules{
 		kube.Rules(&spec,
 			kube.Field(&spec.Size).Minimum(1).Maximum(3).Description("How many memcached pods run."),

@@ -51,6 +51,8 @@ var MemcachedV1beta1 = kube.Resource[ReplicasSpec, MemcachedStatus]{
 		kube.Column("Ready", &statusV1beta1.ReadyReplicas).Description("How many of the pods are ready."),
 		kube.ConditionColumn("Available", &statusV1beta1.Conditions, "Available").Description("Whether the Memcached serves: True, False or Unknown."),
 	},
+	// The scale subresource of v1alpha1, of the size renamed replicas.
+	Scale: kube.Scale(&specV1beta1.Replicas, &statusV1beta1.ReadyReplicas),
 	Rules: []kube.TypeRules{
 		kube.Rules(&specV1beta1,
 			kube.Field(&specV1beta1.Replicas).Minimum(1).Maximum(3).Description("How many memcached pods run."),
