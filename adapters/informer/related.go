@@ -76,6 +76,9 @@ type Related struct {
 	// drawn is the Registry's entry whose informer the Related reads;
 	// nil before its Watch starts.
 	drawn atomic.Pointer[entry]
+	// static is a Snapshot's store, which the Related reads in place of
+	// an informer's; nil in a watched one.
+	static cache.Indexer
 }
 
 // relatedObject is an object of a related resource as its cache holds it:
@@ -214,12 +217,18 @@ func (r *Related) Informer() cache.SharedIndexInformer {
 // Synced reports whether the cache holds what its first list returned:
 // false before r's Watch starts.
 func (r *Related) Synced() bool {
+	if r.static != nil {
+		return true
+	}
 	inf := r.Informer()
 	return inf != nil && inf.HasSynced()
 }
 
 // indexer returns the store r reads, and fails before r's Watch starts.
 func (r *Related) indexer() (cache.Indexer, error) {
+	if r.static != nil {
+		return r.static, nil
+	}
 	inf := r.Informer()
 	if inf == nil {
 		return nil, fmt.Errorf("the cache of %s has not started", r.c.Resource)

@@ -95,7 +95,8 @@ type App struct {
 //
 // When the test ends, the App is sent SIGTERM if it still runs and the
 // test has sent it no signal, and the test waits for it to exit; if the
-// test failed, the App's stderr is logged.
+// test failed, the App's stderr and its log records (FormatRecords) are
+// logged, so a failure in CI shows what the App said.
 func Start(tb testing.TB, init app.Init, opts ...Option) *App {
 	tb.Helper()
 	var c startConfig
@@ -151,6 +152,9 @@ func (a *App) cleanup() {
 	<-a.done
 	if a.tb.Failed() {
 		a.tb.Logf("apptest: the App exited with %d; its stderr:\n%s", a.code, a.stderr.String())
+		if records := a.telemetry.FormatRecords(); records != "" {
+			a.tb.Logf("apptest: the App's log records:\n%s", records)
+		}
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -198,4 +200,44 @@ func TestStart_an_App_without_Services_exits_0(t *testing.T) {
 		require.Equal(t, 0, a.Wait())
 		require.NotNil(t, a.Setup())
 	})
+}
+
+// failedTB is a testing.TB that has failed: it keeps what is logged, and
+// the cleanups registered, for the test to run.
+type failedTB struct {
+	testing.TB
+	logged   []string
+	cleanups []func()
+}
+
+func (f *failedTB) Helper()          {}
+func (f *failedTB) Failed() bool     { return true }
+func (f *failedTB) Cleanup(c func()) { f.cleanups = append(f.cleanups, c) }
+func (f *failedTB) Logf(format string, args ...any) {
+	f.logged = append(f.logged, fmt.Sprintf(format, args...))
+}
+
+func TestStart_logs_the_App_s_records_when_the_test_failed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tb := &failedTB{TB: t}
+		a := apptest.Start(tb, func(ctx context.Context, s *app.Setup) ([]app.Service, error) {
+			var r otellog.Record
+			r.SetSeverity(otellog.SeverityWarn)
+			r.SetSeverityText("WARN")
+			r.SetBody(attribute.StringValue("reconcile failed"))
+			r.AddAttributes(attribute.String("object", "shop/cache"), attribute.String("error", `no "size"`))
+			s.Telemetry.LoggerProvider.Logger("greeter").Emit(ctx, r)
+			return nil, nil
+		})
+		require.Equal(t, 0, a.Wait())
+		for _, c := range tb.cleanups {
+			c()
+		}
+		require.Len(t, tb.logged, 2, "stderr, then the records: %q", tb.logged)
+		require.Regexp(t, `^apptest: the App's log records:\n\d\d:\d\d:\d\d\.\d{3} WARN "reconcile failed" object=shop/cache error="no \\"size\\""\n$`, tb.logged[1])
+	})
+}
+
+func TestTelemetry_FormatRecords_of_none_is_empty(t *testing.T) {
+	require.Empty(t, apptest.NewTelemetry().FormatRecords())
 }

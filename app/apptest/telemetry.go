@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -130,6 +131,43 @@ func (t *Telemetry) Records() []sdklog.Record {
 		records[i] = t.records[i].Clone()
 	}
 	return records
+}
+
+// FormatRecords returns the log records emitted, one a line, in the
+// order they were emitted, as a person reads a log: the time, the
+// severity, the body and each attribute as key=value, strings quoted when
+// they hold a space or a quote. It returns "" when none was emitted.
+func (t *Telemetry) FormatRecords() string {
+	var b strings.Builder
+	for _, r := range t.Records() {
+		b.WriteString(r.Timestamp().UTC().Format("15:04:05.000"))
+		b.WriteByte(' ')
+		sev := r.SeverityText()
+		if sev == "" {
+			sev = r.Severity().String()
+		}
+		b.WriteString(sev)
+		b.WriteByte(' ')
+		b.WriteString(quoted(r.Body().String()))
+		r.WalkAttributes(func(kv attribute.KeyValue) bool {
+			b.WriteByte(' ')
+			b.WriteString(string(kv.Key))
+			b.WriteByte('=')
+			b.WriteString(quoted(kv.Value.String()))
+			return true
+		})
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// quoted returns s as it is, or quoted when a reader couldn't tell where
+// it ends.
+func quoted(s string) string {
+	if s == "" || strings.ContainsAny(s, " \t\n\"=") {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
 // ExceptionMessages returns the exception.message attribute of each log
