@@ -95,11 +95,11 @@ func devTelemetry(w io.Writer) (Telemetry, func(context.Context) error) {
 		sdklog.WithProcessor(devRecords{p}),
 	)
 	return Telemetry{
-			TracerProvider: tp,
-			MeterProvider:  metricnoop.NewMeterProvider(),
-			LoggerProvider: lp,
-			Propagator:     defaultPropagator(),
-		}, func(ctx context.Context) error {
-			return errors.Join(tp.Shutdown(ctx), lp.Shutdown(ctx))
-		}
+		TracerProvider: tp,
+		MeterProvider:  metricnoop.NewMeterProvider(),
+		LoggerProvider: lp,
+		Propagator:     defaultPropagator(),
+	}, func(ctx context.Context) error {
+		return errors.Join(tp.Shutdown(ctx), lp.Shutdown(ctx))
+	}
 }
