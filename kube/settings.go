@@ -6,18 +6,95 @@ import (
 	"github.com/loam-dev/loam/domain/settings"
 )
 
-// Settings configures a Controller: its name, namespace, workers, resync,
-// retries' backoff and LeaderElection (each field is documented in
-// domain/settings). They are plain values: every field's zero value means
-// zero, never "use the default", so an Init starts from DefaultSettings
-// and changes the fields it sources, running each field's Check function
-// as it does. The package reads no environment variable.
+// Settings configures a Controller. They are plain values: a field's zero
+// value means zero, never "use the default", so an Init starts from
+// DefaultSettings and changes the fields it sources, running each field's
+// Check function as it does; NewController runs them all again, with the
+// bounds between fields, and reports every mistake in one error. The
+// package reads no environment variable: where a value comes from is the
+// Init's to say.
+//
+// The fields, with their defaults (DefaultSettings) and units; a
+// time.Duration is Go's, such as 30*time.Second:
+//
+//   - Name string: names the controller: its Lease (and with Shards its
+//     shards' Leases, <Name>-shard-<i>), the field manager of its applies,
+//     its work queue, and loam.kube.controller.name on its telemetry. No
+//     default: required. CheckName: a DNS subdomain of at most 128
+//     characters.
+//   - Namespace string: reconciles one namespace's objects, and watches
+//     the objects they own there; "" (the default) every namespace's.
+//     CheckNamespace.
+//   - Namespaces []string: reconciles the objects of a set of namespaces,
+//     1 to 100, each watched on its own; nil (the default) leaves it to
+//     Namespace. Setting both is a mistake. CheckNamespaces.
+//   - LabelSelector, FieldSelector string: narrow what the controller
+//     lists, watches, caches and reconciles to the objects that match,
+//     such as "app.kubernetes.io/managed-by=memcached-operator"; an object
+//     that stops matching leaves the cache as if deleted. "" (the default)
+//     selects every object. CheckLabelSelector, CheckFieldSelector.
+//   - Workers int: how many objects are reconciled at once (by each
+//     replica, when sharded); never the same object twice at once.
+//     Default 1; 1 to 1000. CheckWorkers.
+//   - Shards int: splits the objects into that many shards, each
+//     reconciled by the replica holding its Lease, instead of one leader
+//     reconciling all. Default 0, no sharding; else a power of two up to
+//     256, the same on every replica. CheckShards.
+//   - Resync time.Duration: reconciles every object again that often,
+//     changed or not. Default 10h; 0 never; else at least 1s.
+//     CheckResync.
+//   - RetryBaseDelay, RetryMaxDelay time.Duration: an object's backoff
+//     after a failed reconcile, from RetryBaseDelay, doubling with each
+//     failure, up to RetryMaxDelay. Defaults 5ms and 1000s, client-go's;
+//     both above 0, RetryMaxDelay at least RetryBaseDelay.
+//     CheckRetryBaseDelay, CheckRetryMaxDelay.
+//   - RetryRate float64, RetryBurst int: the bucket every retry of any
+//     object also waits on, in retries a second and retries at once; a
+//     retry waits the longer of its backoff and the bucket. Defaults 10
+//     and 100, client-go's. CheckRetryRate, CheckRetryBurst.
+//   - ReconcileTimeout time.Duration: bounds each Reconcile and Finalize:
+//     its context is cancelled that long after it started, and one that
+//     returns later is a failure, retried with backoff. Default 5m; above
+//     0. CheckReconcileTimeout.
+//   - FailureEvents FailureEvents: whether a failed, timed-out or panicked
+//     reconcile records a Warning Event on its object. Default (and zero)
+//     FailureEventsOn. CheckFailureEvents.
+//   - LeaderElection LeaderElection: the Lease the replicas campaign for;
+//     see LeaderElection for its fields: Namespace and Identity (no
+//     default: required), LeaseDuration 15s, RenewDeadline 10s,
+//     RetryPeriod 2s, DrainTimeout 15s.
+//
+// Settings is domain/settings' type, re-exported, so that the runtime and
+// this facade read one definition.
 type Settings = settings.Settings
 
 // LeaderElection configures the Lease that elects which of a controller's
-// replicas reconciles: its Namespace, this replica's Identity, and its
-// LeaseDuration, RenewDeadline and RetryPeriod. The Lease is named
-// Settings.Name.
+// replicas reconciles, named Settings.Name. Its fields, with their
+// defaults (DefaultSettings):
+//
+//   - Namespace string: the Lease's namespace, usually the controller's
+//     own. No default: required. CheckNamespace.
+//   - Identity string: this replica's name in the Lease, usually its
+//     pod's. No default: required, unique among the replicas.
+//     CheckIdentity.
+//   - LeaseDuration time.Duration: how long a standby waits, from the last
+//     renewal it saw, before it takes the Lease. Default 15s; whole
+//     seconds, at least 1s, longer than RenewDeadline.
+//     CheckLeaseDuration.
+//   - RenewDeadline time.Duration: how long the leader keeps trying to
+//     renew before it gives the Lease up. Default 10s; longer than 1.2
+//     RetryPeriods, client-go's bound. CheckRenewDeadline.
+//   - RetryPeriod time.Duration: how long a candidate waits between
+//     tries, and the leader between renewals. Default 2s; above 0.
+//     CheckRetryPeriod.
+//   - DrainTimeout time.Duration: bounds a hand-off, the leader's at
+//     SIGTERM or a shard's on a rebalance: the replica takes no more of
+//     the Lease's objects and keeps renewing while the reconciles in
+//     flight return, cancels those still running after DrainTimeout, and
+//     releases the Lease once all have returned. Default 15s; at least
+//     RetryPeriod. CheckDrainTimeout.
+//
+// LeaderElection is domain/settings' type, re-exported.
 type LeaderElection = settings.LeaderElection
 
 // FailureEvents says whether a Controller records a Warning Event on an

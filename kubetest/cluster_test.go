@@ -3,6 +3,7 @@ package kubetest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -608,6 +610,8 @@ func TestGarbageCollectorInSecondCluster(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	}, "the garbage collector did not delete the child")
 
+	collectsAKindInstalledLater(t, second, ns)
+
 	// Stop is idempotent, and a stopped cluster says so.
 	stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -616,6 +620,36 @@ func TestGarbageCollectorInSecondCluster(t *testing.T) {
 	assert.ErrorIs(t, second.StartAPIServer(stopCtx), kubetest.ErrStopped)
 	_, err = second.ServiceAccountToken(stopCtx, ns, "late")
 	assert.ErrorIs(t, err, kubetest.ErrStopped)
+}
+
+// collectsAKindInstalledLater installs a CRD on c, whose controller manager
+// started before it, and checks that the garbage collector deletes an
+// object of the new kind within GarbageCollectorCollectionBound of its
+// owner's deletion: kube-controller-manager's own collector would look for
+// the new kind only at its next discovery, up to 30 seconds later.
+func collectsAKindInstalledLater(t *testing.T, c *kubetest.Cluster, ns string) {
+	t.Helper()
+	ctx := t.Context()
+	require.NoError(t, c.InstallCRDs(ctx, gadgetCRD()))
+	dyn, err := dynamic.NewForConfig(c.RESTConfig())
+	require.NoError(t, err)
+	gadgets := dyn.Resource(gadgetGVR).Namespace(ns)
+
+	owner := createWidget(ctx, t, gadgets, gadget(ns, "owner"))
+	owned := gadget(ns, "owned")
+	owned.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: "kubetest.loam.dev/v1", Kind: "Gadget", Name: owner.GetName(), UID: owner.GetUID(),
+	}})
+	createWidget(ctx, t, gadgets, owned)
+
+	require.NoError(t, gadgets.Delete(ctx, owner.GetName(), metav1.DeleteOptions{}))
+	deleted := time.Now()
+	collected := wait.For(t, kubetest.GarbageCollectorCollectionBound, func() bool {
+		_, err := gadgets.Get(ctx, owned.GetName(), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}, fmt.Sprintf("the garbage collector did not delete a Gadget, a kind installed after it started, within %v of its owner's deletion",
+		kubetest.GarbageCollectorCollectionBound))
+	t.Logf("a Gadget was collected %v after its owner's deletion", collected.Sub(deleted).Round(time.Millisecond))
 }
 
 // restConfigFromConnection builds a plain client-go config from a

@@ -12,6 +12,7 @@ import (
 	"k8s.io/controller-manager/pkg/clientbuilder"
 	cmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	cmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
 )
 
 // controllers are the kube-controller-manager controllers a cluster runs:
@@ -83,11 +84,25 @@ func startControllerManager(ctx context.Context, kubeconfigPath string) (*contro
 		completed.EventBroadcaster.Shutdown()
 		return nil, fmt.Errorf("kube-controller-manager controller context: %w", err)
 	}
-	built, err := cmapp.BuildControllers(runCtx, controllerCtx, cmapp.NewControllerDescriptors(), nil, ignoreHealthChecks{})
+	// Every controller but the garbage collector is built by
+	// kube-controller-manager's own constructors; the collector is built
+	// here, so that it looks for new resources more often.
+	descriptors := cmapp.NewControllerDescriptors()
+	delete(descriptors, names.GarbageCollectorController)
+	built, err := cmapp.BuildControllers(runCtx, controllerCtx, descriptors, nil, ignoreHealthChecks{})
 	if err != nil {
 		cancel()
 		completed.EventBroadcaster.Shutdown()
 		return nil, fmt.Errorf("build kube-controller-manager controllers: %w", err)
+	}
+	gc, err := newGarbageCollector(runCtx, controllerCtx)
+	if err != nil {
+		cancel()
+		completed.EventBroadcaster.Shutdown()
+		return nil, fmt.Errorf("build kube-controller-manager's garbage collector: %w", err)
+	}
+	if gc != nil {
+		built = append(built, gc)
 	}
 	controllerCtx.InformerFactory.Start(runCtx.Done())
 	controllerCtx.ObjectOrMetadataInformerFactory.Start(runCtx.Done())

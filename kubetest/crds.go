@@ -19,8 +19,9 @@ import (
 // names conflict with another's, or ctx's error.
 //
 // The garbage collector of WithControllerManager notices resources
-// installed after the cluster started only within 30 seconds; install CRDs
-// whose objects it must collect with WithCRDs.
+// installed after it started within GarbageCollectorDiscoveryPeriod, and
+// collects their objects within GarbageCollectorCollectionBound of their
+// owner's deletion; CRDs of WithCRDs it knows from the start.
 func (c *Cluster) InstallCRDs(ctx context.Context, crds ...*apiextensionsv1.CustomResourceDefinition) error {
 	var errs []error
 	for i, crd := range crds {

@@ -78,9 +78,12 @@ func WithUser(name, token string, groups ...string) Option {
 // ReplicaSet, no namespace is emptied when deleted.
 //
 // The controller manager starts after the CRDs of WithCRDs are installed,
-// because the garbage collector looks for new resources only every 30
-// seconds; custom resources installed later by Cluster.InstallCRDs are
-// collected only after that delay.
+// so the garbage collector watches their objects from the start. It looks
+// for resources installed later, by Cluster.InstallCRDs or any client,
+// every GarbageCollectorDiscoveryPeriod (kube-controller-manager's own
+// collector every 30 seconds), so an object of a kind installed later is
+// collected within GarbageCollectorCollectionBound of its owner's
+// deletion.
 //
 // A process runs one controller manager at a time: kube-controller-manager
 // reserves the name of its informers process-wide (client-go's

@@ -88,3 +88,34 @@ func createWidget(ctx context.Context, t *testing.T, client dynamic.ResourceInte
 	require.NoError(t, err)
 	return created
 }
+
+// Gadget is a kind with no schema to speak of, installed after a cluster
+// started.
+var gadgetGVR = schema.GroupVersionResource{Group: "kubetest.loam.dev", Version: "v1", Resource: "gadgets"}
+
+func gadgetCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "gadgets.kubetest.loam.dev"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "kubetest.loam.dev",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{
+				Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList",
+			},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
+	}
+}
+
+func gadget(namespace, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubetest.loam.dev/v1",
+		"kind":       "Gadget",
+		"metadata":   map[string]any{"namespace": namespace, "name": name},
+	}}
+}

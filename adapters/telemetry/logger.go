@@ -13,6 +13,9 @@ import (
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/log"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/loam-dev/loam/ports"
 )
 
 // LoggerNameKey is the attribute that holds a logr.Logger's name, the
@@ -58,14 +61,37 @@ func newLogger(logger log.Logger, verbosity int, attrs ...attribute.KeyValue) lo
 	return logr.New(&sink{logger: logger, verbosity: verbosity, attrs: slices.Clip(attrs)})
 }
 
+// reconcileLogger returns the logr.Logger a reconcile of key logs through:
+// Recorder.Logger's, with the object's attributes on every record, and
+// every record emitted in span's context, so that it carries the
+// reconcile span's trace and span IDs.
+func (r *Recorder) reconcileLogger(key ports.Key, span trace.SpanContext) logr.Logger {
+	attrs := append([]attribute.KeyValue{r.name}, objectAttributes(key)...)
+	return logr.New(&sink{logger: r.logger, verbosity: r.verbosity, attrs: attrs, span: span})
+}
+
 // sink is a logr.LogSink writing to an OpenTelemetry Logger.
 type sink struct {
 	logger    log.Logger
 	verbosity int
 	name      string
 	// attrs are the attributes of every record: the controller's name,
-	// then WithValues' pairs.
+	// the reconciled object's for a reconcile's logger, then WithValues'
+	// pairs.
 	attrs []attribute.KeyValue
+	// span is the reconcile span a reconcile's records belong to; invalid
+	// for a logger of no reconcile. A logr.LogSink's calls take no
+	// context, so the sink keeps the span's IDs rather than the context.
+	span trace.SpanContext
+}
+
+// emitContext returns the context a record is emitted in: one carrying
+// the sink's span, whose IDs the record then carries.
+func (s *sink) emitContext() context.Context {
+	if !s.span.IsValid() {
+		return context.Background()
+	}
+	return trace.ContextWithSpanContext(context.Background(), s.span)
 }
 
 var _ logr.LogSink = (*sink)(nil)
@@ -87,7 +113,7 @@ func (s *sink) Enabled(level int) bool {
 // Info emits an Info's record.
 func (s *sink) Info(level int, msg string, keysAndValues ...any) {
 	rec := s.record(severityOf(level), msg, keysAndValues)
-	s.logger.Emit(context.Background(), rec)
+	s.logger.Emit(s.emitContext(), rec)
 }
 
 // Error emits an ERROR record with err; an INFO record when err is a
@@ -104,7 +130,7 @@ func (s *sink) Error(err error, msg string, keysAndValues ...any) {
 		rec.SetErr(err)
 		rec.AddAttributes(exceptionMessageKey.String(safeError(err)))
 	}
-	s.logger.Emit(context.Background(), rec)
+	s.logger.Emit(s.emitContext(), rec)
 }
 
 // WithValues returns a sink whose records carry keysAndValues too.

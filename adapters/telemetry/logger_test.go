@@ -217,3 +217,64 @@ func TestTheLoggerKeepsOddKeysAndValues(t *testing.T) {
 		"dangling":                  "<no-value>",
 	}, recordAttrs(tel.Records()[0]))
 }
+
+// A Reconciler logs through klog.FromContext, or logr.FromContext, of its
+// context: its records name the controller and the object, and belong to
+// the reconcile's trace, so a log backend finds them from the reconcile's
+// span and the span from them.
+func TestAReconcilesContextCarriesALoggerNamingTheControllerAndTheObject(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		key   ports.Key
+		attrs map[string]string
+	}{
+		{"namespaced", namespaced, map[string]string{
+			"loam.kube.controller.name": controllerName, "k8s.namespace.name": "cache", "loam.kube.object.name": "m1",
+			"replicas": "3",
+		}},
+		{"cluster-scoped", cluster, map[string]string{
+			"loam.kube.controller.name": controllerName, "loam.kube.object.name": "default-deny",
+			"replicas": "3",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, tel := newRecorder(t)
+			ctx := rec.ReconcileStarted(context.Background(), tc.key)
+			klog.FromContext(ctx).Info("scaled", "replicas", 3)
+			klog.FromContext(ctx).V(1).Info("dropped at the default verbosity")
+			logr.FromContextOrDiscard(ctx).Error(errors.New("no quota"), "scale failed")
+			rec.ReconcileEnded(ctx, tc.key, ports.Report{Outcome: ports.OutcomeSuccess, Duration: time.Millisecond})
+
+			spans := tel.SpansNamed("reconcile Memcached")
+			require.Len(t, spans, 1)
+			reconcile := spans[0].SpanContext
+
+			scaled := recordsWithBody(tel, "scaled")
+			require.Len(t, scaled, 1)
+			require.Equal(t, tc.attrs, recordAttrs(scaled[0]))
+			require.Equal(t, log.SeverityInfo, scaled[0].Severity())
+			require.Equal(t, reconcile.TraceID(), scaled[0].TraceID(), "the record is in the reconcile's trace")
+			require.Equal(t, reconcile.SpanID(), scaled[0].SpanID(), "the record is the reconcile span's")
+
+			failed := recordsWithBody(tel, "scale failed")
+			require.Len(t, failed, 1)
+			require.Equal(t, log.SeverityError, failed[0].Severity())
+			require.Equal(t, "no quota", recordAttrs(failed[0])["exception.message"])
+			require.Equal(t, tc.key.Name, recordAttrs(failed[0])["loam.kube.object.name"])
+			require.Equal(t, reconcile.TraceID(), failed[0].TraceID())
+
+			require.Len(t, tel.Records(), 2, "V(1) is not recorded at verbosity 0")
+		})
+	}
+}
+
+// A logger of no reconcile, such as client-go's, emits its records in no
+// trace.
+func TestTheControllersLoggerIsInNoTrace(t *testing.T) {
+	rec, tel := newRecorder(t)
+	rec.Logger().Info("watching")
+	records := tel.Records()
+	require.Len(t, records, 1)
+	require.False(t, records[0].TraceID().IsValid())
+	require.Equal(t, map[string]string{"loam.kube.controller.name": controllerName}, recordAttrs(records[0]))
+}

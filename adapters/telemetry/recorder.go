@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/log"
@@ -235,16 +236,21 @@ func objectAttributes(key ports.Key) []attribute.KeyValue {
 }
 
 // ReconcileStarted starts the reconcile's root span and returns ctx
-// carrying it. The span keeps nothing of a span ctx may already carry.
+// carrying it, and carrying, for klog.FromContext and logr.FromContext,
+// the reconcile's logger: Logger's, with k8s.namespace.name (namespaced
+// objects only) and loam.kube.object.name on every record, each record in
+// the span's context. The span keeps nothing of a span ctx may already
+// carry.
 func (r *Recorder) ReconcileStarted(ctx context.Context, key ports.Key) context.Context {
 	attrs := objectAttributes(key)
 	if s, ok := ports.ShardFromContext(ctx); ok {
 		attrs = append(attrs, ShardKey.Int(s))
 	}
-	ctx, _ = r.tracer.Start(ctx, r.spanName,
+	ctx, span := r.tracer.Start(ctx, r.spanName,
 		trace.WithNewRoot(),
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attrs...))
+	ctx = logr.NewContext(ctx, r.reconcileLogger(key, span.SpanContext()))
 	r.cr.started(ctx)
 	return ctx
 }
