@@ -103,6 +103,8 @@ func TestGettingStarted(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o600))
 
 	run(t, dir, "go", "mod", "tidy") // 4
+	goroot := strings.TrimSpace(run(t, dir, "go", "env", "GOROOT"))
+	require.Empty(t, run(t, dir, filepath.Join(goroot, "bin", "gofmt"), "-l", "."), "gofmt would change the page's Go files")
 	run(t, dir, "go", "vet", "./...")
 	run(t, dir, "go", "test", "-count=1", "-ldflags=-w", ".", "-update") // 5
 	_, err = os.Stat(filepath.Join(dir, "crd.yaml"))
