@@ -24,6 +24,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,6 +93,10 @@ type Config[S, T any] struct {
 	// Duration, when set, replays sequences of Seed until it has
 	// passed, however many that is, in place of Sequences.
 	Duration time.Duration
+	// KeptOnly replays the kept sequences alone, and no new one, as go
+	// test without -fuzz runs a fuzz target's corpus alone: a regression
+	// run, which Sequences and Duration must leave unset.
+	KeptOnly bool
 	// Quiet is how long the operator must write nothing before the
 	// explorer checks (default 1 s), and Settle how long a step may take
 	// to settle (default 30 s).
@@ -162,14 +167,15 @@ func Run[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) {
 }
 
 // Find replays the sequences kept in cfg's Corpus, then cfg's Sequences
-// sequences from Seed (or as many as Duration allows) on c, and returns
-// the first that fails, shrunk by replaying shorter ones, or nil when
-// none does. It returns an error, naming every mistake, when cfg is
-// wrong: a Resource with no CRD, no spec or no status that records an
-// observed generation, no Build, a negative count or duration, a kept
-// sequence that doesn't read. c should run the garbage collector
-// (kubetest.WithControllerManager), or children owned by deleted objects
-// are reported as left behind.
+// sequences from Seed (or as many as Duration allows, or none with
+// KeptOnly) on c, and returns the first that fails, shrunk by replaying
+// shorter ones, or nil when none does. It returns an error, naming
+// every mistake, when cfg is wrong: a Resource with no CRD, no spec or
+// no status that records an observed generation, no Build, a negative
+// count or duration, KeptOnly with Sequences or Duration, a kept
+// sequence that doesn't read, or KeptOnly with none kept. c should run
+// the garbage collector (kubetest.WithControllerManager), or children
+// owned by deleted objects are reported as left behind.
 func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failure, error) {
 	t.Helper()
 	e, err := newExplorer(c, cfg)
@@ -177,9 +183,13 @@ func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failu
 		return nil, err
 	}
 	start := time.Now()
-	kept, err := corpus.Read(cmp.Or(cfg.Corpus, corpus.Dir(t)))
+	dir := cmp.Or(cfg.Corpus, corpus.Dir(t))
+	kept, err := corpus.Read(dir)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.KeptOnly && len(kept) == 0 {
+		return nil, fmt.Errorf("explore.Config.KeptOnly: no kept sequence in %s to replay", dir)
 	}
 	for _, k := range kept {
 		steps, err := e.sequence(k.Seed, k.Sequence)
@@ -193,7 +203,7 @@ func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failu
 	g := generate.New(cfg.Seed)
 	began := time.Now()
 	n := 0
-	for ; cfg.Duration > 0 && time.Since(began) < cfg.Duration || cfg.Duration == 0 && n < e.sequences; n++ {
+	for ; !cfg.KeptOnly && (cfg.Duration > 0 && time.Since(began) < cfg.Duration || cfg.Duration == 0 && n < e.sequences); n++ {
 		changes, err := g.Steps(e.specSchema, e.names, e.steps)
 		if err != nil {
 			return nil, fmt.Errorf("sequence %d of seed %d: %w", n, cfg.Seed, err)
@@ -229,7 +239,20 @@ func (e *explorer) try(t *testing.T, k corpus.Kept, steps []Step) *Failure {
 	if failure == nil {
 		return nil
 	}
-	fails := func(s []Step) bool { return e.replay(t, s) != nil }
+	// The shrinking asks again about sequences already replayed, the
+	// whole one first: each answer is remembered, by the sequence's
+	// steps and faults, rather than bought again with a replay, which
+	// for a bug that never settles waits out Settle.
+	known := map[string]bool{strings.Join(stepLines(steps), "\n"): true}
+	fails := func(s []Step) bool {
+		key := strings.Join(stepLines(s), "\n")
+		failed, ok := known[key]
+		if !ok {
+			failed = e.replay(t, s) != nil
+			known[key] = failed
+		}
+		return failed
+	}
 	minimal := withoutFaults(shrink.Minimize(steps, fails), fails)
 	last := e.replay(t, minimal)
 	if last == nil {

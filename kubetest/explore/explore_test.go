@@ -1,6 +1,7 @@
 package explore_test
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -33,13 +34,14 @@ import (
 // 1 to 5, of sequences of six steps, as issue #25 asks, and the correct
 // operator explored for ten minutes. make test searches for each bug
 // from the one seed whose first sequence, of one or two steps, holds it
-// (quick below), and explores the kept sequences and one more: the
-// smallest search that still finds each bug through the explorer's
-// generation, faults, checks and shrinking, and fails when any of them
-// breaks. The searches inject the default faults, crashes and stale
+// (quick below), the smallest search that still finds each bug through
+// the explorer's generation, faults, checks and shrinking, and fails
+// when any of them breaks; and explores the correct operator through
+// sequence 0 of seed 1. The searches inject the default faults, crashes and stale
 // views, and transient errors for the bug that needs them; the correct
 // operator is explored with every fault, the API server's restarts
-// included, which no planted bug needs and which cost seconds each.
+// included, which no planted bug needs and which cost seconds each, and
+// replays the sequences that found planted bugs, beside the searches.
 
 var (
 	seeds    = flag.Int("explore.seeds", 0, "search for each planted bug from seeds 1 to this, of six steps, rather than from its quick seed")
@@ -255,11 +257,20 @@ func startCluster(t *testing.T) *kubetest.Cluster {
 // search is where a make test search for a planted bug starts: a seed,
 // and the steps of its sequences. TestQuickSeeds (quickseeds_test.go)
 // pins each seed's first sequence, so a change to the generator or the
-// schedule that moves it says so there.
+// schedule that moves it says so there. settle, when set, is the
+// search's Settle: a bug that never settles makes each failing replay
+// wait out Settle, so its make test search waits for less.
 type search struct {
-	seed  uint64
-	steps int
+	seed   uint64
+	steps  int
+	settle time.Duration
 }
+
+// quickSettle is the Settle of make test's searches for the two bugs
+// that never settle, against config's 10 s: a correct step of the test's
+// operator settles within a second or two on a quiet machine, and the
+// shrinking's passing replays must settle within it too.
+const quickSettle = 5 * time.Second
 
 // budget is how long the search for a planted bug may replay sequences
 // from one seed, before the shrinking.
@@ -280,15 +291,31 @@ func TestExplore(t *testing.T) {
 		// before the searches. It can't have a cluster of its own beside
 		// them: kube-controller-manager reserves its informers' name
 		// process-wide (client-go's cache.NewInformerName), so one
-		// process runs one controller manager at a time.
+		// process runs one controller manager at a time. A sequence it
+		// keeps stays in its own corpus, replayed here, alone.
 		cfg := config(correct, 1)
-		// Sequence 0 of seed 1 restarts the API server three times; the
-		// kept sequences restart it never.
+		// Sequence 0 of seed 1 restarts the API server three times.
 		cfg.Sequences = 1
 		cfg.Duration = *duration
 		cfg.Faults.Restarts = true
 		cfg.Faults.ScenarioAnnotation = scenarioAnnotation
 		explore.Run(t, c, cfg)
+	})
+
+	t.Run("a correct operator passes the sequences that found the planted bugs", func(t *testing.T) {
+		// Each sequence, kept in its subtest's corpus, restarts nothing,
+		// so the replays run beside the searches, each on its own.
+		t.Parallel()
+		for _, found := range []string{"ignores updates", "loses work", "a finalizer that needs its child"} {
+			t.Run(found, func(t *testing.T) {
+				t.Parallel()
+				cfg := config(correct, 0)
+				cfg.KeptOnly = true
+				cfg.Sequences = 0
+				cfg.Faults.ScenarioAnnotation = scenarioAnnotation
+				explore.Run(t, c, cfg)
+			})
+		}
 	})
 
 	for _, tc := range []struct {
@@ -316,7 +343,7 @@ func TestExplore(t *testing.T) {
 	}, {
 		bug: notIdempotent, name: "an operator that writes on every pass",
 		// create explore-0.
-		quick: search{seed: 1, steps: 1},
+		quick: search{seed: 1, steps: 1, settle: quickSettle},
 		found: func(t *testing.T, f *explore.Failure) {
 			// It writes again and again: never quiet for Quiet, or, on
 			// a machine busy enough to space its writes further apart,
@@ -338,7 +365,7 @@ func TestExplore(t *testing.T) {
 	}, {
 		bug: finalizerNeedsChild, name: "a finalizer that never finishes when its child is gone",
 		// create explore-0, delete it crashing after write 1.
-		quick: search{seed: 53, steps: 2},
+		quick: search{seed: 53, steps: 2, settle: quickSettle},
 		found: func(t *testing.T, f *explore.Failure) {
 			require.ErrorContains(t, f.Err, "still being deleted")
 			require.Len(t, f.Steps, 2, "a create, and a delete that crashes, are enough")
@@ -380,6 +407,7 @@ func TestExplore(t *testing.T) {
 			if *seeds == 0 {
 				cfg := config(tc.bug, tc.quick.seed)
 				cfg.Steps = tc.quick.steps
+				cfg.Settle = cmp.Or(tc.quick.settle, cfg.Settle)
 				runs = append(runs, cfg)
 			}
 			for _, cfg := range runs {
@@ -400,7 +428,13 @@ func TestExplore(t *testing.T) {
 	t.Run("a wrong config is refused with every mistake", func(t *testing.T) {
 		cfg := config(correct, 1)
 		cfg.Build, cfg.Steps, cfg.Quiet, cfg.Faults.ScenarioAnnotation = nil, -1, -time.Second, "no spaces/here"
+		cfg.KeptOnly = true
 		_, err := explore.Find(t, c, cfg)
-		require.ErrorContains(t, err, "explore.Config.Build is nil\nexplore.Config.Steps -1: want 0 (the default) or more\nexplore.Config.Quiet -1s: want 0 (the default) or more\nexplore.Config.Faults.ScenarioAnnotation \"no spaces/here\": ")
+		require.ErrorContains(t, err, "explore.Config.Build is nil\nexplore.Config.Steps -1: want 0 (the default) or more\nexplore.Config.Quiet -1s: want 0 (the default) or more\nexplore.Config.KeptOnly with Sequences 2 and Duration 0s: KeptOnly replays no new sequence, so leave both 0\nexplore.Config.Faults.ScenarioAnnotation \"no spaces/here\": ")
+
+		cfg = config(correct, 1)
+		cfg.KeptOnly, cfg.Sequences = true, 0
+		_, err = explore.Find(t, c, cfg)
+		require.EqualError(t, err, "explore.Config.KeptOnly: no kept sequence in testdata/explore/TestExplore/a_wrong_config_is_refused_with_every_mistake to replay")
 	})
 }

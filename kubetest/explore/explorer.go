@@ -67,6 +67,9 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 			errs = append(errs, fmt.Errorf("explore.Config.%s %v: want 0 (the default) or more", f.name, f.v))
 		}
 	}
+	if cfg.KeptOnly && (cfg.Sequences != 0 || cfg.Duration != 0) {
+		errs = append(errs, fmt.Errorf("explore.Config.KeptOnly with Sequences %d and Duration %v: KeptOnly replays no new sequence, so leave both 0", cfg.Sequences, cfg.Duration))
+	}
 	crd, err := cfg.Resource.CRD()
 	if err != nil {
 		errs = append(errs, fmt.Errorf("explore.Config.Resource: %w", err))
