@@ -70,12 +70,12 @@ func (c *Client) collection(namespace string) string {
 // Create creates the object doc in namespace and returns it as the API
 // server stored it.
 func (c *Client) Create(ctx context.Context, namespace string, doc []byte) ([]byte, error) {
-	return c.rc.Post().AbsPath(c.collection(namespace)).Body(doc).Do(ctx).Raw()
+	return raw(c.rc.Post().AbsPath(c.collection(namespace)).Body(doc).Do(ctx))
 }
 
 // Get returns the object key names.
 func (c *Client) Get(ctx context.Context, key ports.Key) ([]byte, error) {
-	return c.rc.Get().AbsPath(c.collection(key.Namespace), key.Name).Do(ctx).Raw()
+	return raw(c.rc.Get().AbsPath(c.collection(key.Namespace), key.Name).Do(ctx))
 }
 
 // Update replaces the object key names with doc, or its status when
@@ -87,7 +87,7 @@ func (c *Client) Update(ctx context.Context, key ports.Key, doc []byte, status b
 	if status {
 		p = path.Join(p, "status")
 	}
-	return c.rc.Put().AbsPath(p).Body(doc).Do(ctx).Raw()
+	return raw(c.rc.Put().AbsPath(p).Body(doc).Do(ctx))
 }
 
 // Delete deletes the object key names, as opts say.
@@ -102,5 +102,16 @@ func (c *Client) Delete(ctx context.Context, key ports.Key, opts metav1.DeleteOp
 // List returns the list of the objects of namespace, or of every
 // namespace when it is "", that opts select.
 func (c *Client) List(ctx context.Context, namespace string, opts metav1.ListOptions) ([]byte, error) {
-	return c.rc.Get().AbsPath(c.collection(namespace)).VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Raw()
+	return raw(c.rc.Get().AbsPath(c.collection(namespace)).VersionedParams(&opts, metav1.ParameterCodec).Do(ctx))
+}
+
+// raw returns res's body, or its error decoded from the API server's
+// Status: Result.Raw returns client-go's generic "the server rejected our
+// request" error, without the Status's message and causes, where
+// Result.Error decodes them.
+func raw(res rest.Result) ([]byte, error) {
+	if err := res.Error(); err != nil {
+		return nil, err
+	}
+	return res.Raw()
 }

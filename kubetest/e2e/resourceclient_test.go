@@ -38,16 +38,24 @@ func TestResourceClient_creates_gets_updates_lists_and_deletes_typed_objects(t *
 	require.NoError(t, err)
 	require.Equal(t, created.UID, got.UID)
 
-	got.Spec.Size = 5
+	// The schema's maximum refuses 5: the error is the API server's own,
+	// naming the field, not client-go's generic one.
+	tooMany := got
+	tooMany.Spec.Size = 5
+	_, err = mc.Update(ctx, tooMany)
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	require.ErrorContains(t, err, "spec.size")
+
+	got.Spec.Size = 2
 	updated, err := mc.Update(ctx, got)
 	require.NoError(t, err)
-	require.Equal(t, int32(5), updated.Spec.Size)
+	require.Equal(t, int32(2), updated.Spec.Size)
 
-	updated.Status.ReadyReplicas = 5
+	updated.Status.ReadyReplicas = 2
 	withStatus, err := mc.UpdateStatus(ctx, updated)
 	require.NoError(t, err)
-	require.Equal(t, int32(5), withStatus.Status.ReadyReplicas)
-	require.Equal(t, int32(5), withStatus.Spec.Size)
+	require.Equal(t, int32(2), withStatus.Status.ReadyReplicas)
+	require.Equal(t, int32(2), withStatus.Spec.Size)
 
 	// got's resourceVersion is two writes old: the update conflicts.
 	_, err = mc.Update(ctx, got)
@@ -58,7 +66,7 @@ func TestResourceClient_creates_gets_updates_lists_and_deletes_typed_objects(t *
 	require.NoError(t, err)
 	require.Len(t, web, 1)
 	require.Equal(t, "shop", web[0].Name)
-	require.Equal(t, int32(5), web[0].Status.ReadyReplicas)
+	require.Equal(t, int32(2), web[0].Status.ReadyReplicas)
 	all, err := mc.List(ctx, "", nil)
 	require.NoError(t, err)
 	require.Len(t, all, 2)
