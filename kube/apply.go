@@ -296,17 +296,7 @@ func (r Resource[Spec, Status]) ownerMistakes(obj Object[Spec, Status], o Owner)
 	if o.IsZero() {
 		return nil
 	}
-	var errs []error
-	if o.APIVersion == "" {
-		errs = append(errs, errors.New("the Owner has no APIVersion"))
-	} else if _, err := schema.ParseGroupVersion(o.APIVersion); err != nil {
-		errs = append(errs, fmt.Errorf("the Owner's APIVersion: %w", err))
-	}
-	for _, f := range []struct{ what, value string }{{"Kind", o.Kind}, {"Name", o.Name}, {"UID", string(o.UID)}} {
-		if f.value == "" {
-			errs = append(errs, fmt.Errorf("the Owner has no %s", f.what))
-		}
-	}
+	errs := o.fieldMistakes()
 	switch {
 	case o.Namespace != "" && r.Scope == Cluster:
 		errs = append(errs, fmt.Errorf("the Owner is in the namespace %q, and %s is cluster-scoped: a cluster-scoped object's owner is cluster-scoped too, or the garbage collector never resolves it", o.Namespace, r.name()))

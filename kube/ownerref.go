@@ -103,17 +103,7 @@ func (o Owner) referenceMistakes(namespace string) []error {
 	if o.IsZero() {
 		return []error{errors.New("the Owner is zero: make one with Resource.Owner, Kind.Owner or kube.OwnerOf")}
 	}
-	var errs []error
-	if o.APIVersion == "" {
-		errs = append(errs, errors.New("the Owner has no APIVersion"))
-	} else if _, err := schema.ParseGroupVersion(o.APIVersion); err != nil {
-		errs = append(errs, fmt.Errorf("the Owner's APIVersion: %w", err))
-	}
-	for _, f := range []struct{ what, value string }{{"Kind", o.Kind}, {"Name", o.Name}, {"UID", string(o.UID)}} {
-		if f.value == "" {
-			errs = append(errs, fmt.Errorf("the Owner has no %s", f.what))
-		}
-	}
+	errs := o.fieldMistakes()
 	switch {
 	case o.Namespace != "" && namespace == "":
 		errs = append(errs, fmt.Errorf("the Owner %s %q is in the namespace %q, and the object is cluster-scoped: a cluster-scoped object's owner is cluster-scoped too, or the garbage collector never resolves it", o.Kind, o.Name, o.Namespace))
@@ -130,4 +120,22 @@ func (Owner) joined(what string, errs []error) error {
 		out[i] = fmt.Errorf("%s: %w", what, e)
 	}
 	return errors.Join(out...)
+}
+
+// fieldMistakes returns o's missing or malformed fields: an owner
+// reference needs all four, and the garbage collector reads the group of
+// its APIVersion.
+func (o Owner) fieldMistakes() []error {
+	var errs []error
+	if o.APIVersion == "" {
+		errs = append(errs, errors.New("the Owner has no APIVersion"))
+	} else if _, err := schema.ParseGroupVersion(o.APIVersion); err != nil {
+		errs = append(errs, fmt.Errorf("the Owner's APIVersion: %w", err))
+	}
+	for _, f := range []struct{ what, value string }{{"Kind", o.Kind}, {"Name", o.Name}, {"UID", string(o.UID)}} {
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("the Owner has no %s", f.what))
+		}
+	}
+	return errs
 }
