@@ -64,7 +64,7 @@ func TestStartApp_runs_an_App_against_the_cluster_on_the_real_network(t *testing
 			if _, err := kc.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
 				return nil, err
 			}
-			ln, err := s.Host.Network.Listen(ctx, "tcp", "127.0.0.1:0")
+			ln, err := s.Host.Listen(ctx, "tcp", "127.0.0.1:0")
 			if err != nil {
 				return nil, err
 			}
