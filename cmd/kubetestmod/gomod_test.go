@@ -124,6 +124,31 @@ replace (
 `,
 		},
 		{
+			name: "a stale replace of every version changed, the user's own of one version kept",
+			in: userHead + `
+replace (
+	k8s.io/api v0.0.0 => ../api-fork // the user's own
+	k8s.io/api => k8s.io/api v0.36.1
+	k8s.io/client-go => k8s.io/client-go v0.37.2
+)
+
+replace k8s.io/kubelet => k8s.io/kubelet v0.36.1
+`,
+			problems: []string{
+				"go.mod:12: replace k8s.io/api => k8s.io/api v0.36.1, want replace k8s.io/api => k8s.io/api v0.37.2",
+				"go.mod:16: replace k8s.io/kubelet => k8s.io/kubelet v0.36.1, want replace k8s.io/kubelet => k8s.io/kubelet v0.37.2",
+			},
+			want: userHead + `
+replace (
+	k8s.io/api v0.0.0 => ../api-fork // the user's own
+	k8s.io/api => k8s.io/api v0.37.2
+	k8s.io/client-go => k8s.io/client-go v0.37.2
+)
+
+replace k8s.io/kubelet => k8s.io/kubelet v0.37.2
+`,
+		},
+		{
 			name: "a replace to another place is wrong too",
 			in: userHead + `
 replace (
