@@ -106,12 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, fetch fet
 		fmt.Fprintf(stdout, "%s: already has the %d replaces of %s\n", file, len(olds), src)
 		return nil
 	}
-	info, err := os.Stat(file)
-	if err != nil {
-		return err
-	}
-	//nolint:forbidigo // writing the go.mod the person named is this command's job
-	if err := os.WriteFile(file, out, info.Mode().Perm()); err != nil {
+	if err := replaceFile(file, out); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: wrote the %d replaces of %s\n", file, len(olds), src)
@@ -177,4 +172,46 @@ func download(ctx context.Context, path, version string) (string, []byte, error)
 	}
 	data, err := os.ReadFile(info.GoMod) //nolint:forbidigo // the module cache's copy go reported
 	return info.GoMod, data, err
+}
+
+// replaceFile makes data the content of file all at once: it writes a
+// temporary file beside it and renames it over file once it is whole, so
+// a write that fails, for a full disk or a killed process, leaves file as
+// it was rather than cut short. It keeps file's permissions, and follows
+// a symlink, so the link stays one and its target changes.
+func replaceFile(file string, data []byte) (err error) {
+	target, err := filepath.EvalSymlinks(file)
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(target)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".kubetestmod-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	if err := os.Rename(tmp.Name(), target); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	return nil
 }
