@@ -363,3 +363,40 @@ func FuzzFix(f *testing.F) {
 		require.Equal(t, string(out), string(again))
 	})
 }
+
+// TestExitCode_tells_missing_replaces_from_a_check_that_never_ran runs
+// the command as a CI step does: 1 means the go.mod lacks replaces, 2
+// that the check never ran, and -h is no failure.
+func TestExitCode_tells_missing_replaces_from_a_check_that_never_ran(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "loam", "kubetest"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "website"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "loam", "kubetest", "go.mod"), []byte(kubetestGoMod), 0o600))
+	gomod := filepath.Join(root, "website", "go.mod")
+	require.NoError(t, os.WriteFile(gomod, []byte(userHead+"\nreplace github.com/loam-dev/loam/kubetest => ../loam/kubetest\n"), 0o600))
+	noKubetest := filepath.Join(root, "other.mod")
+	require.NoError(t, os.WriteFile(noKubetest, []byte("module m\n"), 0o600))
+
+	tests := []struct {
+		name   string
+		args   []string
+		want   int
+		stderr string
+	}{
+		{name: "-h prints the usage", args: []string{"-h"}, want: 0, stderr: "usage: kubetestmod"},
+		{name: "a bad flag, reported once", args: []string{"-chek", gomod}, want: 2, stderr: "flag provided but not defined: -chek\nusage: kubetestmod"},
+		{name: "missing replaces", args: []string{"-check", gomod}, want: 1, stderr: gomod + ": missing replace k8s.io/api"},
+		{name: "no go.mod", args: []string{"-check", filepath.Join(root, "none", "go.mod")}, want: 2, stderr: "kubetestmod: open " + filepath.Join(root, "none", "go.mod")},
+		{name: "no kubetest required", args: []string{"-check", noKubetest}, want: 2, stderr: "kubetestmod: " + noKubetest + ": requires no " + KubetestModule},
+		{name: "two go.mods", args: []string{"-check", gomod, gomod}, want: 2, stderr: "kubetestmod: one go.mod at most"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(t.Context(), tt.args, &stdout, &stderr, nil)
+			require.Equal(t, tt.want, exitCode(err, &stderr), "stderr:\n%s", stderr.String())
+			require.Contains(t, stderr.String(), tt.stderr)
+			require.Equal(t, 1, strings.Count(stderr.String(), strings.SplitN(tt.stderr, "\n", 2)[0]), "said once:\n%s", stderr.String())
+		})
+	}
+}

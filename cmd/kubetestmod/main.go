@@ -15,7 +15,10 @@
 //	go run ./cmd/kubetestmod $HOME/src/website/go.mod   # from a loam checkout
 //
 // With -check it writes nothing: it prints each missing or wrong replace,
-// naming the file and the line, and exits 1 when there is any.
+// naming the file and the line, and exits 1 when there is any. It exits 2
+// when it could not do its job — a bad flag, a go.mod it can't read or
+// that requires no kubetest, a kubetest it can't download — so a CI step
+// tells a go.mod to fix from a check that never ran.
 package main
 
 import (
@@ -36,17 +39,36 @@ import (
 
 func main() {
 	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, download)
+	os.Exit(exitCode(err, os.Stderr)) //nolint:forbidigo // a command for people, not an App
+}
+
+// exitCode returns the command's exit code for run's err, as diff's are:
+// 0 for none (and for -h, whose usage is printed), 1 when the go.mod
+// lacks replaces (each printed), and 2 when the command could not do its
+// job: a bad flag, whose message the flag package printed with the usage,
+// or any other error, which it prints to stderr. A CI step tells a go.mod
+// to fix from a check that never ran.
+func exitCode(err error, stderr io.Writer) int {
+	var usage usageError
 	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(2) //nolint:forbidigo // a command for people, not an App
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
 	case errors.Is(err, errProblems):
-		os.Exit(1) //nolint:forbidigo // the problems are printed
+		return 1
+	case errors.As(err, &usage):
+		return 2
 	default:
-		fmt.Fprintln(os.Stderr, "kubetestmod:", err)
-		os.Exit(1) //nolint:forbidigo // a command for people, not an App
+		fmt.Fprintln(stderr, "kubetestmod:", err)
+		return 2
 	}
 }
+
+// usageError is a flag the flag package refused, after printing it and
+// the usage.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
 
 // fetchFunc returns the go.mod of a module version, and the file's name
 // for messages.
@@ -63,7 +85,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, fetch fet
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	file := "go.mod"
 	switch fs.NArg() {
