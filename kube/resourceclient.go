@@ -62,14 +62,18 @@ func NewResourceClient[Spec, Status any](r Resource[Spec, Status], cfg *rest.Con
 //
 // It fails, sending nothing, when obj has neither a name nor a
 // generateName, has no namespace and the Resource is namespaced, or one
-// and it is cluster-scoped, or has another apiVersion or kind than the
-// Resource's. Otherwise its error is the API server's, an
-// *apierrors.StatusError that apierrors.IsAlreadyExists and the like
-// read, wrapped with the operation and the object's namespace and name.
+// and it is cluster-scoped, or one that is no path segment, or has
+// another apiVersion or kind than the Resource's. Otherwise its error is
+// the API server's, an *apierrors.StatusError that
+// apierrors.IsAlreadyExists and the like read, wrapped with the operation
+// and the object's namespace and name.
 func (c *ResourceClient[Spec, Status]) Create(ctx context.Context, obj Object[Spec, Status]) (Object[Spec, Status], error) {
 	var errs []error
 	if obj.Name == "" && obj.GenerateName == "" {
 		errs = append(errs, errors.New("the object has neither a name nor a generateName"))
+	}
+	for _, msg := range rest.IsValidPathSegmentName(obj.Namespace) {
+		errs = append(errs, fmt.Errorf("the namespace %q is no path segment: %s", obj.Namespace, msg))
 	}
 	errs = append(errs, c.typeMistakes(obj)...)
 	if err := c.check("create", obj.Namespace, obj.Name, errs); err != nil {
@@ -145,11 +149,21 @@ func (c *ResourceClient[Spec, Status]) Delete(ctx context.Context, namespace, na
 // List returns every object in namespace, or in every namespace when it
 // is "", whose labels selector matches; a nil selector matches all. It is
 // Cache.List's signature, read live. It fails, sending nothing, when the
-// Resource is cluster-scoped and namespace isn't "".
+// Resource is cluster-scoped and namespace isn't "", or namespace is no
+// path segment, such as "..".
 func (c *ResourceClient[Spec, Status]) List(ctx context.Context, namespace string, selector labels.Selector) ([]Object[Spec, Status], error) {
 	what := fmt.Sprintf("kube: list of %s in %s", c.gk, namespaceName(namespace))
+	var errs []error
 	if c.r.Scope == Cluster && namespace != "" {
-		return nil, fmt.Errorf("%s: %s is cluster-scoped, so its objects are in no namespace: want \"\"", what, c.r.name())
+		errs = append(errs, fmt.Errorf("%s: %s is cluster-scoped, so its objects are in no namespace: want \"\"", what, c.r.name()))
+	}
+	// A namespace such as ".." would name another path, every
+	// namespace's list among them.
+	for _, msg := range rest.IsValidPathSegmentName(namespace) {
+		errs = append(errs, fmt.Errorf("%s: the namespace %q is no path segment: %s", what, namespace, msg))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	var opts metav1.ListOptions
 	if selector != nil {
