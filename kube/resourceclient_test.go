@@ -26,7 +26,7 @@ func TestResourceClient_a_call_with_a_mistake_sends_nothing_and_names_them_all(t
 	pools, err := kube.NewResourceClient(Pool, &rest.Config{Host: "https://api.test", Transport: unreachable{t}})
 	require.NoError(t, err)
 	ctx := t.Context()
-	read := poolObject{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
+	read := poolObject{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", ResourceVersion: "42"}}
 
 	tests := []struct {
 		name string
@@ -44,14 +44,30 @@ func TestResourceClient_a_call_with_a_mistake_sends_nothing_and_names_them_all(t
 			want: []string{`the namespace "shop/pools" is no path segment`},
 		},
 		{
-			name: "a create in a namespace that is no path segment",
+			name: "an update without a resourceVersion, in a namespace that is no path segment",
+			call: func() error {
+				_, err := pools.Update(ctx, poolObject{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "."}})
+				return err
+			},
+			want: []string{`the namespace "." is no path segment`, "the object has no resourceVersion, which the API server requires to update a custom resource"},
+		},
+		{
+			name: "an update of the status without a resourceVersion",
+			call: func() error {
+				_, err := pools.UpdateStatus(ctx, poolObject{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}})
+				return err
+			},
+			want: []string{`kube: update of the status of Pool.pools.example.com "shop/web": the object has no resourceVersion`},
+		},
+		{
+			name: "a create of an object read, in a namespace that is no path segment",
 			call: func() error {
 				o := read
 				o.Namespace = "a/b"
 				_, err := pools.Create(ctx, o)
 				return err
 			},
-			want: []string{`the namespace "a/b" is no path segment`},
+			want: []string{`the namespace "a/b" is no path segment`, `the object has the resourceVersion "42", which the API server refuses on a create`},
 		},
 	}
 	for _, tt := range tests {
