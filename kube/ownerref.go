@@ -57,8 +57,9 @@ func (o Owner) ApplyConfiguration(namespace string) (*metav1ac.OwnerReferenceApp
 // It changes nothing and fails, naming obj and every mistake in one
 // error, when obj is nil, when o is wrong as ControllerReference says
 // (obj's own namespace is the one checked), and when another of obj's
-// owner references is a controller reference already: an object has one
-// controller, and the garbage collector and Owns follow only it.
+// owner references is a controller reference already, an
+// *AlreadyOwnedError that errors.As finds: an object has one controller,
+// and the garbage collector and Owns follow only it.
 func SetControllerReference(obj metav1.Object, o Owner) error {
 	if isNil(obj) {
 		return errors.New("kube: SetControllerReference: the object is nil")
@@ -72,7 +73,7 @@ func SetControllerReference(obj metav1.Object, o Owner) error {
 		case o.UID != "" && ref.UID == o.UID:
 			at = i
 		case ref.Controller != nil && *ref.Controller:
-			errs = append(errs, fmt.Errorf("its ownerReferences[%d] makes %s %s %q its controller already, and an object has one controller", i, ref.APIVersion, ref.Kind, ref.Name))
+			errs = append(errs, &AlreadyOwnedError{Object: Key{Namespace: obj.GetNamespace(), Name: obj.GetName()}, Index: i, Owner: ref})
 		}
 	}
 	if len(errs) > 0 {
@@ -86,6 +87,26 @@ func SetControllerReference(obj metav1.Object, o Owner) error {
 	}
 	obj.SetOwnerReferences(refs)
 	return nil
+}
+
+// AlreadyOwnedError is the mistake SetControllerReference reports for an
+// object that another controls already, as controller-runtime's
+// AlreadyOwnedError is: errors.As finds it in the error, so a Reconciler
+// can tell an object someone else made, such as a Deployment of the same
+// name, which it reports, from a mistake of its own code.
+type AlreadyOwnedError struct {
+	// Object is the object's namespace and name.
+	Object Key
+	// Index is the controller reference's place in the object's
+	// ownerReferences.
+	Index int
+	// Owner is the controller reference the object has.
+	Owner metav1.OwnerReference
+}
+
+// Error names the reference and its controller.
+func (e *AlreadyOwnedError) Error() string {
+	return fmt.Sprintf("its ownerReferences[%d] makes %s %s %q its controller already, and an object has one controller", e.Index, e.Owner.APIVersion, e.Owner.Kind, e.Owner.Name)
 }
 
 // reference is o's controller reference, unchecked.

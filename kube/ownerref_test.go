@@ -1,7 +1,10 @@
 package kube_test
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -109,6 +112,13 @@ func TestSetControllerReference(t *testing.T) {
 			}
 			require.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), len(tc.mistakes), "one error per mistake: %v", err)
 			require.Equal(t, before, obj, "a refused call changes nothing")
+			var owned *kube.AlreadyOwnedError
+			if slices.ContainsFunc(tc.mistakes, func(m string) bool { return strings.Contains(m, "controller already") }) {
+				require.ErrorAs(t, err, &owned, "a Reconciler tells an object another controls from its own mistake")
+				require.Equal(t, kube.AlreadyOwnedError{Object: kube.Key{Namespace: tc.ns, Name: "cache"}, Index: 0, Owner: tc.refs[0]}, *owned)
+			} else {
+				require.False(t, errors.As(err, &owned), "no other controller: %v", err)
+			}
 		})
 	}
 	require.ErrorContains(t, kube.SetControllerReference(nil, shop), "the object is nil")
