@@ -114,7 +114,7 @@ func devValue(v attribute.Value) string {
 	}
 	b, err := json.Marshal(jsonValue(v))
 	if err != nil {
-		return v.Emit()
+		return v.String()
 	}
 	return string(b)
 }
@@ -212,7 +212,7 @@ func (devSpans) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 func (d devSpans) OnEnd(s sdktrace.ReadOnlySpan) {
 	root := !s.Parent().IsValid() || s.Parent().IsRemote()
 	failed := s.Status().Code == codes.Error
-	if !(root && s.SpanKind() != trace.SpanKindClient) && !failed {
+	if (!root || s.SpanKind() == trace.SpanKindClient) && !failed {
 		return
 	}
 	var l devLine

@@ -23,6 +23,7 @@ const childDir = "KUBETESTMOD_TEST_FSIZE_DIR"
 // full disk stops a write part way: the write fails, and the go.mod is
 // the one the person had, not its first 128 bytes.
 func TestRun_a_write_that_fails_leaves_the_go_mod_whole(t *testing.T) {
+	//nolint:forbidigo // the test binary, run again as the child, is told its directory so
 	if dir := os.Getenv(childDir); dir != "" {
 		// The child: SIGXFSZ would kill it; ignored, the write returns
 		// EFBIG instead.
