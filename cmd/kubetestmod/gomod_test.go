@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -337,13 +338,16 @@ func TestRun_refuses_two_files_and_reports_a_missing_one(t *testing.T) {
 	require.ErrorContains(t, run(t.Context(), []string{filepath.Join(t.TempDir(), "go.mod")}, &stdout, &stderr, nil), "no such file")
 }
 
-// FuzzFix checks, for any go.mod that parses, that Fix never panics, and
-// that what it writes parses, checks clean and is fixed for good.
+// FuzzFix checks, for any go.mod that parses, that Fix never panics, that
+// what it writes parses, checks clean and is fixed for good, and that it
+// keeps every replace of the user's own: one of a module at a version, or
+// of a module kubetest doesn't replace.
 func FuzzFix(f *testing.F) {
 	f.Add(userHead)
 	f.Add(userHead + "\nreplace k8s.io/api => k8s.io/api v0.1.0\n")
 	f.Add(userHead + "\nreplace (\n\tk8s.io/api v0.0.0 => ../api\n\t// a comment\n)\n")
 	f.Add("module m\nreplace ( k8s.io/kubelet => x v1.0.0 )\n")
+	f.Add("module m\nreplace (\n\tk8s.io/api v0.0.0 => ../fork\n\tk8s.io/api => k8s.io/api v0.1.0\n\texample.com/x => ../x\n)\n")
 	olds, news, err := Needed("kubetest/go.mod", []byte(kubetestGoMod))
 	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, in string) {
@@ -357,6 +361,15 @@ func FuzzFix(f *testing.F) {
 		g, err := modfile.Parse("go.mod", out, nil)
 		require.NoError(t, err)
 		require.Empty(t, Check(g, olds, news))
+		before, err := modfile.Parse("go.mod", []byte(in), nil)
+		require.NoError(t, err)
+		for _, r := range before.Replace {
+			if slices.Contains(olds, r.Old) {
+				continue
+			}
+			require.True(t, slices.ContainsFunc(g.Replace, func(h *modfile.Replace) bool { return h.Old == r.Old && h.New == r.New }),
+				"the user's replace %v => %v is kept", r.Old, r.New)
+		}
 		again, changed, err := Fix("go.mod", out, olds, news)
 		require.NoError(t, err)
 		require.False(t, changed)
