@@ -254,3 +254,11 @@ func TestTelemetry_FormatRecords_quotes_control_characters(t *testing.T) {
 	tel.Telemetry.LoggerProvider.Logger("t").Emit(t.Context(), r)
 	require.Regexp(t, `^\d\d:\d\d:\d\d\.\d{3} INFO "read\\rFAKE" k="v\\x1b\[2J"\n$`, tel.FormatRecords())
 }
+
+// A nil Init is reported as app.Run reports it, on stderr with the
+// configuration's exit code, not as a panic of apptest's wrapper.
+func TestStart_a_nil_Init_exits_78_saying_so(t *testing.T) {
+	a := apptest.Start(t, nil)
+	require.Equal(t, 78, a.Wait())
+	require.Contains(t, a.Stderr(), "app: Init is nil")
+}
