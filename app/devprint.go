@@ -61,7 +61,7 @@ type devLine struct {
 // and the body.
 func (l *devLine) head(t time.Time, tag, body string) {
 	l.b.WriteString(t.UTC().Format(devTimeLayout))
-	fmt.Fprintf(&l.b, " %-5s %s", tag, body)
+	fmt.Fprintf(&l.b, " %-5s %s", devSafe(tag), devSafe(body))
 }
 
 // attr adds key=value, or, for a value of several lines, such as a stack,
@@ -72,7 +72,7 @@ func (l *devLine) attr(kv attribute.KeyValue) {
 		return
 	}
 	l.b.WriteString("  ")
-	l.b.WriteString(string(kv.Key))
+	l.b.WriteString(devSafe(string(kv.Key)))
 	l.b.WriteByte('=')
 	l.b.WriteString(devValue(kv.Value))
 }
@@ -89,10 +89,10 @@ func (l *devLine) trace(id trace.TraceID) {
 func (l *devLine) bytes() []byte {
 	l.b.WriteByte('\n')
 	for _, kv := range l.below {
-		fmt.Fprintf(&l.b, "    %s:\n", kv.Key)
+		fmt.Fprintf(&l.b, "    %s:\n", devSafe(string(kv.Key)))
 		for line := range strings.Lines(strings.TrimRight(kv.Value.AsString(), "\n")) {
 			l.b.WriteString("      ")
-			l.b.WriteString(strings.TrimRight(line, "\n"))
+			l.b.WriteString(devSafe(strings.TrimRight(line, "\n")))
 			l.b.WriteByte('\n')
 		}
 	}
@@ -118,6 +118,30 @@ func devValue(v attribute.Value) string {
 	}
 	return string(b)
 }
+
+// devSafe returns s with each rune a terminal acts on, a tab's aside,
+// written as a Go escape: a newline or carriage return, which would start
+// what reads as another record, and ESC, which starts a sequence that
+// recolours or clears the screen. A record's text may carry what the
+// cluster's objects hold, which their writers chose.
+func devSafe(s string) string {
+	if !strings.ContainsFunc(s, devUnsafe) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !devUnsafe(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+// devUnsafe reports whether a terminal would act on r rather than print it.
+func devUnsafe(r rune) bool { return r != '\t' && !unicode.IsPrint(r) }
 
 // devDuration writes d to a precision a person reads: 850µs, 2.1ms, 1.25s.
 func devDuration(d time.Duration) string {

@@ -38,7 +38,9 @@ func DevWriter(w io.Writer) DevOption {
 // every span that ended in an error, with the error. A reconcile's records,
 // those its Reconciler logs through klog.FromContext(ctx) among them, come
 // before its span's line and carry the same trace. An exception's stack is
-// printed below its line, indented.
+// printed below its line, indented. A control character in a record's
+// text — a newline, a carriage return, a terminal's ESC — is printed as
+// its Go escape, so no text logged forges a line or drives the terminal.
 //
 // It prints to the Process's stderr unless DevWriter says otherwise.
 // Metrics are no-ops. Nothing is batched: each line is written as its

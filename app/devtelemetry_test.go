@@ -152,3 +152,25 @@ func (w *failingWriter) Write([]byte) (int, error) {
 	w.calls++
 	return 0, errors.New("disk full")
 }
+
+// A record's text can't forge another line or drive the terminal: a
+// newline, a carriage return and ESC in its body, its keys and its values
+// below the line are printed as escapes.
+func TestDevTelemetryEscapesWhatATerminalWouldActOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newTestProcess(nil)
+		var w bytes.Buffer
+		init := func(ctx context.Context, s *app.Setup) ([]app.Service, error) {
+			var r log.Record
+			r.SetTimestamp(time.Now())
+			r.SetSeverity(log.SeverityInfo)
+			r.SetBody(attribute.StringValue("read web\n00:00:00.000 ERROR forged\r\x1b[2J"))
+			r.AddAttributes(attribute.String("k\x1b[31m", "v"), attribute.String("stack", "first\n\x1b[2Jsecond\n"))
+			s.Telemetry.LoggerProvider.Logger("test").Emit(ctx, r)
+			return nil, nil
+		}
+		require.Equal(t, 0, app.Run(t.Context(), init, p.option(), app.WithDevTelemetry(app.DevWriter(&w))))
+		require.Equal(t, `00:00:00.000 INFO  read web\n00:00:00.000 ERROR forged\r\x1b[2J  k\x1b[31m=v`+"\n"+
+			"    stack:\n      first\n      \\x1b[2Jsecond\n", w.String())
+	})
+}

@@ -50,15 +50,18 @@ func (o Owner) ApplyConfiguration(namespace string) (*metav1ac.OwnerReferenceApp
 // SetControllerReference makes o the controller of obj, as
 // controller-runtime's function of the name does: it sets, in obj's owner
 // references, o's controller reference (see ControllerReference),
-// replacing a reference that names o already, by its uid, and leaving
-// every other as it is. obj is then written by the caller, with
+// replacing each reference that names o already — by its uid, or, as
+// controller-runtime does, by its group, kind and name, such as one to an
+// earlier object of o's name that the garbage collector hasn't resolved —
+// and leaving every other as it is. obj is then written by the caller, with
 // client-go's typed clients or an update.
 //
 // It changes nothing and fails, naming obj and every mistake in one
 // error, when obj is nil, when o is wrong as ControllerReference says
 // (obj's own namespace is the one checked), and when another of obj's
-// owner references is a controller reference already: an object has one
-// controller, and the garbage collector and Owns follow only it.
+// owner references is a controller reference already, an
+// *AlreadyOwnedError that errors.As finds: an object has one controller,
+// and the garbage collector and Owns follow only it.
 func SetControllerReference(obj metav1.Object, o Owner) error {
 	if isNil(obj) {
 		return errors.New("kube: SetControllerReference: the object is nil")
@@ -67,25 +70,60 @@ func SetControllerReference(obj metav1.Object, o Owner) error {
 	errs := o.referenceMistakes(obj.GetNamespace())
 	refs := obj.GetOwnerReferences()
 	at := -1
+	var kept []metav1.OwnerReference
 	for i, ref := range refs {
 		switch {
-		case o.UID != "" && ref.UID == o.UID:
-			at = i
+		case o.names(ref):
+			if at < 0 {
+				at = len(kept)
+			}
+			continue
 		case ref.Controller != nil && *ref.Controller:
-			errs = append(errs, fmt.Errorf("its ownerReferences[%d] makes %s %s %q its controller already, and an object has one controller", i, ref.APIVersion, ref.Kind, ref.Name))
+			errs = append(errs, &AlreadyOwnedError{Object: Key{Namespace: obj.GetNamespace(), Name: obj.GetName()}, Index: i, Owner: ref})
 		}
+		kept = append(kept, ref)
 	}
 	if len(errs) > 0 {
 		return o.joined(what, errs)
 	}
-	refs = slices.Clone(refs)
-	if at >= 0 {
-		refs[at] = o.reference()
-	} else {
-		refs = append(refs, o.reference())
+	if at < 0 {
+		at = len(kept)
 	}
-	obj.SetOwnerReferences(refs)
+	obj.SetOwnerReferences(slices.Insert(kept, at, o.reference()))
 	return nil
+}
+
+// names reports whether ref names o: by its uid, or by its group, kind
+// and name, as controller-runtime matches a reference, so a reference to
+// an earlier object of o's name (deleted and made again, with a new uid)
+// or of another version of o's resource is o's, not another controller.
+func (o Owner) names(ref metav1.OwnerReference) bool {
+	if o.UID != "" && ref.UID == o.UID {
+		return true
+	}
+	refGV, err1 := schema.ParseGroupVersion(ref.APIVersion)
+	ownerGV, err2 := schema.ParseGroupVersion(o.APIVersion)
+	return err1 == nil && err2 == nil && o.Name != "" && refGV.Group == ownerGV.Group && ref.Kind == o.Kind && ref.Name == o.Name
+}
+
+// AlreadyOwnedError is the mistake SetControllerReference reports for an
+// object that another controls already, as controller-runtime's
+// AlreadyOwnedError is: errors.As finds it in the error, so a Reconciler
+// can tell an object someone else made, such as a Deployment of the same
+// name, which it reports, from a mistake of its own code.
+type AlreadyOwnedError struct {
+	// Object is the object's namespace and name.
+	Object Key
+	// Index is the controller reference's place in the object's
+	// ownerReferences.
+	Index int
+	// Owner is the controller reference the object has.
+	Owner metav1.OwnerReference
+}
+
+// Error names the reference and its controller.
+func (e *AlreadyOwnedError) Error() string {
+	return fmt.Sprintf("its ownerReferences[%d] makes %s %s %q its controller already, and an object has one controller", e.Index, e.Owner.APIVersion, e.Owner.Kind, e.Owner.Name)
 }
 
 // reference is o's controller reference, unchecked.

@@ -1,7 +1,10 @@
 package kube_test
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,6 +85,16 @@ func TestSetControllerReference(t *testing.T) {
 		{name: "again: the reference is replaced, not doubled", ns: "shop", owner: shop,
 			refs: []metav1.OwnerReference{{APIVersion: "cache.example.com/v1alpha1", Kind: "Memcached", Name: "shop", UID: "uid-shop"}, other},
 			want: []metav1.OwnerReference{ref(shop), other}},
+		{name: "a stale controller reference to an earlier object of the owner's name, and one of another version: replaced by one", ns: "shop", owner: shop,
+			refs: []metav1.OwnerReference{
+				other,
+				{APIVersion: "cache.example.com/v1alpha1", Kind: "Memcached", Name: "shop", UID: "uid-of-a-deleted-shop", Controller: new(true), BlockOwnerDeletion: new(true)},
+				{APIVersion: "cache.example.com/v1beta1", Kind: "Memcached", Name: "shop", UID: "uid-shop"},
+			},
+			want: []metav1.OwnerReference{other, ref(shop)}},
+		{name: "a controller of the same kind and another name", ns: "shop", owner: shop,
+			refs:     []metav1.OwnerReference{{APIVersion: "cache.example.com/v1alpha1", Kind: "Memcached", Name: "other", UID: "uid-other", Controller: new(true)}},
+			mistakes: []string{`its ownerReferences[0] makes cache.example.com/v1alpha1 Memcached "other" its controller already`}},
 		{name: "a second controller", ns: "shop", owner: shop,
 			refs:     []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web", Controller: new(true)}},
 			mistakes: []string{`its ownerReferences[0] makes apps/v1 Deployment "web" its controller already`}},
@@ -109,6 +122,13 @@ func TestSetControllerReference(t *testing.T) {
 			}
 			require.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), len(tc.mistakes), "one error per mistake: %v", err)
 			require.Equal(t, before, obj, "a refused call changes nothing")
+			var owned *kube.AlreadyOwnedError
+			if slices.ContainsFunc(tc.mistakes, func(m string) bool { return strings.Contains(m, "controller already") }) {
+				require.ErrorAs(t, err, &owned, "a Reconciler tells an object another controls from its own mistake")
+				require.Equal(t, kube.AlreadyOwnedError{Object: kube.Key{Namespace: tc.ns, Name: "cache"}, Index: 0, Owner: tc.refs[0]}, *owned)
+			} else {
+				require.False(t, errors.As(err, &owned), "no other controller: %v", err)
+			}
 		})
 	}
 	require.ErrorContains(t, kube.SetControllerReference(nil, shop), "the object is nil")

@@ -61,15 +61,25 @@ func NewResourceClient[Spec, Status any](r Resource[Spec, Status], cfg *rest.Con
 // with UpdateStatus.
 //
 // It fails, sending nothing, when obj has neither a name nor a
-// generateName, has no namespace and the Resource is namespaced, or one
-// and it is cluster-scoped, or has another apiVersion or kind than the
-// Resource's. Otherwise its error is the API server's, an
-// *apierrors.StatusError that apierrors.IsAlreadyExists and the like
-// read, wrapped with the operation and the object's namespace and name.
+// generateName, has a resourceVersion (it was read: the API server
+// refuses it), has no namespace and the Resource is namespaced, or one
+// and it is cluster-scoped, or one that is no path segment, or has
+// another apiVersion or kind than the Resource's. Otherwise its error is
+// the API server's, an *apierrors.StatusError that
+// apierrors.IsAlreadyExists and the like read, wrapped with the operation
+// and the object's namespace and name.
 func (c *ResourceClient[Spec, Status]) Create(ctx context.Context, obj Object[Spec, Status]) (Object[Spec, Status], error) {
 	var errs []error
 	if obj.Name == "" && obj.GenerateName == "" {
 		errs = append(errs, errors.New("the object has neither a name nor a generateName"))
+	}
+	for _, msg := range rest.IsValidPathSegmentName(obj.Namespace) {
+		errs = append(errs, fmt.Errorf("the namespace %q is no path segment: %s", obj.Namespace, msg))
+	}
+	if obj.ResourceVersion != "" {
+		// The API server answers a 500, "resourceVersion should not be
+		// set on objects to be created": say what to do instead.
+		errs = append(errs, fmt.Errorf("the object has the resourceVersion %q, which the API server refuses on a create: clear it to create a copy of an object read, or Update the object", obj.ResourceVersion))
 	}
 	errs = append(errs, c.typeMistakes(obj)...)
 	if err := c.check("create", obj.Namespace, obj.Name, errs); err != nil {
@@ -99,9 +109,10 @@ func (c *ResourceClient[Spec, Status]) Get(ctx context.Context, namespace, name 
 // the API server stored it; the status is left as it was (UpdateStatus
 // writes it). obj's resourceVersion, as Get or an earlier write returned
 // it, makes the update fail with an error apierrors.IsConflict reads when
-// the object has changed since; an empty one overwrites whatever is
-// there. It fails, sending nothing, as Get does for obj's namespace and
-// name, and as Create does for its apiVersion and kind.
+// the object has changed since. The API server updates a custom resource
+// only against a resourceVersion, so Update fails, sending nothing, when
+// obj has none; and as Get does for obj's namespace and name, and as
+// Create does for its apiVersion and kind.
 func (c *ResourceClient[Spec, Status]) Update(ctx context.Context, obj Object[Spec, Status]) (Object[Spec, Status], error) {
 	return c.update(ctx, "update", obj, false)
 }
@@ -116,6 +127,12 @@ func (c *ResourceClient[Spec, Status]) UpdateStatus(ctx context.Context, obj Obj
 
 func (c *ResourceClient[Spec, Status]) update(ctx context.Context, op string, obj Object[Spec, Status], status bool) (Object[Spec, Status], error) {
 	errs := append(c.keyMistakes(obj.Namespace, obj.Name), c.typeMistakes(obj)...)
+	if obj.ResourceVersion == "" {
+		// The API server's answer, a 422 that metadata.resourceVersion
+		// "must be specified for an update", is the same: say where one
+		// comes from.
+		errs = append(errs, errors.New("the object has no resourceVersion, which the API server requires to update a custom resource: update the object Get or an earlier write returned"))
+	}
 	if err := c.check(op, obj.Namespace, obj.Name, errs); err != nil {
 		return Object[Spec, Status]{}, err
 	}
@@ -145,11 +162,21 @@ func (c *ResourceClient[Spec, Status]) Delete(ctx context.Context, namespace, na
 // List returns every object in namespace, or in every namespace when it
 // is "", whose labels selector matches; a nil selector matches all. It is
 // Cache.List's signature, read live. It fails, sending nothing, when the
-// Resource is cluster-scoped and namespace isn't "".
+// Resource is cluster-scoped and namespace isn't "", or namespace is no
+// path segment, such as "..".
 func (c *ResourceClient[Spec, Status]) List(ctx context.Context, namespace string, selector labels.Selector) ([]Object[Spec, Status], error) {
 	what := fmt.Sprintf("kube: list of %s in %s", c.gk, namespaceName(namespace))
+	var errs []error
 	if c.r.Scope == Cluster && namespace != "" {
-		return nil, fmt.Errorf("%s: %s is cluster-scoped, so its objects are in no namespace: want \"\"", what, c.r.name())
+		errs = append(errs, fmt.Errorf("%s: %s is cluster-scoped, so its objects are in no namespace: want \"\"", what, c.r.name()))
+	}
+	// A namespace such as ".." would name another path, every
+	// namespace's list among them.
+	for _, msg := range rest.IsValidPathSegmentName(namespace) {
+		errs = append(errs, fmt.Errorf("%s: the namespace %q is no path segment: %s", what, namespace, msg))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	var opts metav1.ListOptions
 	if selector != nil {

@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/loam-dev/loam/app"
@@ -32,8 +33,21 @@ const KubeconfigFile = "kubeconfig"
 // code; a test that failed logs its stderr and records. A WithHost or an
 // app.WithHost among opts replaces the Host, and the real network with
 // it.
+//
+// It stops the test with Fatal, naming each, when c or init is nil.
 func StartApp(t testing.TB, c *Cluster, init app.Init, opts ...apptest.Option) *apptest.App {
 	t.Helper()
+	var errs []error
+	if c == nil {
+		errs = append(errs, errors.New("the Cluster is nil"))
+	}
+	if init == nil {
+		errs = append(errs, errors.New("the Init is nil"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("kubetest: StartApp: %v", err)
+		return nil
+	}
 	h := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{KubeconfigFile: c.Kubeconfig()}))
 	all := append([]apptest.Option{
 		apptest.WithHost(h),

@@ -129,10 +129,15 @@ func Start(tb testing.TB, init app.Init, opts ...Option) *App {
 		app.WithProcess(process),
 		app.WithTelemetry(a.telemetry.Builder()),
 	}, c.appOpts...)
-	recorded := func(ctx context.Context, s *app.Setup) ([]app.Service, error) {
-		a.setup = s
-		defer close(a.initReturned)
-		return init(ctx, s)
+	// A nil init stays nil, so app.Run reports it as it would in main,
+	// rather than the wrapper's call of it panicking.
+	var recorded app.Init
+	if init != nil {
+		recorded = func(ctx context.Context, s *app.Setup) ([]app.Service, error) {
+			a.setup = s
+			defer close(a.initReturned)
+			return init(ctx, s)
+		}
 	}
 
 	tb.Cleanup(a.cleanup)

@@ -241,3 +241,24 @@ func TestStart_logs_the_App_s_records_when_the_test_failed(t *testing.T) {
 func TestTelemetry_FormatRecords_of_none_is_empty(t *testing.T) {
 	require.Empty(t, apptest.NewTelemetry().FormatRecords())
 }
+
+// A record's control characters are quoted, as its newlines are: a
+// carriage return or a terminal's ESC in what the App logged would
+// otherwise rewrite the test's own output.
+func TestTelemetry_FormatRecords_quotes_control_characters(t *testing.T) {
+	tel := apptest.NewTelemetry()
+	var r otellog.Record
+	r.SetSeverityText("INFO")
+	r.SetBody(attribute.StringValue("read\rFAKE"))
+	r.AddAttributes(attribute.String("k", "v\x1b[2J"))
+	tel.Telemetry.LoggerProvider.Logger("t").Emit(t.Context(), r)
+	require.Regexp(t, `^\d\d:\d\d:\d\d\.\d{3} INFO "read\\rFAKE" k="v\\x1b\[2J"\n$`, tel.FormatRecords())
+}
+
+// A nil Init is reported as app.Run reports it, on stderr with the
+// configuration's exit code, not as a panic of apptest's wrapper.
+func TestStart_a_nil_Init_exits_78_saying_so(t *testing.T) {
+	a := apptest.Start(t, nil)
+	require.Equal(t, 78, a.Wait())
+	require.Contains(t, a.Stderr(), "app: Init is nil")
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
@@ -136,7 +137,7 @@ func (t *Telemetry) Records() []sdklog.Record {
 // FormatRecords returns the log records emitted, one a line, in the
 // order they were emitted, as a person reads a log: the time, the
 // severity, the body and each attribute as key=value, strings quoted when
-// they hold a space or a quote. It returns "" when none was emitted.
+// they hold a space, a quote or a control character. It returns "" when none was emitted.
 func (t *Telemetry) FormatRecords() string {
 	var b strings.Builder
 	for _, r := range t.Records() {
@@ -162,9 +163,10 @@ func (t *Telemetry) FormatRecords() string {
 }
 
 // quoted returns s as it is, or quoted when a reader couldn't tell where
-// it ends.
+// it ends, or it holds a character a terminal acts on, such as a carriage
+// return or ESC, which would rewrite the test's output.
 func quoted(s string) string {
-	if s == "" || strings.ContainsAny(s, " \t\n\"=") {
+	if s == "" || strings.ContainsAny(s, " \t\n\"=") || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
 		return strconv.Quote(s)
 	}
 	return s

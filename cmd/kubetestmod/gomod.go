@@ -168,9 +168,7 @@ func Fix(file string, data []byte, olds, news []module.Version) ([]byte, bool, e
 			missing = append(missing, p)
 			continue
 		}
-		if err := f.AddReplace(p.Old.Path, p.Old.Version, p.Want.Path, p.Want.Version); err != nil {
-			return nil, false, fmt.Errorf("%s:%d: %w", file, p.Line, err)
-		}
+		setReplace(f, p.Old, p.Want)
 	}
 	if len(missing) > 0 {
 		addMissing(f, olds, missing)
@@ -190,6 +188,33 @@ func Fix(file string, data []byte, olds, news []module.Version) ([]byte, bool, e
 		return nil, false, fmt.Errorf("%s: the rewritten go.mod still lacks %d replaces", file, len(left))
 	}
 	return out, true, nil
+}
+
+// setReplace changes the replace of exactly old in f, the one Check read,
+// to replace it with want, where it is and with its comments. It is not
+// modfile's AddReplace, which, for an old of no version, rewrites the
+// first replace of old's path at any version, the user's own of one
+// version among them, and deletes the others.
+func setReplace(f *modfile.File, old, want module.Version) {
+	var have *modfile.Replace
+	for _, r := range f.Replace {
+		if r.Old == old {
+			have = r
+		}
+	}
+	tokens := []string{modfile.AutoQuote(old.Path)}
+	if old.Version != "" {
+		tokens = append(tokens, old.Version)
+	}
+	tokens = append(tokens, "=>", modfile.AutoQuote(want.Path))
+	if want.Version != "" {
+		tokens = append(tokens, want.Version)
+	}
+	if !have.Syntax.InBlock {
+		tokens = append([]string{"replace"}, tokens...)
+	}
+	have.Syntax.Token = tokens
+	have.New = want
 }
 
 // addMissing adds the missing replaces to the block of f that holds

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,6 +122,31 @@ replace (
 	k8s.io/client-go => k8s.io/client-go v0.37.2
 	k8s.io/kubelet => k8s.io/kubelet v0.37.2
 )
+`,
+		},
+		{
+			name: "a stale replace of every version changed, the user's own of one version kept",
+			in: userHead + `
+replace (
+	k8s.io/api v0.0.0 => ../api-fork // the user's own
+	k8s.io/api => k8s.io/api v0.36.1
+	k8s.io/client-go => k8s.io/client-go v0.37.2
+)
+
+replace k8s.io/kubelet => k8s.io/kubelet v0.36.1
+`,
+			problems: []string{
+				"go.mod:12: replace k8s.io/api => k8s.io/api v0.36.1, want replace k8s.io/api => k8s.io/api v0.37.2",
+				"go.mod:16: replace k8s.io/kubelet => k8s.io/kubelet v0.36.1, want replace k8s.io/kubelet => k8s.io/kubelet v0.37.2",
+			},
+			want: userHead + `
+replace (
+	k8s.io/api v0.0.0 => ../api-fork // the user's own
+	k8s.io/api => k8s.io/api v0.37.2
+	k8s.io/client-go => k8s.io/client-go v0.37.2
+)
+
+replace k8s.io/kubelet => k8s.io/kubelet v0.37.2
 `,
 		},
 		{
@@ -312,13 +338,16 @@ func TestRun_refuses_two_files_and_reports_a_missing_one(t *testing.T) {
 	require.ErrorContains(t, run(t.Context(), []string{filepath.Join(t.TempDir(), "go.mod")}, &stdout, &stderr, nil), "no such file")
 }
 
-// FuzzFix checks, for any go.mod that parses, that Fix never panics, and
-// that what it writes parses, checks clean and is fixed for good.
+// FuzzFix checks, for any go.mod that parses, that Fix never panics, that
+// what it writes parses, checks clean and is fixed for good, and that it
+// keeps every replace of the user's own: one of a module at a version, or
+// of a module kubetest doesn't replace.
 func FuzzFix(f *testing.F) {
 	f.Add(userHead)
 	f.Add(userHead + "\nreplace k8s.io/api => k8s.io/api v0.1.0\n")
 	f.Add(userHead + "\nreplace (\n\tk8s.io/api v0.0.0 => ../api\n\t// a comment\n)\n")
 	f.Add("module m\nreplace ( k8s.io/kubelet => x v1.0.0 )\n")
+	f.Add("module m\nreplace (\n\tk8s.io/api v0.0.0 => ../fork\n\tk8s.io/api => k8s.io/api v0.1.0\n\texample.com/x => ../x\n)\n")
 	olds, news, err := Needed("kubetest/go.mod", []byte(kubetestGoMod))
 	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, in string) {
@@ -332,9 +361,55 @@ func FuzzFix(f *testing.F) {
 		g, err := modfile.Parse("go.mod", out, nil)
 		require.NoError(t, err)
 		require.Empty(t, Check(g, olds, news))
+		before, err := modfile.Parse("go.mod", []byte(in), nil)
+		require.NoError(t, err)
+		for _, r := range before.Replace {
+			if slices.Contains(olds, r.Old) {
+				continue
+			}
+			require.True(t, slices.ContainsFunc(g.Replace, func(h *modfile.Replace) bool { return h.Old == r.Old && h.New == r.New }),
+				"the user's replace %v => %v is kept", r.Old, r.New)
+		}
 		again, changed, err := Fix("go.mod", out, olds, news)
 		require.NoError(t, err)
 		require.False(t, changed)
 		require.Equal(t, string(out), string(again))
 	})
+}
+
+// TestExitCode_tells_missing_replaces_from_a_check_that_never_ran runs
+// the command as a CI step does: 1 means the go.mod lacks replaces, 2
+// that the check never ran, and -h is no failure.
+func TestExitCode_tells_missing_replaces_from_a_check_that_never_ran(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "loam", "kubetest"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "website"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "loam", "kubetest", "go.mod"), []byte(kubetestGoMod), 0o600))
+	gomod := filepath.Join(root, "website", "go.mod")
+	require.NoError(t, os.WriteFile(gomod, []byte(userHead+"\nreplace github.com/loam-dev/loam/kubetest => ../loam/kubetest\n"), 0o600))
+	noKubetest := filepath.Join(root, "other.mod")
+	require.NoError(t, os.WriteFile(noKubetest, []byte("module m\n"), 0o600))
+
+	tests := []struct {
+		name   string
+		args   []string
+		want   int
+		stderr string
+	}{
+		{name: "-h prints the usage", args: []string{"-h"}, want: 0, stderr: "usage: kubetestmod"},
+		{name: "a bad flag, reported once", args: []string{"-chek", gomod}, want: 2, stderr: "flag provided but not defined: -chek\nusage: kubetestmod"},
+		{name: "missing replaces", args: []string{"-check", gomod}, want: 1, stderr: gomod + ": missing replace k8s.io/api"},
+		{name: "no go.mod", args: []string{"-check", filepath.Join(root, "none", "go.mod")}, want: 2, stderr: "kubetestmod: open " + filepath.Join(root, "none", "go.mod")},
+		{name: "no kubetest required", args: []string{"-check", noKubetest}, want: 2, stderr: "kubetestmod: " + noKubetest + ": requires no " + KubetestModule},
+		{name: "two go.mods", args: []string{"-check", gomod, gomod}, want: 2, stderr: "kubetestmod: one go.mod at most"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(t.Context(), tt.args, &stdout, &stderr, nil)
+			require.Equal(t, tt.want, exitCode(err, &stderr), "stderr:\n%s", stderr.String())
+			require.Contains(t, stderr.String(), tt.stderr)
+			require.Equal(t, 1, strings.Count(stderr.String(), strings.SplitN(tt.stderr, "\n", 2)[0]), "said once:\n%s", stderr.String())
+		})
+	}
 }

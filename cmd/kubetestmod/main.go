@@ -15,7 +15,10 @@
 //	go run ./cmd/kubetestmod $HOME/src/website/go.mod   # from a loam checkout
 //
 // With -check it writes nothing: it prints each missing or wrong replace,
-// naming the file and the line, and exits 1 when there is any.
+// naming the file and the line, and exits 1 when there is any. It exits 2
+// when it could not do its job — a bad flag, a go.mod it can't read or
+// that requires no kubetest, a kubetest it can't download — so a CI step
+// tells a go.mod to fix from a check that never ran.
 package main
 
 import (
@@ -36,17 +39,36 @@ import (
 
 func main() {
 	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, download)
+	os.Exit(exitCode(err, os.Stderr)) //nolint:forbidigo // a command for people, not an App
+}
+
+// exitCode returns the command's exit code for run's err, as diff's are:
+// 0 for none (and for -h, whose usage is printed), 1 when the go.mod
+// lacks replaces (each printed), and 2 when the command could not do its
+// job: a bad flag, whose message the flag package printed with the usage,
+// or any other error, which it prints to stderr. A CI step tells a go.mod
+// to fix from a check that never ran.
+func exitCode(err error, stderr io.Writer) int {
+	var usage usageError
 	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(2) //nolint:forbidigo // a command for people, not an App
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
 	case errors.Is(err, errProblems):
-		os.Exit(1) //nolint:forbidigo // the problems are printed
+		return 1
+	case errors.As(err, &usage):
+		return 2
 	default:
-		fmt.Fprintln(os.Stderr, "kubetestmod:", err)
-		os.Exit(1) //nolint:forbidigo // a command for people, not an App
+		fmt.Fprintln(stderr, "kubetestmod:", err)
+		return 2
 	}
 }
+
+// usageError is a flag the flag package refused, after printing it and
+// the usage.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
 
 // fetchFunc returns the go.mod of a module version, and the file's name
 // for messages.
@@ -63,7 +85,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, fetch fet
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	file := "go.mod"
 	switch fs.NArg() {
@@ -106,12 +131,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, fetch fet
 		fmt.Fprintf(stdout, "%s: already has the %d replaces of %s\n", file, len(olds), src)
 		return nil
 	}
-	info, err := os.Stat(file)
-	if err != nil {
-		return err
-	}
-	//nolint:forbidigo // writing the go.mod the person named is this command's job
-	if err := os.WriteFile(file, out, info.Mode().Perm()); err != nil {
+	if err := replaceFile(file, out); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: wrote the %d replaces of %s\n", file, len(olds), src)
@@ -177,4 +197,46 @@ func download(ctx context.Context, path, version string) (string, []byte, error)
 	}
 	data, err := os.ReadFile(info.GoMod) //nolint:forbidigo // the module cache's copy go reported
 	return info.GoMod, data, err
+}
+
+// replaceFile makes data the content of file all at once: it writes a
+// temporary file beside it and renames it over file once it is whole, so
+// a write that fails, for a full disk or a killed process, leaves file as
+// it was rather than cut short. It keeps file's permissions, and follows
+// a symlink, so the link stays one and its target changes.
+func replaceFile(file string, data []byte) (err error) {
+	target, err := filepath.EvalSymlinks(file)
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(target)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".kubetestmod-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	if err := os.Rename(tmp.Name(), target); err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	return nil
 }

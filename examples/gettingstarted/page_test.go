@@ -103,6 +103,9 @@ func TestGettingStarted(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o600))
 
 	run(t, dir, "go", "mod", "tidy") // 4
+	// 7's command, kubetest's, loads from the go.mod and go.sum tidy
+	// left, with no entry missing: go run builds it from them.
+	run(t, dir, "go", "list", "-deps", "github.com/loam-dev/loam/kubetest/cmd/kubetest")
 	goroot := strings.TrimSpace(run(t, dir, "go", "env", "GOROOT"))
 	require.Empty(t, run(t, dir, filepath.Join(goroot, "bin", "gofmt"), "-l", "."), "gofmt would change the page's Go files")
 	run(t, dir, "go", "vet", "./...")
@@ -125,12 +128,13 @@ func hasCommand(lines []string, want string) bool {
 
 // run runs name with args in dir, offline, with make test's build flags,
 // and returns its output; it fails the test with the output if the
-// command fails.
+// command fails. It sets no -mod=mod, which would add what the go.mod or
+// go.sum lacks: the commands read them as a person's do.
 func run(t *testing.T, dir, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(cmd.Environ(), "GOPROXY=off", "GOWORK=off", "GOFLAGS=-buildvcs=false -trimpath -mod=mod")
+	cmd.Env = append(cmd.Environ(), "GOPROXY=off", "GOWORK=off", "GOFLAGS=-buildvcs=false -trimpath")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

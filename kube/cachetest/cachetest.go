@@ -38,7 +38,9 @@ import (
 // or has a mistake NewController would report, when it is watched by a
 // Controller or filled already (a Cache is one Controller's; fill each
 // test's own, or run the tests that fill one in sequence), and when an
-// object has no name, is there twice, or fails the Transform.
+// object has no name, has no namespace and its resource is namespaced or
+// one and it is cluster-scoped (the API server holds no such object), is
+// there twice, or fails the Transform.
 func Fill[T any](t testing.TB, c *kube.Cache[T], settings kube.Settings, objs ...T) {
 	t.Helper()
 	empty, err := c.Snapshot(sealed.Token{}, settings, objs)
