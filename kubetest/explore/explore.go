@@ -32,13 +32,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/internal/corpus"
-	"github.com/loam-dev/loam/kubetest/internal/generate"
 	"github.com/loam-dev/loam/kubetest/internal/shrink"
 )
 
@@ -119,6 +119,19 @@ type Config[S, T any] struct {
 	// Faults picks the kinds of fault the explorer injects: by default
 	// crashes and stale views.
 	Faults Faults
+	// ConfigMaps and Secrets are created in each replay's namespace
+	// before its first step, for the explored objects to name. Leave
+	// their Namespace empty: each replay has its own.
+	ConfigMaps []corev1.ConfigMap
+	Secrets    []corev1.Secret
+	// References names the string fields of the spec that name a
+	// ConfigMap or a Secret of the namespace, by their path from the
+	// spec, such as "configMap" or "auth.secretName", each with the kind
+	// it names, "ConfigMap" or "Secret". The generator draws such a
+	// field from the names of the Config's objects of that kind or, one
+	// time in n+1 for n of them, makes a name as for any other string,
+	// so that an object missing is explored too.
+	References map[string]string
 }
 
 // ScenarioMember is the W3C baggage member the explorer's scenarios
@@ -236,7 +249,7 @@ func find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T], migrate
 			return f, nil
 		}
 	}
-	g := generate.New(cfg.Seed)
+	g := e.generator(cfg.Seed)
 	began := time.Now()
 	n := 0
 	for ; !cfg.KeptOnly && (cfg.Duration > 0 && time.Since(began) < cfg.Duration || cfg.Duration == 0 && n < e.sequences); n++ {
@@ -258,7 +271,7 @@ func find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T], migrate
 
 // sequence returns the n-th sequence of seed, with its faults.
 func (e *explorer) sequence(seed uint64, n int) ([]Step, error) {
-	g := generate.New(seed)
+	g := e.generator(seed)
 	for i := 0; ; i++ {
 		changes, err := g.Steps(e.specSchema, e.names, e.steps)
 		if err != nil {

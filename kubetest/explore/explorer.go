@@ -46,6 +46,11 @@ type explorer struct {
 	faults                 Faults
 	// server restarts the API server, for every replay.
 	server *restarter
+	// seeds are the objects created in each replay's namespace before
+	// its first step, and refs the names each field of the spec that
+	// names one is drawn from, by its path.
+	seeds []seed
+	refs  map[string][]string
 	// annotation and codec carry a step's failed requests, when
 	// transient errors are on.
 	annotation string
@@ -103,6 +108,16 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 	if !ok {
 		errs = append(errs, fmt.Errorf("explore.Config.Resource: %s has no spec to change", crd.Spec.Names.Kind))
 	}
+	seedObjects, seedNames, err := seeds(cfg.ConfigMaps, cfg.Secrets)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	var refs map[string][]string
+	if ok {
+		if refs, err = references(cfg.References, &spec, seedNames); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	settled, err := oracle.Settled(root)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("explore.Config.Resource: %s: %w", crd.Spec.Names.Kind, err))
@@ -131,7 +146,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		sequences: cmp.Or(cfg.Sequences, 1), steps: cmp.Or(cfg.Steps, 8),
 		quiet: cmp.Or(cfg.Quiet, time.Second), settle: cmp.Or(cfg.Settle, 30*time.Second), loopRate: cmp.Or(cfg.LoopRate, defaultLoopRate),
 		admin: admin, faults: cfg.Faults, server: &restarter{cluster: c},
-		annotation: cfg.Faults.ScenarioAnnotation, codec: codec,
+		annotation: cfg.Faults.ScenarioAnnotation, codec: codec, seeds: seedObjects, refs: refs,
 	}
 	if !ok {
 		return nil, errors.Join(errs...)

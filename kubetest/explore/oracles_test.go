@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
@@ -39,8 +41,8 @@ func exploresNothing(t *testing.T, c *kubetest.Cluster) {
 	require.ErrorContains(t, err, "; and no reconcile succeeded, of 0")
 }
 
-// keptMistakes checks that the kept sequences' mistakes are reported with
-// the Config's, in one error.
+// keptMistakes checks that the kept sequences' mistakes, and the seed
+// objects', are reported with the rest of the Config's, in one error.
 func keptMistakes(t *testing.T, c *kubetest.Cluster) {
 	dir := t.TempDir()
 	for name, data := range map[string]string{
@@ -52,8 +54,12 @@ func keptMistakes(t *testing.T, c *kubetest.Cluster) {
 	}
 	cfg := config(correct, 1)
 	cfg.Corpus, cfg.LoopRate = dir, -1
+	cfg.ConfigMaps = []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "flags", Namespace: "default"}}}
+	cfg.References = map[string]string{"image": "Secret"}
 	_, err := explore.Find(t, c, cfg)
 	require.EqualError(t, err, "explore.Config.LoopRate -1: want 0 (the default) or more\n"+
+		"explore.Config.ConfigMaps[0] flags: namespace \"default\": leave it empty, each replay has a namespace of its own\n"+
+		"explore.Config.References[\"image\"]: no Secret to name: give the Config's Secrets\n"+
 		"kept sequence "+filepath.Join(dir, "not-json")+": line 1: \"{\": a step that isn't JSON\n"+
 		"kept sequence "+filepath.Join(dir, "fails-a-request")+": step 1 fails the operator's request 2, which needs explore.Config.Faults.ScenarioAnnotation\n"+
 		"kept sequence "+filepath.Join(dir, "no-op")+": step 1: op \"\": want create, update or delete")

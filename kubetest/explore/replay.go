@@ -40,6 +40,11 @@ func (e *explorer) replay(t *testing.T, steps []Step, refused []string) error {
 			t.Errorf("explore: %v", err)
 		}
 	}()
+	// The seed objects are there before the operator starts, as the
+	// objects an operator's users refer to are.
+	if err := e.createSeeds(ctx, r.ns); err != nil {
+		return err
+	}
 	proxy := e.cluster.Proxy(t, r.w.serve)
 	r.conn = proxy.Connection()
 	r.conn.Token = e.cluster.Connection().Token
