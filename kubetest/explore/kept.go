@@ -196,15 +196,17 @@ func (k kept) migrate(t *testing.T, e *explorer) error {
 	return nil
 }
 
-// keep keeps f's sequence in dir, or, when f is a kept sequence's, in its
-// file, and returns the file's path.
+// keep keeps f's sequence in dir, and returns the file's path. A kept
+// sequence that fails again is left as it was, the whole of it with its
+// comments, as go test -fuzz leaves a failing input of its corpus: its
+// path is returned.
 func keep(dir string, f *Failure) (string, error) {
+	if f.Kept != "" {
+		return f.Kept, nil
+	}
 	raw, err := encodeSteps(f.Steps)
 	if err != nil {
 		return "", err
-	}
-	if f.Kept != "" {
-		return corpus.Write(filepath.Dir(f.Kept), filepath.Base(f.Kept), []string{f.Error()}, raw)
 	}
 	return corpus.Write(dir, corpus.Name(f.Seed, f.Sequence), []string{f.Error()}, raw)
 }

@@ -110,3 +110,47 @@ func TestKept_corpora(t *testing.T) {
 		})
 	}
 }
+
+func TestKeep(t *testing.T) {
+	dir := t.TempDir()
+	steps := []Step{{Step: generate.Step{Op: generate.Create, Name: "explore-0", Spec: map[string]any{"size": int64(2)}}, CrashAfter: 2}}
+	f := &Failure{Seed: 9, Sequence: 3, Steps: steps, Of: 6, Err: os.ErrInvalid, Test: "TestX"}
+	path, err := keep(dir, f)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "seed-9-sequence-3"), path)
+	e := keptExplorer(t, Faults{})
+	kept, err := e.readKept(dir, false)
+	require.NoError(t, err)
+	require.Len(t, kept, 1)
+	require.Equal(t, steps, kept[0].steps, "the minimal sequence, its faults with it")
+	files, err := corpus.Read(dir)
+	require.NoError(t, err)
+	require.Contains(t, files[0].Comments, "sequence 3 of seed 9 fails: invalid argument", "the failure's report says why")
+
+	// A kept sequence that fails again stays as it was.
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	again, err := keep(t.TempDir(), &Failure{Kept: path, Steps: steps[:0], Err: os.ErrInvalid})
+	require.NoError(t, err)
+	require.Equal(t, path, again)
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+}
+
+func TestFailure_Error(t *testing.T) {
+	steps := []Step{
+		{Step: generate.Step{Op: generate.Create, Name: "explore-0", Spec: map[string]any{"size": int64(0)}}},
+		{Step: generate.Step{Op: generate.Create, Name: "explore-1", Spec: map[string]any{"size": int64(1)}}, CrashAfter: 1},
+	}
+	f := &Failure{Seed: 4, Sequence: 1, Steps: steps, Of: 5, Refused: []string{"spec.size: Invalid value: 0", ""}, Err: os.ErrInvalid, Test: "TestX/a b"}
+	require.Equal(t, "sequence 1 of seed 4 fails: invalid argument\nminimal sequence (2 of 5 steps):\n"+
+		"  1. create explore-0 {\"size\":0} (refused by the API server: spec.size: Invalid value: 0)\n"+
+		"  2. create explore-1 {\"size\":1}, crashing the operator right after its write 1\n"+
+		"replay: go test -run '^TestX/a b$' (Seed 4)", f.Error())
+	f.Kept, f.Refused = "testdata/explore/TestX/seed-4-sequence-1", nil
+	require.Equal(t, "kept sequence testdata/explore/TestX/seed-4-sequence-1 fails: invalid argument\nminimal sequence (2 of 5 steps):\n"+
+		"  1. create explore-0 {\"size\":0}\n"+
+		"  2. create explore-1 {\"size\":1}, crashing the operator right after its write 1\n"+
+		"replay: go test -run '^TestX/a b$' (kept sequences replay first)", f.Error())
+}
