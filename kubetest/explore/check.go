@@ -37,12 +37,18 @@ func (e *explorer) check(ctx context.Context, r *replicas) error {
 
 // checkOnce waits until the operator has written nothing for Quiet and
 // every object is settled, then checks the invariants, that the operator
-// stays quiet for another Quiet, and that nothing panicked.
+// stays quiet for another Quiet, that it didn't reconcile an object in a
+// loop meanwhile, and that nothing panicked.
 func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 	w, ns := r.w, r.ns
 	objects := e.admin.Resource(e.gvr).Namespace(ns)
 	start := time.Now()
-	var why string
+	var (
+		why string
+		// quietFrom is when the operator's quiet began, once it has
+		// lasted Quiet.
+		quietFrom time.Time
+	)
 	for {
 		list, err := objects.List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -74,6 +80,7 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			continue
 		}
 		if why == "" && quiet >= e.quiet && !w.hasCrashed() {
+			quietFrom = time.Now().Add(-quiet)
 			break
 		}
 		if time.Now().After(r.server.deadline(start, e.settle)) {
@@ -113,6 +120,15 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 	if changed := oracle.Changed(before, after); len(changed) > 0 {
 		slices.Sort(changed)
 		errs = append(errs, fmt.Errorf("the operator isn't quiet: with nothing to do, it changed %s", strings.Join(changed, ", ")))
+	}
+	// The writes seen since quietFrom are the operator's first after its
+	// quiet: its reconciles up to then, if any, had nothing to do.
+	quietTo := time.Now()
+	if last := time.Now().Add(-w.since()); last.Before(quietTo) && last.After(quietFrom) {
+		quietTo = last
+	}
+	if looping := loops(reconciles(r.app.Telemetry().Spans()), quietFrom, quietTo, e.loopRate); len(looping) > 0 {
+		errs = append(errs, fmt.Errorf("the operator reconciles in a loop: with nothing to do, writing nothing, %s", strings.Join(looping, "; ")))
 	}
 	if msgs := r.panicked(); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("a reconcile panicked: %s", msgs[0]))

@@ -3,9 +3,12 @@
 // custom resource from its reflected schema, replays each against a
 // kubetest cluster with the operator running, checks after each step,
 // without being told, that the operator settled every object, kept the
-// end user's invariants and went quiet, and checks at the end that
-// deleting the objects leaves nothing behind. A failing sequence is
-// shrunk to a minimal one and reported with its seed.
+// end user's invariants, went quiet and didn't reconcile in a loop, and
+// checks at the end that deleting the objects leaves nothing behind. A
+// failing sequence is shrunk to a minimal one, reported with its seed,
+// and kept with its steps and faults, to replay exactly. A run that
+// explored next to nothing, its steps refused by the API server or no
+// reconcile succeeding, fails as empty.
 //
 // Each step may also perturb the operator, Sieve-style, at one of its
 // writes: a crash right after the operator's k-th write of the step cuts
@@ -23,18 +26,19 @@ package explore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/internal/corpus"
-	"github.com/loam-dev/loam/kubetest/internal/generate"
 	"github.com/loam-dev/loam/kubetest/internal/shrink"
 )
 
@@ -101,6 +105,12 @@ type Config[S, T any] struct {
 	// explorer checks (default 1 s), and Settle how long a step may take
 	// to settle (default 30 s).
 	Quiet, Settle time.Duration
+	// LoopRate is how many times a second the operator may reconcile one
+	// object while it writes nothing (default 10): above it, and at least
+	// three times, in the Quiet before a check and the Quiet of the
+	// check, the operator reconciles in a loop, and the step fails.
+	// math.Inf(1) lets it reconcile as often as it likes.
+	LoopRate float64
 	// Corpus is the directory of kept sequences, which are replayed
 	// before any other, and where Run keeps a failing one: by default
 	// testdata/explore/ and the test's name, as go test -fuzz keeps its
@@ -109,6 +119,19 @@ type Config[S, T any] struct {
 	// Faults picks the kinds of fault the explorer injects: by default
 	// crashes and stale views.
 	Faults Faults
+	// ConfigMaps and Secrets are created in each replay's namespace
+	// before its first step, for the explored objects to name. Leave
+	// their Namespace empty: each replay has its own.
+	ConfigMaps []corev1.ConfigMap
+	Secrets    []corev1.Secret
+	// References names the string fields of the spec that name a
+	// ConfigMap or a Secret of the namespace, by their path from the
+	// spec, such as "configMap" or "auth.secretName", each with the kind
+	// it names, "ConfigMap" or "Secret". The generator draws such a
+	// field from the names of the Config's objects of that kind or, one
+	// time in n+1 for n of them, makes a name as for any other string,
+	// so that an object missing is explored too.
+	References map[string]string
 }
 
 // ScenarioMember is the W3C baggage member the explorer's scenarios
@@ -145,26 +168,34 @@ type Faults struct {
 }
 
 // Run explores cfg's operator on c, and fails t with the Failure Find
-// returns, or with what is wrong with cfg.
+// returns, or with what is wrong with cfg or with the exploration.
 //
-// Run keeps a failing sequence in cfg's Corpus, so that every later run
-// replays it first, as go test -fuzz keeps a failing input: commit the
-// file with the fix.
+// Run keeps a failing sequence in cfg's Corpus, its steps and their
+// faults, so that every later run replays it first, as go test -fuzz
+// keeps a failing input: commit the file with the fix. It rewrites a
+// kept sequence of the first form, "seed S sequence N", with the steps it
+// stands for: commit that too.
 func Run[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) {
 	t.Helper()
-	f, err := Find(t, c, cfg)
+	f, err := find(t, c, cfg, true)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
 	if f == nil {
 		return
 	}
-	path, err := corpus.Write(cmp.Or(cfg.Corpus, corpus.Dir(t)), corpus.Kept{Seed: f.Seed, Sequence: f.Sequence}, f.Error())
+	path, err := keep(cmp.Or(cfg.Corpus, corpus.Dir(t)), f)
 	if err != nil {
 		t.Fatalf("explore: %v\nkeeping it failed: %v", f, err)
 	}
 	t.Fatalf("explore: %v\nkept in %s", f, path)
 }
+
+// ErrEmpty is what Find returns, wrapped with the reason, when an
+// exploration that found no failure explored next to nothing: most of
+// its steps were refused by the API server, or none of the operator's
+// reconciles succeeded. A clean run must have run something.
+var ErrEmpty = errors.New("the exploration explored next to nothing")
 
 // Find replays the sequences kept in cfg's Corpus, then cfg's Sequences
 // sequences from Seed (or as many as Duration allows, or none with
@@ -172,35 +203,53 @@ func Run[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) {
 // shorter ones, or nil when none does. It returns an error, naming
 // every mistake, when cfg is wrong: a Resource with no CRD, no spec or
 // no status that records an observed generation, no Build, a negative
-// count or duration, KeptOnly with Sequences or Duration, a kept
-// sequence that doesn't read, or KeptOnly with none kept. c should run
+// count, duration or rate, KeptOnly with Sequences or Duration, a kept
+// sequence that doesn't read or that fails requests without
+// Faults.ScenarioAnnotation, or KeptOnly with none kept. When none
+// fails, it returns an error wrapping ErrEmpty when most steps were
+// refused by the API server, or no reconcile succeeded. c should run
 // the garbage collector (kubetest.WithControllerManager), or children
-// owned by deleted objects are reported as left behind.
+// owned by deleted objects are reported as left behind. Find keeps
+// nothing in the Corpus, and rewrites nothing there.
 func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failure, error) {
 	t.Helper()
-	e, err := newExplorer(c, cfg)
-	if err != nil {
-		return nil, err
-	}
+	return find(t, c, cfg, false)
+}
+
+// find is Find, and rewrites a kept sequence of the first form with its
+// steps when migrate is set.
+func find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T], migrate bool) (*Failure, error) {
+	t.Helper()
 	start := time.Now()
+	e, err := newExplorer(c, cfg)
+	if e == nil {
+		return nil, err
+	}
+	// The kept sequences' mistakes are cfg's too: they are reported
+	// with the rest. A sequence of the first form is regenerated only
+	// from a cfg that is right.
 	dir := cmp.Or(cfg.Corpus, corpus.Dir(t))
-	kept, err := corpus.Read(dir)
+	kept, kerr := e.readKept(dir, err == nil)
+	err = errors.Join(err, kerr)
+	if cfg.KeptOnly && len(kept) == 0 && kerr == nil {
+		err = errors.Join(err, fmt.Errorf("explore.Config.KeptOnly: no kept sequence in %s to replay", dir))
+	}
 	if err != nil {
 		return nil, err
 	}
-	if cfg.KeptOnly && len(kept) == 0 {
-		return nil, fmt.Errorf("explore.Config.KeptOnly: no kept sequence in %s to replay", dir)
+	if migrate {
+		for _, k := range kept {
+			if err := k.migrate(t, e); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, k := range kept {
-		steps, err := e.sequence(k.Seed, k.Sequence)
-		if err != nil {
-			return nil, err
-		}
-		if f := e.try(t, k, steps); f != nil {
+		if f := e.try(t, origin{kept: k.path}, k.steps); f != nil {
 			return f, nil
 		}
 	}
-	g := generate.New(cfg.Seed)
+	g := e.generator(cfg.Seed)
 	began := time.Now()
 	n := 0
 	for ; !cfg.KeptOnly && (cfg.Duration > 0 && time.Since(began) < cfg.Duration || cfg.Duration == 0 && n < e.sequences); n++ {
@@ -208,18 +257,21 @@ func Find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T]) (*Failu
 		if err != nil {
 			return nil, fmt.Errorf("sequence %d of seed %d: %w", n, cfg.Seed, err)
 		}
-		if f := e.try(t, corpus.Kept{Seed: cfg.Seed, Sequence: n}, schedule(cfg.Seed, n, changes, e.faults)); f != nil {
+		if f := e.try(t, origin{seed: cfg.Seed, sequence: n}, schedule(cfg.Seed, n, changes, e.faults)); f != nil {
 			return f, nil
 		}
 	}
-	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean, through %d crashes, %d stale views, %d API server restarts (%v of restarting) and %d failed requests in %v",
-		len(kept), n, cfg.Seed, e.steps, e.crashes, e.stale, e.server.count(), e.server.spent().Round(100*time.Millisecond), e.failed, time.Since(start).Round(time.Second))
+	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean: %s, through %d crashes, %d stale views, %d API server restarts (%v of restarting) and %d failed requests in %v",
+		len(kept), n, cfg.Seed, e.steps, e.tally, e.crashes, e.stale, e.server.count(), e.server.spent().Round(100*time.Millisecond), e.failed, time.Since(start).Round(time.Second))
+	if why := e.tally.empty(); why != "" {
+		return nil, fmt.Errorf("explore: %w: %s", ErrEmpty, why)
+	}
 	return nil, nil
 }
 
 // sequence returns the n-th sequence of seed, with its faults.
 func (e *explorer) sequence(seed uint64, n int) ([]Step, error) {
-	g := generate.New(seed)
+	g := e.generator(seed)
 	for i := 0; ; i++ {
 		changes, err := g.Steps(e.specSchema, e.names, e.steps)
 		if err != nil {
@@ -231,11 +283,19 @@ func (e *explorer) sequence(seed uint64, n int) ([]Step, error) {
 	}
 }
 
-// try replays steps, the sequence k names, and returns its Failure,
+// origin says where a sequence came from: the sequence-th of seed, or
+// the kept file kept.
+type origin struct {
+	seed     uint64
+	sequence int
+	kept     string
+}
+
+// try replays steps, the sequence from names, and returns its Failure,
 // shrunk, or nil when it passes.
-func (e *explorer) try(t *testing.T, k corpus.Kept, steps []Step) *Failure {
+func (e *explorer) try(t *testing.T, from origin, steps []Step) *Failure {
 	t.Helper()
-	failure := e.replay(t, steps)
+	failure := e.replay(t, steps, nil)
 	if failure == nil {
 		return nil
 	}
@@ -248,16 +308,17 @@ func (e *explorer) try(t *testing.T, k corpus.Kept, steps []Step) *Failure {
 		key := strings.Join(stepLines(s), "\n")
 		failed, ok := known[key]
 		if !ok {
-			failed = e.replay(t, s) != nil
+			failed = e.replay(t, s, nil) != nil
 			known[key] = failed
 		}
 		return failed
 	}
 	minimal := withoutFaults(shrink.Minimize(steps, fails), fails)
-	last := e.replay(t, minimal)
+	refused := make([]string, len(minimal))
+	last := e.replay(t, minimal, refused)
 	if last == nil {
 		// Not deterministic: report the whole sequence's failure.
-		last, minimal = failure, steps
+		last, minimal, refused = failure, steps, nil
 	}
-	return &Failure{Seed: k.Seed, Sequence: k.Sequence, Steps: minimal, Of: len(steps), Err: last, Test: t.Name()}
+	return &Failure{Seed: from.seed, Sequence: from.sequence, Kept: from.kept, Steps: minimal, Of: len(steps), Refused: refused, Err: last, Test: t.Name()}
 }

@@ -92,6 +92,15 @@ const (
 	// was never seen, since the pass its own status write started
 	// applied what the dropped error had lost.
 	dropsErrors
+	// loops applies the Deployment only when it differs from the
+	// Memcached's, so a pass with nothing to do writes nothing, and asks
+	// for another pass 5 ms after every one: a loop that writes nothing,
+	// which the quiet check doesn't see (issue #47).
+	loops
+	// refusesEverySpec is the operator of refusing, whose CEL rule the API
+	// server refuses every spec by, and its every reconcile panics: an
+	// exploration of it explores nothing (issue #47).
+	refusesEverySpec
 )
 
 // applied is the annotation losesWork marks a Memcached done with.
@@ -114,6 +123,11 @@ type operator struct {
 func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Result[memcached.Status], error) {
 	apply := true
 	switch o.bug {
+	case refusesEverySpec:
+		panic("planted: every reconcile panics")
+	case loops:
+		d, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
+		apply = err != nil || !follows(d, m)
 	case ignoresUpdates:
 		_, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
 		apply = apierrors.IsNotFound(err)
@@ -149,7 +163,20 @@ func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Resul
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: "Ready", Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: m.Generation,
 	})
-	return kube.Result[memcached.Status]{Status: &st}, nil
+	result := kube.Result[memcached.Status]{Status: &st}
+	if o.bug == loops {
+		result.After = 5 * time.Millisecond
+	}
+	return result, nil
+}
+
+// follows reports whether d is the Deployment m controls, of m's size and
+// image.
+func follows(d *appsv1.Deployment, m memcached.Object) bool {
+	ref := metav1.GetControllerOf(d)
+	containers := d.Spec.Template.Spec.Containers
+	return ref != nil && ref.UID == m.UID && d.Spec.Replicas != nil && *d.Spec.Replicas == m.Spec.Size &&
+		len(containers) == 1 && containers[0].Image == m.Spec.Image
 }
 
 // cachedName returns the name of the Deployment m controls in the
@@ -205,7 +232,11 @@ func build(b bug) explore.Build {
 		if b == dropsErrors {
 			parts = append(parts, kube.FilterUpdates(kube.SkipStatusOnly()))
 		}
-		ctrl, err := kube.NewController(s, client, explore.Settings("explore-memcached", ns), resource, o, parts...)
+		explored := resource
+		if b == refusesEverySpec {
+			explored = refusing
+		}
+		ctrl, err := kube.NewController(s, client, explore.Settings("explore-memcached", ns), explored, o, parts...)
 		if err != nil {
 			return nil, err
 		}
@@ -251,7 +282,9 @@ func startCluster(t *testing.T) *kubetest.Cluster {
 	t.Helper()
 	crd, err := resource.CRD()
 	require.NoError(t, err)
-	return kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithCRDs(crd))
+	refusingCRD, err := refusing.CRD()
+	require.NoError(t, err)
+	return kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithCRDs(crd, refusingCRD))
 }
 
 // search is where a make test search for a planted bug starts: a seed,
@@ -383,6 +416,16 @@ func TestExplore(t *testing.T) {
 				"the second Deployment needs a stale view")
 		},
 	}, {
+		bug: loops, name: "an operator that reconciles in a loop, writing nothing",
+		// create explore-0.
+		quick: search{seed: 1, steps: 1},
+		found: func(t *testing.T, f *explore.Failure) {
+			require.ErrorContains(t, f.Err, "the operator reconciles in a loop: with nothing to do, writing nothing, Memcached ")
+			require.Regexp(t, `Memcached \S+/explore-\d, reconciled \d+ times in \S+ \(\d+ a second\)`, f.Err.Error())
+			require.Len(t, f.Steps, 1, "a create is enough")
+			require.Equal(t, generate.Create, f.Steps[0].Op)
+		},
+	}, {
 		bug: dropsErrors, name: "an operator that drops an error", errors: true,
 		// create explore-1, failing request 2 (the apply).
 		quick: search{seed: 18, steps: 1},
@@ -425,6 +468,11 @@ func TestExplore(t *testing.T) {
 		})
 	}
 
+	t.Run("an exploration whose every step is refused fails", func(t *testing.T) {
+		t.Parallel()
+		exploresNothing(t, c)
+	})
+
 	t.Run("a wrong config is refused with every mistake", func(t *testing.T) {
 		cfg := config(correct, 1)
 		cfg.Build, cfg.Steps, cfg.Quiet, cfg.Faults.ScenarioAnnotation = nil, -1, -time.Second, "no spaces/here"
@@ -436,5 +484,7 @@ func TestExplore(t *testing.T) {
 		cfg.KeptOnly, cfg.Sequences = true, 0
 		_, err = explore.Find(t, c, cfg)
 		require.EqualError(t, err, "explore.Config.KeptOnly: no kept sequence in testdata/explore/TestExplore/a_wrong_config_is_refused_with_every_mistake to replay")
+
+		keptMistakes(t, c)
 	})
 }

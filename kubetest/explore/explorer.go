@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -34,18 +35,32 @@ type explorer struct {
 	quiet      time.Duration
 	settle     time.Duration
 	admin      dynamic.Interface
+	// loopRate is the rate of reconciles of one object, a second, above
+	// which an operator that writes nothing is in a loop.
+	loopRate float64
 	// crashes counts the replicas crashed, stale the stale views let go,
-	// and failed the requests failed, over every replay.
+	// and failed the requests failed, over every replay; tally the
+	// steps and the reconciles.
 	crashes, stale, failed int
+	tally                  tally
 	faults                 Faults
 	// server restarts the API server, for every replay.
 	server *restarter
+	// seeds are the objects created in each replay's namespace before
+	// its first step, and refs the names each field of the spec that
+	// names one is drawn from, by its path.
+	seeds []seed
+	refs  map[string][]string
 	// annotation and codec carry a step's failed requests, when
 	// transient errors are on.
 	annotation string
 	codec      *jsonscenario.Codec
 }
 
+// newExplorer returns cfg made ready to replay on c, or an error naming
+// every mistake in cfg. With an error, it returns an explorer too when
+// cfg's Resource has a spec to change, to read the kept sequences by,
+// though not to replay them.
 func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, error) {
 	var errs []error
 	if cfg.Build == nil {
@@ -66,6 +81,9 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("explore.Config.%s %v: want 0 (the default) or more", f.name, f.v))
 		}
+	}
+	if cfg.LoopRate < 0 || math.IsNaN(cfg.LoopRate) {
+		errs = append(errs, fmt.Errorf("explore.Config.LoopRate %v: want 0 (the default) or more", cfg.LoopRate))
 	}
 	if cfg.KeptOnly && (cfg.Sequences != 0 || cfg.Duration != 0) {
 		errs = append(errs, fmt.Errorf("explore.Config.KeptOnly with Sequences %d and Duration %v: KeptOnly replays no new sequence, so leave both 0", cfg.Sequences, cfg.Duration))
@@ -90,6 +108,16 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 	if !ok {
 		errs = append(errs, fmt.Errorf("explore.Config.Resource: %s has no spec to change", crd.Spec.Names.Kind))
 	}
+	seedObjects, seedNames, err := seeds(cfg.ConfigMaps, cfg.Secrets)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	var refs map[string][]string
+	if ok {
+		if refs, err = references(cfg.References, &spec, seedNames); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	settled, err := oracle.Settled(root)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("explore.Config.Resource: %s: %w", crd.Spec.Names.Kind, err))
@@ -107,20 +135,23 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
 	objects := cmp.Or(cfg.Objects, 2)
-	names := make([]string, objects)
+	names := make([]string, max(objects, 0))
 	for i := range names {
 		names[i] = fmt.Sprintf("explore-%d", i)
 	}
-	return &explorer{
+	e := &explorer{
 		cluster: c, build: cfg.Build, gvr: gvr, kind: crd.Spec.Names.Kind, apiVersion: gvr.GroupVersion().String(),
 		specSchema: &spec, settled: settled, invariants: cfg.Invariants, names: names,
 		sequences: cmp.Or(cfg.Sequences, 1), steps: cmp.Or(cfg.Steps, 8),
-		quiet: cmp.Or(cfg.Quiet, time.Second), settle: cmp.Or(cfg.Settle, 30*time.Second),
+		quiet: cmp.Or(cfg.Quiet, time.Second), settle: cmp.Or(cfg.Settle, 30*time.Second), loopRate: cmp.Or(cfg.LoopRate, defaultLoopRate),
 		admin: admin, faults: cfg.Faults, server: &restarter{cluster: c},
-		annotation: cfg.Faults.ScenarioAnnotation, codec: codec,
-	}, nil
+		annotation: cfg.Faults.ScenarioAnnotation, codec: codec, seeds: seedObjects, refs: refs,
+	}
+	if !ok {
+		return nil, errors.Join(errs...)
+	}
+	// Returned with what is wrong, so that the kept sequences' mistakes
+	// can be reported with cfg's.
+	return e, errors.Join(errs...)
 }

@@ -11,26 +11,43 @@ import (
 // Failure is a failing sequence the explorer found, shrunk to a minimal
 // one.
 type Failure struct {
-	// Seed and Sequence say which sequence failed: the Sequence-th of
-	// Seed's, counting from 0.
+	// Seed and Sequence say which sequence failed, when it was a new one:
+	// the Sequence-th of Seed's, counting from 0.
 	Seed     uint64
 	Sequence int
+	// Kept is the file of the kept sequence that failed, or "" when a new
+	// one did.
+	Kept string
 	// Steps is the minimal failing sequence, each step with its fault; Of
 	// how many steps the sequence had before it was shrunk.
 	Steps []Step
 	Of    int
+	// Refused says, for each of Steps, why the API server refused its
+	// change in the minimal sequence's last replay, or "" when it
+	// didn't.
+	Refused []string
 	// Err is what the minimal sequence's replay found.
 	Err error
 	// Test is the test that found it, to replay it with go test -run.
 	Test string
 }
 
-// Error prints the failure with its seed, what failed, the minimal
-// sequence, a numbered step a line with its fault, and how to replay it.
+// Error prints the failure with the sequence it came from, what failed,
+// the minimal sequence, a numbered step a line with its fault and, when
+// the API server refused it, why, and how to replay it.
 func (f *Failure) Error() string {
-	return fmt.Sprintf("sequence %d of seed %d fails: %v\nminimal sequence (%d of %d steps):\n  %s\nreplay: go test -run '^%s$' (Seed %d)",
-		f.Sequence, f.Seed, f.Err, len(f.Steps), f.Of, strings.Join(stepLines(f.Steps), "\n  "),
-		regexp.QuoteMeta(f.Test), f.Seed)
+	lines := stepLines(f.Steps)
+	for i, why := range f.Refused {
+		if why != "" && i < len(lines) {
+			lines[i] += " (refused by the API server: " + why + ")"
+		}
+	}
+	from, replay := fmt.Sprintf("sequence %d of seed %d", f.Sequence, f.Seed), fmt.Sprintf("(Seed %d)", f.Seed)
+	if f.Kept != "" {
+		from, replay = "kept sequence "+f.Kept, "(kept sequences replay first)"
+	}
+	return fmt.Sprintf("%s fails: %v\nminimal sequence (%d of %d steps):\n  %s\nreplay: go test -run '^%s$' %s",
+		from, f.Err, len(f.Steps), f.Of, strings.Join(lines, "\n  "), regexp.QuoteMeta(f.Test), replay)
 }
 
 // Step is one step of a sequence: a change to one object, and the fault

@@ -29,6 +29,7 @@ func TestQuickSeeds(t *testing.T) {
 	}{
 		{"ignores updates", 23, 2, false, []string{`create explore-0 {"size":2}`, `update explore-0 {"image":"memcached:","size":3}`}},
 		{"not idempotent", 1, 1, false, []string{`create explore-0 {"size":1}`}},
+		{"loops", 1, 1, false, []string{`create explore-0 {"size":1}`}},
 		{"loses work", 9, 1, false, []string{`create explore-0 {"size":1}, crashing the operator right after its write 2`}},
 		{"a finalizer that needs its child", 53, 2, false, []string{`create explore-0 {"image":"memcached:","size":3}`, `delete explore-0, crashing the operator right after its write 1`}},
 		{"a stale view", 25, 1, false, []string{`create explore-0 {"image":"memcached:","size":3}, the operator's view stale from its write 1`}},

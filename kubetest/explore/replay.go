@@ -26,8 +26,10 @@ import (
 )
 
 // replay runs steps against a fresh namespace with a fresh operator, and
-// returns what failed first, or nil.
-func (e *explorer) replay(t *testing.T, steps []Step) error {
+// returns what failed first, or nil. When refused isn't nil, as long as
+// steps, it sets refused[i] to why the API server refused the i-th
+// step's change, for each it refused.
+func (e *explorer) replay(t *testing.T, steps []Step, refused []string) error {
 	t.Helper()
 	ctx := t.Context()
 	w := &writes{objects: map[string]object{}, last: time.Now(), explored: e.gvr.GroupResource()}
@@ -38,6 +40,11 @@ func (e *explorer) replay(t *testing.T, steps []Step) error {
 			t.Errorf("explore: %v", err)
 		}
 	}()
+	// The seed objects are there before the operator starts, as the
+	// objects an operator's users refer to are.
+	if err := e.createSeeds(ctx, r.ns); err != nil {
+		return err
+	}
 	proxy := e.cluster.Proxy(t, r.w.serve)
 	r.conn = proxy.Connection()
 	r.conn.Token = e.cluster.Connection().Token
@@ -56,8 +63,13 @@ func (e *explorer) replay(t *testing.T, steps []Step) error {
 		if err != nil {
 			return err
 		}
-		if err := e.do(ctx, objects, r.ns, step.Step, scenario); err != nil {
+		result, err := e.do(ctx, objects, r.ns, step.Step, scenario)
+		if err != nil {
 			return fmt.Errorf("step %d, %s: %w", i+1, step, err)
+		}
+		e.tally.step(step, result)
+		if refused != nil {
+			refused[i] = result.refused
 		}
 		if err := e.check(ctx, r); err != nil {
 			return fmt.Errorf("after step %d, %s: %w", i+1, step, err)
@@ -149,11 +161,17 @@ func (r *replicas) quiet(ctx context.Context) time.Duration {
 }
 
 // stop stops the running replica, keeping what panicked in it, and
-// counting the requests it had fail.
+// counting the requests it had fail and its reconciles.
 func (r *replicas) stop() {
 	r.app.Stop()
 	r.panics = append(r.panics, r.app.Telemetry().ExceptionMessages("reconcile panicked")...)
 	r.e.failed += len(r.app.Telemetry().ExceptionMessages(fault.InjectedBody))
+	for _, rec := range reconciles(r.app.Telemetry().Spans()) {
+		r.e.tally.reconciles++
+		if rec.succeeded {
+			r.e.tally.succeeded++
+		}
+	}
 }
 
 // recover replaces the running replica with a fresh one once it has
@@ -223,10 +241,11 @@ func (e *explorer) scenario(i int, step Step) (string, error) {
 // do makes one step's change, with scenario in the explored object's
 // annotation, or none when it is "", when transient errors are on. A
 // step the cluster's state makes pointless, as a shrunk sequence may hold
-// (an update of an object that isn't there), and a spec the API server
-// refuses (a CEL rule the generator doesn't solve), are skipped: wasted,
-// not failed.
-func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns string, step generate.Step, scenario string) error {
+// (an update of an object that isn't there), is skipped: wasted, not
+// failed. A spec the API server refuses (a CEL rule the generator
+// doesn't solve) is skipped too. do says which it was, for the explorer
+// to count.
+func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns string, step generate.Step, scenario string) (made, error) {
 	var err error
 	switch step.Op {
 	case generate.Create:
@@ -240,10 +259,14 @@ func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns
 		}
 		_, err = objects.Create(ctx, u, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			return nil
+			return made{wasted: true}, nil
 		}
 	case generate.Update:
-		err = e.updateSpec(ctx, objects, step.Name, step.Spec, scenario)
+		var deleting bool
+		deleting, err = e.updateSpec(ctx, objects, step.Name, step.Spec, scenario)
+		if deleting {
+			return made{wasted: true}, nil
+		}
 	case generate.Delete:
 		if e.annotation != "" {
 			// The finalizer's reconciles carry the delete's scenario, or
@@ -254,7 +277,7 @@ func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns
 			}
 			patch, merr := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{e.annotation: value}}})
 			if merr != nil {
-				return merr
+				return made{}, merr
 			}
 			if _, err = objects.Patch(ctx, step.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 				break
@@ -262,23 +285,35 @@ func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns
 		}
 		err = objects.Delete(ctx, step.Name, metav1.DeleteOptions{})
 	}
-	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-		return nil
+	switch {
+	case apierrors.IsInvalid(err):
+		return made{refused: err.Error()}, nil
+	case apierrors.IsNotFound(err):
+		return made{wasted: true}, nil
 	}
-	return err
+	return made{}, err
+}
+
+// made is what became of a step's change: made, wasted on an object that
+// wasn't there, was being deleted or was there already, or refused by
+// the API server, and why.
+type made struct {
+	wasted  bool
+	refused string
 }
 
 // updateSpec replaces name's whole spec, and its scenario annotation
 // when transient errors are on, retrying on a conflict with the
-// operator's own writes.
-func (e *explorer) updateSpec(ctx context.Context, objects dynamic.ResourceInterface, name string, spec map[string]any, scenario string) error {
+// operator's own writes. It changes nothing, and reports deleting, when
+// name is being deleted.
+func (e *explorer) updateSpec(ctx context.Context, objects dynamic.ResourceInterface, name string, spec map[string]any, scenario string) (deleting bool, err error) {
 	for {
 		u, err := objects.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return err
+			return false, err
 		}
 		if u.GetDeletionTimestamp() != nil {
-			return nil
+			return true, nil
 		}
 		u.Object["spec"] = spec
 		if e.annotation != "" {
@@ -294,7 +329,7 @@ func (e *explorer) updateSpec(ctx context.Context, objects dynamic.ResourceInter
 		}
 		_, err = objects.Update(ctx, u, metav1.UpdateOptions{})
 		if !apierrors.IsConflict(err) {
-			return err
+			return false, err
 		}
 	}
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -53,6 +55,10 @@ func TestExplore(t *testing.T) {
 		Seed:       1, Steps: 6, Duration: *exploreDuration, KeptOnly: *exploreDuration == 0,
 		Quiet: 300 * time.Millisecond, Settle: 20 * time.Second,
 		Faults: explore.Faults{ScenarioAnnotation: memcached.ScenarioAnnotation, Restarts: true},
+		// A Memcached may name flags, which is there, or a ConfigMap
+		// that isn't.
+		ConfigMaps: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "flags"}, Data: map[string]string{"m": "64", "c": "512"}}},
+		References: map[string]string{"configMap": "ConfigMap"},
 	})
 }
 
@@ -79,12 +85,15 @@ func exploreBuild(s *app.Setup, client *kube.Client, ns string) ([]app.Service, 
 var (
 	deploymentsGVR = appsv1.SchemeGroupVersion.WithResource("deployments")
 	budgetsGVR     = policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
+	configMapsGVR  = corev1.SchemeGroupVersion.WithResource("configmaps")
 )
 
 // followsSpec is what the Reconciler promises of each Memcached: a
-// Deployment of its size and image when it names no ConfigMap; when it
-// names one, which the explorer never creates, an Available condition
-// that says the ConfigMap is missing.
+// Deployment of its size and image when it names no ConfigMap, or one
+// that is there, with that ConfigMap's hash on its pods (the explorer
+// creates flags, and the generator draws a name for configMap from it,
+// or one that isn't there); when it names one that isn't there, an
+// Available condition that says the ConfigMap is missing.
 var followsSpec = explore.Invariant{
 	Name: "each Memcached's Deployment follows its spec",
 	Check: func(ctx context.Context, client dynamic.Interface, ns string) error {
@@ -94,11 +103,21 @@ var followsSpec = explore.Invariant{
 		}
 		var errs []error
 		for _, m := range list.Items {
-			if cm, _, _ := unstructured.NestedString(m.Object, "spec", "configMap"); cm != "" {
-				if reason := availableReason(&m); reason != memcached.ReasonConfigMapMissing {
-					errs = append(errs, fmt.Errorf("%s names the ConfigMap %q, which doesn't exist: Available's reason is %q", m.GetName(), cm, reason))
+			wantHash := ""
+			if name, _, _ := unstructured.NestedString(m.Object, "spec", "configMap"); name != "" {
+				cm, err := client.Resource(configMapsGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+				switch {
+				case apierrors.IsNotFound(err):
+					if reason := availableReason(&m); reason != memcached.ReasonConfigMapMissing {
+						errs = append(errs, fmt.Errorf("%s names the ConfigMap %q, which doesn't exist: Available's reason is %q", m.GetName(), name, reason))
+					}
+					continue
+				case err != nil:
+					errs = append(errs, fmt.Errorf("%s: %w", m.GetName(), err))
+					continue
 				}
-				continue
+				data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+				wantHash = memcached.ConfigHash(data)
 			}
 			size, _, _ := unstructured.NestedInt64(m.Object, "spec", "size")
 			image, _, _ := unstructured.NestedString(m.Object, "spec", "image")
@@ -115,6 +134,9 @@ var followsSpec = explore.Invariant{
 			}
 			if replicas != size || got != image {
 				errs = append(errs, fmt.Errorf("%s: size %d and image %q, its Deployment runs %d of %q", m.GetName(), size, image, replicas, got))
+			}
+			if hash, _, _ := unstructured.NestedString(d.Object, "spec", "template", "metadata", "annotations", memcached.ConfigHashAnnotation); hash != wantHash {
+				errs = append(errs, fmt.Errorf("%s: its ConfigMap's hash is %q, its Deployment's pods have %q", m.GetName(), wantHash, hash))
 			}
 		}
 		return errors.Join(errs...)

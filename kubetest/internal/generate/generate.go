@@ -13,7 +13,8 @@
 // x-kubernetes-int-or-string and x-kubernetes-preserve-unknown-fields. It
 // does not solve CEL rules or allOf, anyOf, oneOf and not: an object they
 // reject is refused by the API server, which the explorer counts as a
-// wasted step, not a failure.
+// refused step, not a failure. A string field that names another object
+// is drawn, with Refer, from the names of objects that exist.
 package generate
 
 import (
@@ -47,11 +48,27 @@ const (
 // concurrent use.
 type Generator struct {
 	rnd *rand.Rand
+	// refs are the names a string field that names another object is
+	// drawn from, by the field's path as value knows it: ".configMap".
+	refs map[string][]string
 }
 
 // New returns a Generator whose values follow from seed.
 func New(seed uint64) *Generator {
 	return &Generator{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+// Refer makes the string field at path, such as "configMap" or
+// "auth.secretName" from the root of the schema Value is given, name one
+// of names: its value is drawn from them, or, one time in len(names)+1,
+// made as any other string of its schema is, a name that is likely none
+// of theirs, so that an object missing comes up too. It returns g.
+func (g *Generator) Refer(path string, names []string) *Generator {
+	if g.refs == nil {
+		g.refs = map[string][]string{}
+	}
+	g.refs["."+path] = slices.Clone(names)
+	return g
 }
 
 // Value returns a value s accepts, as encoding/json decodes JSON: a
@@ -64,6 +81,11 @@ func (g *Generator) Value(s *apiextensionsv1.JSONSchemaProps) (any, error) {
 }
 
 func (g *Generator) value(s *apiextensionsv1.JSONSchemaProps, path string) (any, error) {
+	if names := g.refs[path]; len(names) > 0 {
+		if i := g.rnd.IntN(len(names) + 1); i < len(names) {
+			return names[i], nil
+		}
+	}
 	if len(s.Enum) > 0 {
 		var v any
 		if err := json.Unmarshal(s.Enum[g.rnd.IntN(len(s.Enum))].Raw, &v); err != nil {

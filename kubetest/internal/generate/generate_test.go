@@ -220,3 +220,34 @@ func TestSteps_are_valid_where_they_come_and_re_create(t *testing.T) {
 	_, err = generate.New(1).Steps(everything(), nil, 1)
 	require.EqualError(t, err, "no names to make steps for")
 }
+
+func TestRefer_draws_a_field_from_the_names_it_is_given(t *testing.T) {
+	s := &apiextensionsv1.JSONSchemaProps{Type: "object", Required: []string{"configMap", "auth"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{
+		"configMap": {Type: "string", Pattern: `^[a-z]+$`},
+		"auth": {Type: "object", Required: []string{"secretName"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"secretName": {Type: "string", Pattern: `^[a-z]+$`},
+		}},
+	}}
+	g := generate.New(5).Refer("configMap", []string{"flags", "more-flags"}).Refer("auth.secretName", []string{"token"})
+	counts := map[string]int{}
+	secrets := map[string]int{}
+	for range 300 {
+		v, err := g.Value(s)
+		require.NoError(t, err)
+		m := v.(map[string]any)
+		counts[m["configMap"].(string)]++
+		secrets[m["auth"].(map[string]any)["secretName"].(string)]++
+	}
+	// Each name a third of the time, and one none has a third.
+	require.InDelta(t, 100, counts["flags"], 30)
+	require.InDelta(t, 100, counts["more-flags"], 30)
+	require.InDelta(t, 150, secrets["token"], 30)
+	require.Greater(t, len(counts), 10, "names none of the objects has come up too")
+
+	// Without Refer, the same seed makes what it made before.
+	plain, err := generate.New(5).Value(s)
+	require.NoError(t, err)
+	again, err := generate.New(5).Refer("elsewhere", []string{"x"}).Value(s)
+	require.NoError(t, err)
+	require.Equal(t, plain, again, "a path that isn't there changes no draw")
+}

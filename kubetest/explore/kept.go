@@ -1,0 +1,212 @@
+package explore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/loam-dev/loam/kubetest/internal/corpus"
+	"github.com/loam-dev/loam/kubetest/internal/generate"
+)
+
+// keptStep is a Step as a kept sequence's file holds it, one JSON object
+// a line: its change and its faults, which replay as they are whatever
+// the Config (issue #47).
+type keptStep struct {
+	Op           string         `json:"op"`
+	Name         string         `json:"name"`
+	Spec         map[string]any `json:"spec,omitzero"`
+	CrashAfter   int            `json:"crashAfter,omitempty"`
+	StaleFrom    int            `json:"staleFrom,omitempty"`
+	RestartAfter int            `json:"restartAfter,omitempty"`
+	FailAt       int            `json:"failAt,omitempty"`
+	FailWith     int            `json:"failWith,omitempty"`
+}
+
+// parseOp returns the Op a kept step names, as Op's String names it.
+func parseOp(name string) (generate.Op, bool) {
+	for _, op := range []generate.Op{generate.Create, generate.Update, generate.Delete} {
+		if op.String() == name {
+			return op, true
+		}
+	}
+	return 0, false
+}
+
+// encodeSteps returns steps as a kept sequence's file holds them.
+func encodeSteps(steps []Step) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, len(steps))
+	for i, s := range steps {
+		b, err := json.Marshal(keptStep{
+			Op: s.Op.String(), Name: s.Name, Spec: s.Spec,
+			CrashAfter: s.CrashAfter, StaleFrom: s.StaleFrom, RestartAfter: s.RestartAfter, FailAt: s.FailAt, FailWith: s.FailWith,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("step %d, %s: %w", i+1, s, err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// decodeSteps returns the steps a kept sequence's file holds, each number
+// of a spec an int64 when it is whole, as the generator makes them and
+// the API server decodes them. It returns an error naming every step
+// that doesn't decode, or that names no object, an unknown Op, a create
+// or an update without a spec, or a negative fault.
+func decodeSteps(raw []json.RawMessage) ([]Step, error) {
+	steps := make([]Step, len(raw))
+	var errs []error
+	for i, r := range raw {
+		d := json.NewDecoder(bytes.NewReader(r))
+		d.UseNumber()
+		d.DisallowUnknownFields()
+		var k keptStep
+		if err := d.Decode(&k); err != nil {
+			errs = append(errs, fmt.Errorf("step %d: %w", i+1, err))
+			continue
+		}
+		op, ok := parseOp(k.Op)
+		var mistakes []string
+		if !ok {
+			mistakes = append(mistakes, fmt.Sprintf("op %q: want create, update or delete", k.Op))
+		}
+		if k.Name == "" {
+			mistakes = append(mistakes, "no name")
+		}
+		if ok && op != generate.Delete && k.Spec == nil {
+			mistakes = append(mistakes, "no spec, which a create or an update needs")
+		}
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"crashAfter", k.CrashAfter}, {"staleFrom", k.StaleFrom}, {"restartAfter", k.RestartAfter}, {"failAt", k.FailAt}} {
+			if f.v < 0 {
+				mistakes = append(mistakes, fmt.Sprintf("%s %d: want 0 (none) or more", f.name, f.v))
+			}
+		}
+		if k.FailWith != 0 && k.FailAt == 0 {
+			mistakes = append(mistakes, fmt.Sprintf("failWith %d without failAt", k.FailWith))
+		}
+		if len(mistakes) > 0 {
+			errs = append(errs, fmt.Errorf("step %d: %s", i+1, strings.Join(mistakes, "; ")))
+			continue
+		}
+		spec, _ := numbers(k.Spec).(map[string]any)
+		steps[i] = Step{
+			Step:       generate.Step{Op: op, Name: k.Name, Spec: spec},
+			CrashAfter: k.CrashAfter, StaleFrom: k.StaleFrom, RestartAfter: k.RestartAfter, FailAt: k.FailAt, FailWith: k.FailWith,
+		}
+	}
+	return steps, errors.Join(errs...)
+}
+
+// numbers turns each json.Number in v into an int64 when it is whole, and
+// a float64 otherwise.
+func numbers(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			t[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = numbers(e)
+		}
+	case json.Number:
+		if n, err := t.Int64(); err == nil {
+			return n
+		}
+		f, _ := t.Float64()
+		return f
+	}
+	return v
+}
+
+// kept is a sequence to replay before any new one: its steps, and where
+// it was kept.
+type kept struct {
+	path  string
+	steps []Step
+	// seeded is the file, when it is of the first form, "seed S
+	// sequence N".
+	seeded *corpus.Kept
+}
+
+// readKept reads the sequences kept in dir. A file of the first form,
+// "seed S sequence N", is regenerated from its seed with e's Config, as
+// it always was, when regenerate is set, and left without steps
+// otherwise. It returns an error naming every kept sequence that doesn't
+// read, or that fails requests while transient errors are off: without
+// Faults.ScenarioAnnotation, the explorer has no way to fail them.
+func (e *explorer) readKept(dir string, regenerate bool) ([]kept, error) {
+	files, err := corpus.Read(dir)
+	out := make([]kept, 0, len(files))
+	errs := []error{err}
+	for _, f := range files {
+		k := kept{path: f.Path}
+		var err error
+		switch {
+		case !f.Seeded:
+			k.steps, err = decodeSteps(f.Steps)
+		case regenerate:
+			k.steps, err = e.sequence(f.Seed, f.Sequence)
+			k.seeded = &f
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("kept sequence %s: %w", f.Path, err))
+			continue
+		}
+		if e.annotation == "" {
+			for i, s := range k.steps {
+				if s.FailAt > 0 {
+					errs = append(errs, fmt.Errorf("kept sequence %s: step %d fails the operator's request %d, which needs explore.Config.Faults.ScenarioAnnotation", f.Path, i+1, s.FailAt))
+					break
+				}
+			}
+		}
+		out = append(out, k)
+	}
+	return out, errors.Join(errs...)
+}
+
+// migrate rewrites k's file, when it is of the first form, with its
+// steps: the sequence it stood for with e's Config, which it replays
+// from then on whatever the Config.
+func (k kept) migrate(t *testing.T, e *explorer) error {
+	t.Helper()
+	f := k.seeded
+	if f == nil {
+		return nil
+	}
+	raw, err := encodeSteps(k.steps)
+	if err != nil {
+		return fmt.Errorf("kept sequence %s: %w", f.Path, err)
+	}
+	comments := append(slices.Clone(f.Comments), fmt.Sprintf("Kept as \"seed %d sequence %d\", and rewritten with its steps: sequence %d of seed %d, of %d steps over %d objects, with the faults its Config picked.", f.Seed, f.Sequence, f.Sequence, f.Seed, e.steps, len(e.names)))
+	if _, err := corpus.Write(filepath.Dir(f.Path), filepath.Base(f.Path), comments, raw); err != nil {
+		return fmt.Errorf("kept sequence %s: rewriting it with its steps: %w", f.Path, err)
+	}
+	t.Logf("explore: kept sequence %s rewritten with its %d steps, in place of \"seed %d sequence %d\": commit it", f.Path, len(k.steps), f.Seed, f.Sequence)
+	return nil
+}
+
+// keep keeps f's sequence in dir, and returns the file's path. A kept
+// sequence that fails again is left as it was, the whole of it with its
+// comments, as go test -fuzz leaves a failing input of its corpus: its
+// path is returned.
+func keep(dir string, f *Failure) (string, error) {
+	if f.Kept != "" {
+		return f.Kept, nil
+	}
+	raw, err := encodeSteps(f.Steps)
+	if err != nil {
+		return "", err
+	}
+	return corpus.Write(dir, corpus.Name(f.Seed, f.Sequence), []string{f.Error()}, raw)
+}
