@@ -19,9 +19,9 @@ type clientOptionFunc func(clientConfig) clientConfig
 
 func (f clientOptionFunc) applyClient(c clientConfig) clientConfig { return f(c) }
 
-// WithGzip, when on, has the Client ask the API server to gzip its answers
-// and watch events, which the Client's transport then decompresses for
-// every client built on Config. Off, the default, it asks for no
+// WithGzip sets whether the Client asks the API server to gzip its
+// answers and watch events, which the Client's transport then decompresses
+// for every client built on Config. Off, the default, it asks for no
 // compression.
 //
 // Turn it on for an API server at the end of a slow or metered link, such
