@@ -51,8 +51,11 @@ func CheckTLS(cfg *tls.Config) error { return transport.CheckTLS(cfg) }
 // still being torn down, which would otherwise keep its connection and its
 // read loop for 90 seconds. A request made later, from an OnStop hook,
 // dials anew.
-func NewClient(s *app.Setup, conn Connection) (*Client, error) {
-	var errs []error
+//
+// opts change what the Client asks of the API server: WithGzip. A nil
+// option is a mistake NewClient reports.
+func NewClient(s *app.Setup, conn Connection, opts ...ClientOption) (*Client, error) {
+	cfg, errs := applyClientOptions(opts)
 	if s == nil {
 		errs = append(errs, errors.New("kube: NewClient: the Setup is nil"))
 	} else if s.Host.Network == nil {
@@ -68,7 +71,7 @@ func NewClient(s *app.Setup, conn Connection) (*Client, error) {
 		return nil, err
 	}
 
-	opts := transport.Options{
+	topts := transport.Options{
 		Server:         conn.Server,
 		Dial:           s.Host.Dial,
 		TLS:            conn.TLS,
@@ -76,13 +79,14 @@ func NewClient(s *app.Setup, conn Connection) (*Client, error) {
 		TracerProvider: s.Telemetry.TracerProvider,
 		MeterProvider:  s.Telemetry.MeterProvider,
 		Propagator:     s.Telemetry.Propagator,
+		Gzip:           cfg.gzip,
 		RequestCounts:  s.Telemetry.MetricNames == app.MetricNamesControllerRuntime,
 	}
 	if s.Faults.Enabled() {
 		// Without failure injection the transport has no such layer at all.
-		opts.Inject = transport.InjectFaults(s.Faults)
+		topts.Inject = transport.InjectFaults(s.Faults)
 	}
-	t, err := transport.New(opts)
+	t, err := transport.New(topts)
 	if err != nil {
 		return nil, fmt.Errorf("kube: NewClient: %w", err)
 	}

@@ -1,6 +1,7 @@
 package kube_test
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -418,6 +419,83 @@ func TestClient_asks_for_protobuf_falls_back_to_JSON_and_never_asks_for_gzip(t *
 	})
 }
 
+// gzipped answers with a gzipped body when the request accepts gzip, as
+// the API server does, and counts the answers it compressed.
+type gzipped struct {
+	next       http.Handler
+	compressed atomic.Int32
+}
+
+func (g *gzipped) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	g.compressed.Add(1)
+	w.Header().Set("Content-Encoding", "gzip")
+	zw := gzip.NewWriter(w)
+	defer func() { _ = zw.Close() }()
+	g.next.ServeHTTP(gzipWriter{ResponseWriter: w, w: zw}, r)
+}
+
+type gzipWriter struct {
+	http.ResponseWriter
+	w io.Writer
+}
+
+func (g gzipWriter) Write(p []byte) (int, error) { return g.w.Write(p) }
+
+func TestClient_WithGzip_asks_for_gzip_and_reads_the_compressed_answer(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []kube.ClientOption
+		gzip bool
+	}{
+		{"default", nil, false},
+		{"on", []kube.ClientOption{kube.WithGzip(true)}, true},
+		{"off", []kube.ClientOption{kube.WithGzip(false)}, false},
+		{"the last wins", []kube.ClientOption{kube.WithGzip(true), kube.WithGzip(false)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h, ca, api := apptest.NewHost(t), apptest.NewCA(t), &apiServer{}
+				g := &gzipped{next: api}
+				ln, err := h.Listen(t.Context(), "tcp", "api.test:443")
+				require.NoError(t, err)
+				srv := &http.Server{Handler: g, TLSConfig: ca.ServerConfig("api.test"), ReadHeaderTimeout: time.Minute}
+				served := make(chan struct{})
+				go func() { defer close(served); _ = srv.ServeTLS(ln, "", "") }()
+				defer func() { _ = srv.Close(); <-served }()
+
+				c, err := kube.NewClient(setup(h, apptest.NewTelemetry()), kube.Connection{
+					Server: "api.test:443",
+					TLS:    &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12},
+				}, tt.opts...)
+				require.NoError(t, err)
+				defer c.RoundTripper().(interface{ CloseIdleConnections() }).CloseIdleConnections()
+				kc, err := kubernetes.NewForConfig(c.Config())
+				require.NoError(t, err)
+				list, err := kc.CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{})
+				require.NoError(t, err, "the answer decodes, compressed or not")
+				require.Len(t, list.Items, 1)
+				require.Equal(t, "default", list.Items[0].Name)
+
+				api.mu.Lock()
+				defer api.mu.Unlock()
+				require.Len(t, api.headers, 1)
+				if tt.gzip {
+					require.Equal(t, "gzip", api.headers[0].Get("Accept-Encoding"))
+					require.Equal(t, int32(1), g.compressed.Load(), "the answer came compressed")
+				} else {
+					require.Empty(t, api.headers[0].Get("Accept-Encoding"))
+					require.Zero(t, g.compressed.Load())
+				}
+			})
+		})
+	}
+}
+
 func TestNewClient_reports_every_mistake_together(t *testing.T) {
 	h := apptest.NewHost(t)
 	s := setup(h, apptest.NewTelemetry())
@@ -425,18 +503,20 @@ func TestNewClient_reports_every_mistake_together(t *testing.T) {
 		name string
 		s    *app.Setup
 		conn kube.Connection
+		opts []kube.ClientOption
 		want []string
 	}{
-		{"nothing", nil, kube.Connection{}, []string{"the Setup is nil", "Connection.Server: is empty", "Connection.TLS: is nil"}},
-		{"no port", s, kube.Connection{Server: "api.test", TLS: &tls.Config{}}, []string{`Connection.Server: "api.test" is not host:port`}},
-		{"bad port", s, kube.Connection{Server: "api.test:0", TLS: &tls.Config{}}, []string{`port "0" is not a number between 1 and 65535`}},
-		{"no host", s, kube.Connection{Server: ":443", TLS: &tls.Config{}}, []string{`":443" has no host`}},
-		{"insecure and old", &app.Setup{}, kube.Connection{Server: "api.test:443", TLS: &tls.Config{InsecureSkipVerify: true}}, []string{"the Setup's Host has no Network", "InsecureSkipVerify is set"}},
-		{"TLS 1.0", s, kube.Connection{Server: "api.test:443", TLS: &tls.Config{MinVersion: tls.VersionTLS10}}, []string{"MinVersion 0x301 is below TLS 1.2"}},
+		{"nothing", nil, kube.Connection{}, nil, []string{"the Setup is nil", "Connection.Server: is empty", "Connection.TLS: is nil"}},
+		{"no port", s, kube.Connection{Server: "api.test", TLS: &tls.Config{}}, nil, []string{`Connection.Server: "api.test" is not host:port`}},
+		{"bad port", s, kube.Connection{Server: "api.test:0", TLS: &tls.Config{}}, nil, []string{`port "0" is not a number between 1 and 65535`}},
+		{"no host", s, kube.Connection{Server: ":443", TLS: &tls.Config{}}, nil, []string{`":443" has no host`}},
+		{"insecure and old", &app.Setup{}, kube.Connection{Server: "api.test:443", TLS: &tls.Config{InsecureSkipVerify: true}}, nil, []string{"the Setup's Host has no Network", "InsecureSkipVerify is set"}},
+		{"TLS 1.0", s, kube.Connection{Server: "api.test:443", TLS: &tls.Config{MinVersion: tls.VersionTLS10}}, nil, []string{"MinVersion 0x301 is below TLS 1.2"}},
+		{"a nil option", s, kube.Connection{Server: "api.test", TLS: &tls.Config{}}, []kube.ClientOption{kube.WithGzip(true), nil}, []string{"option 1 is nil", `Connection.Server: "api.test" is not host:port`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := kube.NewClient(tt.s, tt.conn)
+			_, err := kube.NewClient(tt.s, tt.conn, tt.opts...)
 			require.Error(t, err)
 			for _, w := range tt.want {
 				require.ErrorContains(t, err, w)

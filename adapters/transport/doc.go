@@ -21,7 +21,8 @@
 //     waits for until its own context ends;
 //  4. the base transport: dialled through the Host, TLS from a clone of the
 //     Connection's config, no proxy whatever the environment says, HTTP/2
-//     with a ping after 30 seconds of silence.
+//     with a ping after 30 seconds of silence, and no gzip unless
+//     Options.Gzip asks for it.
 //
 // The transport keeps every connection it dials, so that CloseConnections
 // can close them all at shutdown, busy or idle.

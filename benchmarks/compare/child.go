@@ -33,6 +33,8 @@ type child struct {
 	stderr *tail
 	// startedWith is the child's Started report.
 	startedWith probe.Started
+	// metrics is the host:port the child serves /metrics on.
+	metrics string
 
 	stopOnce sync.Once
 	stopErr  error

@@ -5,10 +5,10 @@
 //
 // Every run creates N objects at once in a fresh namespace and times them
 // from the first create until the harness's own watch has seen every one
-// settled. Three modes settle them: the API server's raw write limit, the
-// controller-runtime controller of package crcontroller and the loam
-// controller of package loamcontroller, each controller in a process of
-// its own. The modes interleave, in an order rotated every repeat, and
+// settled. Four modes settle them: the API server's raw write limit, the
+// controller-runtime controller of package crcontroller at its defaults
+// and tuned, and the loam controller of package loamcontroller, each
+// controller in a process of its own, with its metrics on. The modes interleave, in an order rotated every repeat, and
 // every run deletes what it made before the next begins. README.md
 // describes the modes, the figures and their columns.
 package compare
@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,9 +32,11 @@ import (
 )
 
 // The controllers' programs, which Run builds when Config.Bin is empty.
+// Both controller-runtime modes run one program, with a flag apart.
 var programs = map[Mode]string{
-	ControllerRuntime: "github.com/loam-dev/loam/benchmarks/cmd/crcontroller",
-	Loam:              "github.com/loam-dev/loam/benchmarks/cmd/loamcontroller",
+	ControllerRuntime:      "github.com/loam-dev/loam/benchmarks/cmd/crcontroller",
+	ControllerRuntimeTuned: "github.com/loam-dev/loam/benchmarks/cmd/crcontroller",
+	Loam:                   "github.com/loam-dev/loam/benchmarks/cmd/loamcontroller",
 }
 
 // Run starts an API server in this process, installs the Memcached CRD,
@@ -190,7 +193,9 @@ func programsOf(ctx context.Context, cfg Config, dir string) (map[Mode]string, e
 			continue
 		}
 		bins[m] = filepath.Join(dir, name)
-		build = append(build, pkg)
+		if !slices.Contains(build, pkg) {
+			build = append(build, pkg)
+		}
 	}
 	if len(build) == 0 {
 		return bins, nil

@@ -24,8 +24,9 @@ const n = 200
 // TestCompare runs every mode once, tiny, and checks that each settled
 // every object with the writes it should: exactly the limit's two per
 // object, and two to four per object from each controller, which
-// reconciled every object at least once. It asserts no figure: those are
-// for `make compare` on a quiet machine.
+// reconciled every object at least once and counted those reconciles in
+// its own /metrics, scraped once. It asserts no figure: those are for
+// `make compare` on a quiet machine.
 func TestCompare(t *testing.T) {
 	res, err := compare.Run(t.Context(), compare.Config{
 		N: n, Workers: 4, Repeats: 1,
@@ -45,6 +46,7 @@ func TestCompare(t *testing.T) {
 			require.GreaterOrEqual(t, r.Writes(), float64(2*n), "%s writes at least a ConfigMap and a status per object", r.Mode)
 			require.LessOrEqual(t, r.Writes(), float64(4*n), "%s writes at most twice that", r.Mode)
 			require.GreaterOrEqual(t, r.Converged.Reconciles, int64(n), "%s reconciles every object", r.Mode)
+			require.GreaterOrEqual(t, r.ScrapedReconciles, float64(n), "%s records its reconciles in its /metrics", r.Mode)
 			require.Positive(t, r.PeakRSS, r.Mode)
 		}
 		require.Equal(t, left, r.Left, "%s: the store holds as many objects after each run", r.Mode)

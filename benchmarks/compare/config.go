@@ -4,39 +4,50 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
 // Mode is what settles a run's objects.
 type Mode string
 
-// The three modes, in the order the first repeat runs them.
+// The four modes, in the order the first repeat runs them.
 const (
 	// Limit is the API server's raw write limit: the harness itself makes
 	// the two applies a reconcile makes, from W goroutines, and never
 	// decodes an answer.
 	Limit Mode = "limit"
 	// ControllerRuntime is package crcontroller's controller, in a process
-	// of its own.
+	// of its own, at controller-runtime's defaults.
 	ControllerRuntime Mode = "controller-runtime"
+	// ControllerRuntimeTuned is the same controller with the options
+	// controller-runtime's documentation recommends (crcontroller.Tune):
+	// metadata-only Owns, managedFields stripped from its cache, no gzip.
+	ControllerRuntimeTuned Mode = "controller-runtime-tuned"
 	// Loam is package loamcontroller's controller, in a process of its
 	// own.
 	Loam Mode = "loam"
 )
 
 // Modes are every mode, in the order of the first repeat.
-var Modes = []Mode{Limit, ControllerRuntime, Loam}
+var Modes = []Mode{Limit, ControllerRuntime, ControllerRuntimeTuned, Loam}
 
 // controller reports whether m runs a controller in a child process.
 func (m Mode) controller() bool { return m != Limit }
 
-// short is m's name in its runs' namespaces.
+// short is m's name in its runs' namespaces and the table's ratios.
 func (m Mode) short() string {
-	if m == ControllerRuntime {
+	switch m {
+	case ControllerRuntime:
 		return "cr"
+	case ControllerRuntimeTuned:
+		return "crt"
 	}
 	return string(m)
 }
+
+// valid reports whether m is one of Modes.
+func (m Mode) valid() bool { return slices.Contains(Modes, m) }
 
 // Config is what a comparison runs.
 type Config struct {
@@ -56,8 +67,9 @@ type Config struct {
 	// every mode.
 	Modes []Mode
 	// Bin is a directory holding the controllers' programs, crcontroller
-	// and loamcontroller, built with the harness's own Go toolchain. When
-	// it is empty, Run builds them with `go build`.
+	// (both controller-runtime modes) and loamcontroller, built with the
+	// harness's own Go toolchain. When it is empty, Run builds them with
+	// `go build`.
 	Bin string
 	// Environ is the environment the controllers start from, such as
 	// os.Environ(). Run removes GOGC, GOMEMLIMIT and GOMAXPROCS from it,
@@ -118,8 +130,8 @@ func (cfg Config) check() error {
 	seen := map[Mode]bool{}
 	for _, m := range cfg.Modes {
 		switch {
-		case m != Limit && m != ControllerRuntime && m != Loam:
-			errs = append(errs, fmt.Errorf("compare: mode %q: want %s, %s or %s", m, Limit, ControllerRuntime, Loam))
+		case !m.valid():
+			errs = append(errs, fmt.Errorf("compare: mode %q: want %s, %s, %s or %s", m, Limit, ControllerRuntime, ControllerRuntimeTuned, Loam))
 		case seen[m]:
 			errs = append(errs, fmt.Errorf("compare: mode %q twice", m))
 		}

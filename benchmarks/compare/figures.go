@@ -66,8 +66,8 @@ func (r Result) summary(n int) string {
 	s := fmt.Sprintf("%s, repeat %d: %d objects settled in %.2f s, %.2f writes/object, API server CPU %.2f s",
 		r.Mode, r.Repeat, n, r.Convergence.Seconds(), r.Writes()/float64(n), r.HarnessCPU.Seconds())
 	if r.Mode.controller() {
-		s += fmt.Sprintf("; controller CPU %.2f s, heap %.0f B/object, peak RSS %.1f MiB, %.2f reconciles/object",
-			r.ControllerCPU.Seconds(), r.HeapPerObject(n), float64(r.PeakRSS)/(1<<20), float64(r.Converged.Reconciles)/float64(n))
+		s += fmt.Sprintf("; controller CPU %.2f s, heap %.0f B/object, peak RSS %.1f MiB, %.2f reconciles/object (%.0f in its /metrics)",
+			r.ControllerCPU.Seconds(), r.HeapPerObject(n), float64(r.PeakRSS)/(1<<20), float64(r.Converged.Reconciles)/float64(n), r.ScrapedReconciles)
 	}
 	return s + fmt.Sprintf("; %d Memcacheds, ConfigMaps and Leases left after cleanup", r.Left)
 }

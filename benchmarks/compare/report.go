@@ -20,7 +20,7 @@ type Results struct {
 }
 
 // figure is one row of the table: a figure of each run, and the goal for
-// loam's median against controller-runtime's, if there is one.
+// loam's median against each controller-runtime mode's, if there is one.
 type figure struct {
 	name string
 	// goalName names the figure in the goals' lines.
@@ -33,6 +33,17 @@ type figure struct {
 	value  func(r Result, n int) float64
 	// goal is the most loam/CR may be; 0 for none.
 	goal float64
+}
+
+// against are the modes loam's ratios are of, in the table's order.
+var against = []Mode{ControllerRuntime, ControllerRuntimeTuned}
+
+// ratioName is the heading of loam's ratio to m.
+func ratioName(m Mode) string {
+	if m == ControllerRuntimeTuned {
+		return "loam/CR-tuned"
+	}
+	return "loam/CR"
 }
 
 // figures are the table's rows.
@@ -72,42 +83,41 @@ func (res *Results) Markdown(w io.Writer, command string) error {
 	fmt.Fprintf(&b, "N = %d objects, W = %d, %d %s; creators: %d. Each cell is the median of the runs, with their min–max.\n\n",
 		cfg.N, cfg.Workers, cfg.Repeats, plural(cfg.Repeats, "repeat", "repeats"), cfg.Creators)
 
-	b.WriteString("| figure | limit | controller-runtime | loam | loam/CR |\n| --- | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| figure")
+	for _, m := range Modes {
+		fmt.Fprintf(&b, " | %s", m)
+	}
+	for _, m := range against {
+		fmt.Fprintf(&b, " | %s", ratioName(m))
+	}
+	b.WriteString(" |\n| ---" + strings.Repeat(" | ---:", len(Modes)+len(against)) + " |\n")
 	for _, f := range figures {
 		fmt.Fprintf(&b, "| %s", f.name)
 		for _, m := range Modes {
 			fmt.Fprintf(&b, " | %s", res.cell(f, m))
 		}
-		if ratio, ok := res.ratio(f); ok {
-			fmt.Fprintf(&b, " | %.2f |\n", ratio)
-		} else {
-			b.WriteString(" | — |\n")
+		for _, m := range against {
+			if ratio, ok := res.ratio(f, m); ok {
+				fmt.Fprintf(&b, " | %.2f", ratio)
+			} else {
+				b.WriteString(" | —")
+			}
 		}
+		b.WriteString(" |\n")
 	}
 
-	b.WriteString("\nGoals, loam's median against controller-runtime's:\n\n")
-	for _, name := range goalOrder {
-		f := figureNamed(name)
-		ratio, ok := res.ratio(f)
-		switch {
-		case !ok:
-			fmt.Fprintf(&b, "- %s ≤ %.2g×: not measured\n", f.goalName, f.goal)
-		case ratio <= f.goal:
-			fmt.Fprintf(&b, "- %s ≤ %.2g×: %.2f×, met\n", f.goalName, f.goal, ratio)
-		default:
-			fmt.Fprintf(&b, "- %s ≤ %.2g×: %.2f×, missed\n", f.goalName, f.goal, ratio)
-		}
-	}
+	b.WriteString("\nGoals, loam's median against each controller-runtime mode's:\n\n")
+	b.WriteString(res.goals())
 
 	fmt.Fprintf(&b, "\nCommand: `%s`\n\n", command)
 	b.WriteString(res.environment())
 	b.WriteString(`
-Convergence is from the first create until the harness's own watch has seen every object's status settled: Ready, observing its generation. Controller CPU (user and system, from /proc/<pid>/stat, so Linux only) is the controller process's in that window, and peak RSS its VmHWM at its end; the peak RSS and the heap before the first object are the same once its clients and controller were built and it had reported in. Heap per object is the controller's heap after two garbage collections (HeapAlloc) once every object had settled, less the same before its controller started, over N. Writes, 409s and Lease writes are the API server's own count (apiserver_request_total) of the run's requests: writes are applies, patches, updates and creates of the ConfigMaps and of the Memcacheds' status, not the harness's creates; Lease writes are the leader's renewals, with the API server's own identity Lease's (one every 10 s). API server CPU is the harness's process in the window: kube-apiserver and etcd, with the harness's creators and its watch, and in the limit its applies.
+Convergence is from the first create until the harness's own watch has seen every object's status settled: Ready, observing its generation. Controller CPU (user and system, from /proc/<pid>/stat, so Linux only) is the controller process's in that window, and peak RSS its VmHWM at its end; the peak RSS and the heap before the first object are the same once its clients and controller were built and it had reported in. Heap per object is the controller's heap after two garbage collections (HeapAlloc) once every object had settled, less the same before its controller started, over N. Writes, 409s and Lease writes are the API server's own count (apiserver_request_total) of the run's requests: writes are applies, patches, updates and creates of the ConfigMaps and of the Memcacheds' status, not the harness's creates; Lease writes are the leader's renewals, with the API server's own identity Lease's (one every 10 s). API server CPU is the harness's process in the window: kube-apiserver and etcd, with the harness's creators and its watch, and in the limit its applies. Both controllers record their metrics and serve them on /metrics, as in production; controller-runtime-tuned is controller-runtime with metadata-only Owns, managedFields stripped from its cache and no gzip.
 `)
 
 	b.WriteString("\n### Every run\n\n")
-	b.WriteString("| repeat | mode | convergence (s) | controller CPU (s) | heap per object (B) | peak RSS (MiB) | reconciles/object | writes/object | 409s | Lease writes | API server CPU (s) | left after cleanup | apiserver_storage_objects |\n")
-	b.WriteString("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| repeat | mode | convergence (s) | controller CPU (s) | heap per object (B) | peak RSS (MiB) | reconciles/object | writes/object | 409s | Lease writes | API server CPU (s) | left after cleanup | apiserver_storage_objects | reconciles in /metrics |\n")
+	b.WriteString("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, r := range res.Runs {
 		fmt.Fprintf(&b, "| %d | %s", r.Repeat, r.Mode)
 		for _, f := range figures {
@@ -121,15 +131,42 @@ Convergence is from the first create until the harness's own watch has seen ever
 		if r.StoredObjects > 0 {
 			stored = format(r.StoredObjects, 0)
 		}
-		fmt.Fprintf(&b, " | %d | %s |\n", r.Left, stored)
+		scraped := "—" // the limit runs no controller
+		if r.Mode.controller() {
+			scraped = format(r.ScrapedReconciles, 0)
+		}
+		fmt.Fprintf(&b, " | %d | %s | %s |\n", r.Left, stored, scraped)
 	}
-	b.WriteString("\nLeft after cleanup: the Memcacheds, ConfigMaps and Leases of the whole cluster once the run had deleted its own. apiserver_storage_objects is every stored object as the API server last counted them; it counts once a minute, so it lags, and is — until it first has.\n")
+	b.WriteString("\nLeft after cleanup: the Memcacheds, ConfigMaps and Leases of the whole cluster once the run had deleted its own. apiserver_storage_objects is every stored object as the API server last counted them; it counts once a minute, so it lags, and is — until it first has. Reconciles in /metrics are what the controller's own metrics counted, scraped once every object had settled: loam_kube_controller_reconcile_duration_seconds' count for loam, controller_runtime_reconcile_total for controller-runtime.\n")
 
 	b.WriteString("\n### Requests per object\n\nThe API server's count of each kind of request over all runs of a mode, over N × runs; it includes the harness's creates (POST memcacheds) and its watch.\n\n")
 	b.WriteString(res.requestsTable())
 
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// goals are the goals' lines: each goal, met or missed against each
+// controller-runtime mode, or not measured where either didn't run.
+func (res *Results) goals() string {
+	var b strings.Builder
+	for _, name := range goalOrder {
+		f := figureNamed(name)
+		var parts []string
+		for _, m := range against {
+			ratio, ok := res.ratio(f, m)
+			switch {
+			case !ok:
+				parts = append(parts, fmt.Sprintf("not measured against %s", m))
+			case ratio <= f.goal:
+				parts = append(parts, fmt.Sprintf("%.2f× %s, met", ratio, m))
+			default:
+				parts = append(parts, fmt.Sprintf("%.2f× %s, missed", ratio, m))
+			}
+		}
+		fmt.Fprintf(&b, "- %s ≤ %.2g×: %s\n", f.goalName, f.goal, strings.Join(parts, "; "))
+	}
+	return b.String()
 }
 
 // cell is f of mode's runs: their median and range, or — where mode has
@@ -149,9 +186,9 @@ func (res *Results) cell(f figure, m Mode) string {
 	return fmt.Sprintf("%s (%s–%s)", format(med, f.digits), format(slices.Min(vs), f.digits), format(slices.Max(vs), f.digits))
 }
 
-// ratio is loam's median of f over controller-runtime's.
-func (res *Results) ratio(f figure) (float64, bool) {
-	l, c := res.values(f, Loam), res.values(f, ControllerRuntime)
+// ratio is loam's median of f over mode m's.
+func (res *Results) ratio(f figure, m Mode) (float64, bool) {
+	l, c := res.values(f, Loam), res.values(f, m)
 	if len(l) == 0 || len(c) == 0 || median(c) == 0 {
 		return 0, false
 	}
@@ -225,7 +262,11 @@ func (res *Results) requestsTable() string {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("| request | limit | controller-runtime | loam |\n| --- | ---: | ---: | ---: |\n")
+	b.WriteString("| request")
+	for _, m := range Modes {
+		fmt.Fprintf(&b, " | %s", m)
+	}
+	b.WriteString(" |\n| ---" + strings.Repeat(" | ---:", len(Modes)) + " |\n")
 	everything := func(apimetrics.Request) bool { return true }
 	for _, kind := range all.ByKind(everything) {
 		fmt.Fprintf(&b, "| %s", kind.Kind)

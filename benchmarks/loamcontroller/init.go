@@ -12,6 +12,7 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/config"
+	"github.com/loam-dev/loam/app/httpmetrics"
 	"github.com/loam-dev/loam/benchmarks/internal/probe"
 	"github.com/loam-dev/loam/examples/connection"
 	"github.com/loam-dev/loam/kube"
@@ -32,19 +33,33 @@ const (
 	NameVariable = "CONTROLLER_NAME"
 	// IdentityVariable is the replica's identity in the Lease.
 	IdentityVariable = "POD_NAME"
+	// MetricsAddressVariable is the host:port /metrics is served on; unset
+	// or empty serves none, though the controller still records its
+	// metrics, as controller-runtime's does with its server off.
+	MetricsAddressVariable = "METRICS_ADDRESS"
 )
 
 // Init returns the App's Init: it builds a Client from the kubeconfig, a
 // clientset on it, and a Controller of Memcacheds that owns ConfigMaps,
 // with loam's default Settings but for the name, namespace and workers.
 // Once all is built it reports its heap to the harness, and it serves the
-// Controller and the harness's probe. stdin is where the harness's words
-// arrive: a Process has no standard input of its own.
-func Init(stdin io.Reader) app.Init {
+// Controller, the harness's probe, and /metrics on METRICS_ADDRESS when
+// it is set. stdin is where the harness's words arrive: a Process has no
+// standard input of its own.
+//
+// Its metrics are on, as an operator runs in production: the App runs
+// with app.WithTelemetry(tel.Build), so the Controller and the Client
+// record into an SDK MeterProvider that tel's Prometheus exporter reads.
+// Without that telemetry Init fails.
+func Init(stdin io.Reader, tel *Telemetry) app.Init {
 	return func(ctx context.Context, s *app.Setup) ([]app.Service, error) {
 		e, err := readEnvironment(ctx, s)
 		if err != nil {
 			return nil, err
+		}
+		exporter := tel.exporter
+		if exporter == nil {
+			return nil, errNoExporter
 		}
 		conn, err := connection.FromKubeconfig(s.Host.FS, e.kubeconfig)
 		if err != nil {
@@ -66,11 +81,20 @@ func Init(stdin io.Reader) app.Init {
 			return nil, err
 		}
 
+		services := []app.Service{ctrl}
+		if e.metrics != "" {
+			metrics, err := httpmetrics.NewService(s, httpmetrics.Settings{Address: e.metrics}, exporter)
+			if err != nil {
+				return nil, err
+			}
+			services = append(services, metrics)
+		}
+
 		p := &probe.Child{In: stdin, Out: s.Process.Stdout, Reconciles: &reconciles, CPUProfile: e.profile}
 		if err := p.Start(); err != nil {
 			return nil, err
 		}
-		return []app.Service{ctrl, probeService{p}}, nil
+		return append(services, probeService{p}), nil
 	}
 }
 
@@ -81,11 +105,13 @@ type environment struct {
 	kubeconfig string
 	// profile is where the probe writes a CPU profile; "" for none.
 	profile string
+	// metrics is the address /metrics is served on; "" for none.
+	metrics string
 }
 
-// readEnvironment sources the Controller's Settings, the kubeconfig's path
-// and the profile's from the Process's environment, reporting every bad
-// variable at once.
+// readEnvironment sources the Controller's Settings, the kubeconfig's path,
+// the profile's and the metrics' address from the Process's environment,
+// reporting every bad variable at once.
 func readEnvironment(ctx context.Context, s *app.Setup) (environment, error) {
 	env := func(name string) config.Value[string] { return config.Env(s.Process.Environment, name) }
 	d := kube.DefaultSettings()
@@ -100,8 +126,18 @@ func readEnvironment(ctx context.Context, s *app.Setup) (environment, error) {
 			settings:   k,
 			kubeconfig: r.Get(env(KubeconfigVariable)),
 			profile:    r.Get(env(probe.CPUProfileVariable).Default("")),
+			metrics:    r.Get(env(MetricsAddressVariable).Default("").Validate(checkOptionalAddress)),
 		}
 	}).Read(ctx)
+}
+
+// checkOptionalAddress reports whether address is "" or one the metrics
+// Service can listen on.
+func checkOptionalAddress(address string) error {
+	if address == "" {
+		return nil
+	}
+	return httpmetrics.CheckAddress(address)
 }
 
 // probeService serves the harness's probe beside the Controller.

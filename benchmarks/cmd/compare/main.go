@@ -1,6 +1,6 @@
-// Command compare measures loam against controller-runtime on an API
-// server it starts in its own process, and prints a Markdown table of the
-// figures: `make compare` runs it.
+// Command compare measures loam against controller-runtime, at its
+// defaults and tuned, on an API server it starts in its own process, and
+// prints a Markdown table of the figures: `make compare` runs it.
 //
 //	cd benchmarks && go run ./cmd/compare -n 5000 -w 4 -r 3 -out compare.md
 //
@@ -42,7 +42,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Workers, "w", 4, "W: the limit's goroutines and each controller's workers")
 	fs.IntVar(&cfg.Repeats, "r", 3, "repeats of every mode, interleaved")
 	fs.IntVar(&cfg.Creators, "creators", 16, "the harness's parallel creators")
-	modes := fs.String("modes", "", "comma-separated modes to run (default all: limit,controller-runtime,loam)")
+	modes := fs.String("modes", "", "comma-separated modes to run (default all: limit,controller-runtime,controller-runtime-tuned,loam)")
 	fs.StringVar(&cfg.Bin, "bin", "", "directory holding crcontroller and loamcontroller (default: build them)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "bound on each run's convergence (default 10m)")
 	fs.StringVar(&cfg.Profile, "profile", "", "write a CPU profile of the harness's process (the API server's) in each run's window into this directory")

@@ -1,6 +1,8 @@
 // Command loamcontroller is the comparison's loam controller: the App of
-// package loamcontroller, as app.Main runs it. The harness (cmd/compare)
-// starts it with its settings in the environment; see that package.
+// package loamcontroller, as app.Main runs it, with its telemetry:
+// metrics recorded and served on /metrics. The
+// harness (cmd/compare) starts it with its settings in the environment;
+// see that package.
 package main
 
 import (
@@ -11,5 +13,8 @@ import (
 )
 
 func main() {
-	app.Main(loamcontroller.Init(os.Stdin))
+	// Metrics on, as in production: an SDK MeterProvider read by a
+	// Prometheus exporter, which Init serves on /metrics.
+	var tel loamcontroller.Telemetry
+	app.Main(loamcontroller.Init(os.Stdin, &tel), app.WithTelemetry(tel.Build))
 }
