@@ -20,9 +20,9 @@ func (s fakeSource) Get(ports.Key) (ports.Object, bool, error) { return s.obj, t
 
 type fakeWriter struct{ applies int }
 
-func (w *fakeWriter) ApplyStatus(context.Context, ports.Key, types.UID, []byte) error {
+func (w *fakeWriter) ApplyStatus(_ context.Context, _ ports.Key, _ types.UID, status []byte) ([]byte, error) {
 	w.applies++
-	return nil
+	return status, nil
 }
 
 func (w *fakeWriter) ApplyFinalizer(context.Context, ports.Key, types.UID, string, bool) error {

@@ -111,7 +111,7 @@ func (l *Loop) step(ctx context.Context, key ports.Key, obj ports.Object, step S
 		// is applied in the pass's context, never the call's, which has
 		// expired when the call timed out.
 		if res.Status != nil && StatusChanged(obj.Status, res.Status) {
-			if aerr := l.c.Writer.ApplyStatus(ctx, key, obj.UID, res.Status); aerr != nil {
+			if _, aerr := l.c.Writer.ApplyStatus(ctx, key, obj.UID, res.Status); aerr != nil {
 				err = errors.Join(err, fmt.Errorf("applying status: %w", aerr))
 			}
 		}
