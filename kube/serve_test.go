@@ -164,14 +164,14 @@ func (w *trackerWriter) object(key ports.Key, uid types.UID) (*unstructured.Unst
 	return u, nil
 }
 
-func (w *trackerWriter) ApplyStatus(_ context.Context, key ports.Key, uid types.UID, status []byte) error {
+func (w *trackerWriter) ApplyStatus(_ context.Context, key ports.Key, uid types.UID, status []byte) ([]byte, error) {
 	u, err := w.object(key, uid)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var s map[string]any
 	if err := json.Unmarshal(status, &s); err != nil {
-		return err
+		return nil, err
 	}
 	u.Object["status"] = s
 	w.mu.Lock()
@@ -180,7 +180,8 @@ func (w *trackerWriter) ApplyStatus(_ context.Context, key ports.Key, uid types.
 	}
 	w.statuses[key.Name]++
 	w.mu.Unlock()
-	return w.tracker.Update(memcacheds, u, key.Namespace)
+	// The tracker stores the status as sent: the answer holds just that.
+	return status, w.tracker.Update(memcacheds, u, key.Namespace)
 }
 
 func (w *trackerWriter) ApplyFinalizer(_ context.Context, key ports.Key, uid types.UID, finalizer string, present bool) error {

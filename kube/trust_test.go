@@ -155,7 +155,7 @@ type sightingWriter struct {
 	seen *sightings
 }
 
-func (w sightingWriter) ApplyStatus(ctx context.Context, key ports.Key, uid types.UID, status []byte) error {
+func (w sightingWriter) ApplyStatus(ctx context.Context, key ports.Key, uid types.UID, status []byte) ([]byte, error) {
 	w.seen.see(ctx, "status "+key.Name, nil)
 	return w.Writer.ApplyStatus(ctx, key, uid, status)
 }

@@ -16,8 +16,12 @@ import (
 type Writer interface {
 	// ApplyStatus applies status, a JSON object, to the status subresource
 	// of the object key names, forcing, since the controller owns the
-	// status whole.
-	ApplyStatus(ctx context.Context, key Key, uid types.UID, status []byte) error
+	// status whole. It returns the status as the API server stored it,
+	// read from its answer: the JSON of the answer's status, which the
+	// server may have defaulted or pruned, and which the caller owns; nil
+	// when the Writer can't tell, or the answer has none. It returns the
+	// API server's error when the apply fails, and then no status.
+	ApplyStatus(ctx context.Context, key Key, uid types.UID, status []byte) (stored []byte, err error)
 	// ApplyFinalizer applies the metadata of the object key names, with
 	// finalizer among its finalizers when present is true and without it
 	// otherwise. A finalizer that another field manager set too stays on

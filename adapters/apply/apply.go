@@ -5,9 +5,11 @@
 // applies whole objects a controller controls, for kube's Resource.Apply.
 //
 // A Writer reads no more of a response than it uses. The API server
-// answers an apply with the whole object, but a status apply and the
-// apply that adds the finalizer need only its status code; the apply that
-// removes the finalizer, only the object's finalizers and managedFields.
+// answers an apply with the whole object, but the apply that adds the
+// finalizer needs only its status code; a status apply, only the status
+// the server stored, which the controller compares the next pass's
+// status with; the apply that removes the finalizer, only the object's
+// finalizers and managedFields.
 // An error's body, a metav1.Status, becomes an *apierrors.StatusError as
 // client-go's other clients return it.
 //
@@ -156,20 +158,21 @@ func (w *Writer) body(key ports.Key, uid types.UID) body {
 
 // ApplyStatus applies status, a JSON object, to the status subresource of
 // the object key and uid name, forcing, since the controller owns the
-// status whole. It returns the API server's error, such as a Conflict when
-// the object is gone.
-func (w *Writer) ApplyStatus(ctx context.Context, key ports.Key, uid types.UID, status []byte) error {
+// status whole. It returns the status as the API server stored it, which
+// its answer holds, defaulted and pruned by the resource's schema; nil
+// when the answer has none or can't be read. It returns the API server's
+// error, such as a Conflict when the object is gone.
+func (w *Writer) ApplyStatus(ctx context.Context, key ports.Key, uid types.UID, status []byte) ([]byte, error) {
 	if !json.Valid(status) {
-		return fmt.Errorf("the status %.40q is not JSON", status)
+		return nil, fmt.Errorf("the status %.40q is not JSON", status)
 	}
 	b := w.body(key, uid)
 	b.Status = status
 	answer, err := w.send(ctx, key, b, true, "status")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	discard(answer)
-	return nil
+	return readStatus(answer), nil
 }
 
 // ApplyFinalizer applies the metadata of the object key and uid name with

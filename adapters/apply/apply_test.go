@@ -360,7 +360,7 @@ func TestWriter(t *testing.T) {
 			var err error
 			switch tt.call {
 			case applyStatus:
-				err = w.ApplyStatus(t.Context(), k, "uid-1", []byte(`{ "readyReplicas": 3 }`))
+				_, err = w.ApplyStatus(t.Context(), k, "uid-1", []byte(`{ "readyReplicas": 3 }`))
 			case addFinalizer:
 				err = w.ApplyFinalizer(t.Context(), k, "uid-1", fin, true)
 			case removeFinalizer:
@@ -413,7 +413,7 @@ func TestWriter_errors_are_the_dynamic_client_s(t *testing.T) {
 			dyn, err := dynamic.NewForConfig(s.config())
 			require.NoError(t, err)
 
-			got := w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{}`))
+			_, got := w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{}`))
 			_, want := dyn.Resource(memcacheds).Namespace("ns").Patch(t.Context(), "a", types.ApplyPatchType, []byte(`{}`),
 				metav1.PatchOptions{FieldManager: manager, Force: new(true)}, "status")
 			require.Error(t, got)
@@ -432,7 +432,10 @@ func TestWriter_retries_as_client_go_does(t *testing.T) {
 	busy, _ := refused(t, apierrors.NewTooManyRequests("too many requests, please try again later", 0))
 	busy.retryAfter = "0"
 	for name, call := range map[string]func(*apply.Writer) error{
-		"a status":           func(w *apply.Writer) error { return w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{}`)) },
+		"a status": func(w *apply.Writer) error {
+			_, err := w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{}`))
+			return err
+		},
 		"adding a finalizer": func(w *apply.Writer) error { return w.ApplyFinalizer(t.Context(), key, "uid-1", fin, true) },
 		"removing it":        func(w *apply.Writer) error { return w.ApplyFinalizer(t.Context(), key, "uid-1", fin, false) },
 	} {
@@ -452,7 +455,8 @@ func TestWriter_retries_as_client_go_does(t *testing.T) {
 func TestWriter_ApplyStatus_refuses_what_isn_t_JSON(t *testing.T) {
 	s := newAPIServer(t)
 	w := newWriter(t, s.config(), memcacheds, "Memcached")
-	require.ErrorContains(t, w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{"readyReplicas":`)), "is not JSON")
+	_, err := w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{"readyReplicas":`))
+	require.ErrorContains(t, err, "is not JSON")
 	require.Empty(t, s.requests())
 }
 
@@ -466,7 +470,8 @@ func TestWriter_refuses_a_name_that_is_no_path_segment(t *testing.T) {
 		{Namespace: "n%s", Name: "a"}:  `invalid namespace "n%s"`,
 		{Namespace: "ns", Name: "."}:   `invalid resource name "."`,
 	} {
-		require.ErrorContains(t, w.ApplyStatus(t.Context(), k, "uid-1", []byte(`{}`)), want)
+		_, err := w.ApplyStatus(t.Context(), k, "uid-1", []byte(`{}`))
+		require.ErrorContains(t, err, want)
 		require.ErrorContains(t, w.ApplyFinalizer(t.Context(), k, "uid-1", fin, true), want)
 	}
 	require.Empty(t, s.requests())
@@ -483,7 +488,8 @@ func TestNewClient_sends_through_the_Config_s_transport(t *testing.T) {
 	})
 	cfg.UserAgent = "loam-test"
 	w := newWriter(t, cfg, memcacheds, "Memcached")
-	require.NoError(t, w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{}`)))
+	_, err := w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{}`))
+	require.NoError(t, err)
 	require.NoError(t, w.ApplyFinalizer(t.Context(), key, "uid-1", fin, false))
 	require.Equal(t, []string{"PATCH /apis/cache.example.com/v1alpha1/namespaces/ns/memcacheds/a/status", "PATCH /apis/cache.example.com/v1alpha1/namespaces/ns/memcacheds/a"}, seen)
 }
@@ -536,14 +542,32 @@ func (cutShort) RoundTrip(r *http.Request) (*http.Response, error) {
 // was made, so only the apply that reads the object fails.
 func TestWriter_an_answer_cut_short(t *testing.T) {
 	w := newWriter(t, &rest.Config{Host: "https://api.example.com", Transport: cutShort{}, QPS: -1}, memcacheds, "Memcached")
-	require.NoError(t, w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{}`)))
+	stored, err := w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{}`))
+	require.NoError(t, err, "the status code said the apply was made")
+	require.Nil(t, stored, "no status can be read from an answer cut short")
 	require.NoError(t, w.ApplyFinalizer(t.Context(), key, "uid-1", fin, true))
 	require.ErrorContains(t, w.ApplyFinalizer(t.Context(), key, "uid-1", fin, false), "reading the answer to the apply of ns/a: stream reset")
 }
 
+// TestWriter_ApplyStatus_returns_the_status_the_API_server_stored: the
+// answer's status, as the server defaulted and pruned it, not the one sent.
+func TestWriter_ApplyStatus_returns_the_status_the_API_server_stored(t *testing.T) {
+	obj, err := os.ReadFile("testdata/memcached.json")
+	require.NoError(t, err)
+	var want struct {
+		Status json.RawMessage `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal(obj, &want))
+	w := newWriter(t, &rest.Config{Host: "https://api.example.com", Transport: canned(obj), QPS: -1}, memcacheds, "Memcached")
+	stored, err := w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{"readyReplicas":3}`))
+	require.NoError(t, err)
+	require.JSONEq(t, string(want.Status), string(stored))
+}
+
 // BenchmarkApplyStatus is the client's side of one status apply: the
 // request built and sent through the Config's transport, the answer (a
-// Memcached with three managedFields entries, 2.5 KB) read and dropped.
+// Memcached with three managedFields entries, 2.5 KB) read, and its
+// status kept.
 func BenchmarkApplyStatus(b *testing.B) {
 	obj, err := os.ReadFile("testdata/memcached.json")
 	require.NoError(b, err)
@@ -551,7 +575,7 @@ func BenchmarkApplyStatus(b *testing.B) {
 	status := []byte(`{"conditions":[{"lastTransitionTime":"2026-07-01T10:00:05Z","message":"3 of 3 replicas are ready","observedGeneration":3,"reason":"ReplicasReady","status":"True","type":"Available"}],"readyReplicas":3}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := w.ApplyStatus(b.Context(), key, "uid-1", status); err != nil {
+		if _, err := w.ApplyStatus(b.Context(), key, "uid-1", status); err != nil {
 			b.Fatal(err)
 		}
 	}

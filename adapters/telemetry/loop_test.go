@@ -32,7 +32,9 @@ func (objects) Get(key ports.Key) (ports.Object, bool, error) {
 // noWrites is a Writer that applies nothing.
 type noWrites struct{}
 
-func (noWrites) ApplyStatus(context.Context, ports.Key, types.UID, []byte) error { return nil }
+func (noWrites) ApplyStatus(context.Context, ports.Key, types.UID, []byte) ([]byte, error) {
+	return nil, nil
+}
 
 func (noWrites) ApplyFinalizer(context.Context, ports.Key, types.UID, string, bool) error {
 	return nil

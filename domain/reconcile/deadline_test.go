@@ -135,7 +135,7 @@ func TestLoop_Reconcile_cancels_a_hung_Reconcile_at_its_deadline_and_retries_it(
 				return ports.Result{Status: []byte(`{"ready":0,"timedOut":true}`), After: time.Minute}, err
 			}),
 			// Applied in the reconcile's context, which is still alive.
-			m.writer.EXPECT().ApplyStatus(alive(), key, obj.UID, []byte(`{"ready":0,"timedOut":true}`)).Return(nil),
+			m.writer.EXPECT().ApplyStatus(alive(), key, obj.UID, []byte(`{"ready":0,"timedOut":true}`)).Return(nil, nil),
 			m.added(),
 		)
 
@@ -161,7 +161,7 @@ func TestLoop_Reconcile_cancels_a_hung_Reconcile_at_its_deadline_and_retries_it(
 		gomock.InOrder(
 			m.source.EXPECT().Get(key).Return(obj, true, nil),
 			m.handler.EXPECT().Reconcile(inSpan(), obj).Return(ports.Result{Status: []byte(`{"ready":1,"timedOut":false}`)}, nil),
-			m.writer.EXPECT().ApplyStatus(alive(), key, obj.UID, []byte(`{"ready":1,"timedOut":false}`)).Return(nil),
+			m.writer.EXPECT().ApplyStatus(alive(), key, obj.UID, []byte(`{"ready":1,"timedOut":false}`)).Return(nil, nil),
 		)
 		l.Reconcile(t.Context(), key)
 		require.Equal(t, ports.OutcomeSuccess, second().Outcome)
@@ -286,7 +286,7 @@ func TestLoop_Reconcile_deadline(t *testing.T) {
 						<-ctx.Done()
 						return ports.Result{Status: []byte(`{"ready":0}`)}, nil
 					}),
-					m.writer.EXPECT().ApplyStatus(alive(), key, obj.UID, []byte(`{"ready":0}`)).Return(errApply),
+					m.writer.EXPECT().ApplyStatus(alive(), key, obj.UID, []byte(`{"ready":0}`)).Return(nil, errApply),
 					m.added(),
 				}
 			},

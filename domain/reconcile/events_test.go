@@ -60,7 +60,7 @@ func TestLoop_Reconcile_records_a_Warning_Event_on_an_object_whose_pass_went_wro
 			obj:  object(),
 			calls: func(m bubbleMocks, o ports.Object) {
 				m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{Status: []byte(`{"ready":2}`)}, nil)
-				m.writer.EXPECT().ApplyStatus(inSpan(), key, o.UID, []byte(`{"ready":2}`)).Return(errApply)
+				m.writer.EXPECT().ApplyStatus(inSpan(), key, o.UID, []byte(`{"ready":2}`)).Return(nil, errApply)
 				m.added()
 			},
 			want: &ports.EventRecord{Type: "Warning", Reason: "ReconcileFailed", Action: "Reconcile", Note: "applying status: the server is on fire"},

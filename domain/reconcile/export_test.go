@@ -21,3 +21,7 @@ func DecodedChanged(cached, next []byte) bool {
 func InPass(ctx context.Context, controller string, key ports.Key, uid types.UID, object []byte) context.Context {
 	return withPass(ctx, Pass{Controller: controller, Key: key, UID: uid, object: object})
 }
+
+// Remembered returns how many keys the Loop remembers the stored status
+// of.
+func (l *Loop) Remembered() int { return l.stored.len() }

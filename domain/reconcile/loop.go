@@ -136,6 +136,7 @@ type Loop struct {
 	timers  *timers
 	causes  *causes
 	carried *carried
+	stored  *stored
 }
 
 // New returns a Loop that drives c's ports. It fails when a port is
@@ -171,6 +172,7 @@ func New(c Config) (*Loop, error) {
 		timers:  newTimers(c.Clock, c.Queue.AddRequeue),
 		causes:  newCauses(),
 		carried: newCarried(),
+		stored:  newStored(),
 	}, nil
 }
 
@@ -260,14 +262,16 @@ func (l *Loop) Reconcile(ctx context.Context, key ports.Key) {
 		step = Decide(obj, found, l.c.Finalizer)
 		if step == StepSkip {
 			l.forget(key)
+			l.stored.forget(key)
 			return
 		}
 		if l.c.Admit != nil {
 			admitted, done, ok := l.c.Admit(ctx, key, obj)
 			if !ok {
-				// Another replica's: its timers and backoff are that
-				// replica's too.
+				// Another replica's: its timers, backoff and statuses
+				// are that replica's too.
 				l.forget(key)
+				l.stored.forget(key)
 				return
 			}
 			defer done()

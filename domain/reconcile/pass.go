@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -110,8 +111,8 @@ func (l *Loop) step(ctx context.Context, key ports.Key, obj ports.Object, step S
 		// time, so a failure can be a condition and an error at once. It
 		// is applied in the pass's context, never the call's, which has
 		// expired when the call timed out.
-		if res.Status != nil && StatusChanged(obj.Status, res.Status) {
-			if aerr := l.c.Writer.ApplyStatus(ctx, key, obj.UID, res.Status); aerr != nil {
+		if res.Status != nil {
+			if aerr := l.applyStatus(ctx, key, obj, res.Status); aerr != nil {
 				err = errors.Join(err, fmt.Errorf("applying status: %w", aerr))
 			}
 		}
@@ -123,4 +124,39 @@ func (l *Loop) step(ctx context.Context, key ports.Key, obj ports.Object, step S
 		}
 		return succeeded(res.After)
 	}
+}
+
+// applyStatus applies asked, the status the Reconciler returned, to obj,
+// unless that would change nothing: when asked is obj's status, compared
+// as JSON values, or when obj's status is still what the API server
+// answered the latest apply of asked with (see stored). An apply's answer
+// that differs from asked is remembered for the next pass; one that
+// doesn't, or a failed apply, leaves nothing.
+func (l *Loop) applyStatus(ctx context.Context, key ports.Key, obj ports.Object, asked []byte) error {
+	c := compareStatuses(obj.Status, asked)
+	defer c.release()
+	if !c.changed {
+		return nil
+	}
+	if c.cached != nil && l.stored.holds(key, c.next.out, obj.UID, c.cached.out) {
+		return nil
+	}
+	answered, err := l.c.Writer.ApplyStatus(ctx, key, obj.UID, asked)
+	if err != nil || answered == nil || c.cached == nil {
+		l.stored.forget(key)
+		return err
+	}
+	// The answer in canonical form, in the buffer of the cached status's,
+	// which the pass has no more use for.
+	c.cached.canonicalize(answered)
+	switch {
+	case !c.cached.valid:
+		l.stored.forget(key)
+	case bytes.Equal(c.cached.out, c.next.out):
+		// Stored as asked: the next pass finds it equal as it is.
+		l.stored.forget(key)
+	default:
+		l.stored.learn(key, c.next.out, obj.UID, c.cached.out)
+	}
+	return nil
 }

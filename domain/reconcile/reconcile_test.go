@@ -276,7 +276,7 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{Status: []byte(`{"ready":2}`)}, nil),
-					m.writer.EXPECT().ApplyStatus(inSpan(), key, obj.UID, []byte(`{"ready":2}`)).Return(nil),
+					m.writer.EXPECT().ApplyStatus(inSpan(), key, obj.UID, []byte(`{"ready":2}`)).Return(nil, nil),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},
@@ -311,7 +311,7 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{Status: []byte(`{"ready":0}`)}, errBoom),
-					m.writer.EXPECT().ApplyStatus(inSpan(), key, obj.UID, []byte(`{"ready":0}`)).Return(nil),
+					m.writer.EXPECT().ApplyStatus(inSpan(), key, obj.UID, []byte(`{"ready":0}`)).Return(nil, nil),
 					m.retried(),
 				}
 			},
@@ -324,7 +324,7 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{Status: []byte(`{"ready":2}`), After: time.Minute}, nil),
-					m.writer.EXPECT().ApplyStatus(inSpan(), key, obj.UID, []byte(`{"ready":2}`)).Return(errApply),
+					m.writer.EXPECT().ApplyStatus(inSpan(), key, obj.UID, []byte(`{"ready":2}`)).Return(nil, errApply),
 					m.retried(),
 				}
 			},
@@ -337,7 +337,7 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Reconcile(inSpan(), o).Return(ports.Result{Status: []byte(`{"ready":2}`)}, errBoom),
-					m.writer.EXPECT().ApplyStatus(inSpan(), key, obj.UID, []byte(`{"ready":2}`)).Return(errApply),
+					m.writer.EXPECT().ApplyStatus(inSpan(), key, obj.UID, []byte(`{"ready":2}`)).Return(nil, errApply),
 					m.retried(),
 				}
 			},
@@ -425,7 +425,7 @@ func TestLoop_Reconcile(t *testing.T) {
 			calls: func(m mocks, o ports.Object) []any {
 				return []any{
 					m.handler.EXPECT().Reconcile(prepared(), o).Return(ports.Result{Status: []byte(`{"ready":2}`)}, nil),
-					m.writer.EXPECT().ApplyStatus(prepared(), key, obj.UID, []byte(`{"ready":2}`)).Return(nil),
+					m.writer.EXPECT().ApplyStatus(prepared(), key, obj.UID, []byte(`{"ready":2}`)).Return(nil, nil),
 				}
 			},
 			want: &want{outcome: ports.OutcomeSuccess},

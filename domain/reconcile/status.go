@@ -27,16 +27,53 @@ import (
 // aren't UTF-8, or an object names a member twice: then, rarely, both are
 // decoded and compared as values.
 func StatusChanged(cached, next []byte) bool {
+	c := compareStatuses(cached, next)
+	defer c.release()
+	return c.changed
+}
+
+// comparison is what compareStatuses found: whether the status changed,
+// and, when it did and both statuses are JSON, their canonical forms, for
+// the pass to hash. release hands the forms' buffers back.
+type comparison struct {
+	changed bool
+	// cached and next are the canonical forms, nil unless changed and
+	// both are JSON. Equal forms are equal values, even where a form
+	// doesn't tell its value exactly.
+	cached, next *canonicalizer
+}
+
+// compareStatuses is StatusChanged, which keeps the canonical forms of a
+// changed status for the caller to read until it calls release. The same
+// bytes are never put in canonical form: most passes of a settled object
+// end there, or at the canonical forms' bytes, with nothing decoded and
+// nothing allocated.
+func compareStatuses(cached, next []byte) comparison {
 	if bytes.Equal(cached, next) {
-		return false
+		return comparison{}
 	}
 	a, b := canonicalizers.Get().(*canonicalizer), canonicalizers.Get().(*canonicalizer)
-	defer canonicalizers.Put(a)
-	defer canonicalizers.Put(b)
-	if a.canonicalize(cached) && b.canonicalize(next) {
-		return !bytes.Equal(a.out, b.out)
+	exactA, exactB := a.canonicalize(cached), b.canonicalize(next)
+	var changed bool
+	if exactA && exactB {
+		changed = !bytes.Equal(a.out, b.out)
+	} else {
+		changed = decodedChanged(cached, next)
 	}
-	return decodedChanged(cached, next)
+	if !changed || !a.valid || !b.valid {
+		canonicalizers.Put(a)
+		canonicalizers.Put(b)
+		return comparison{changed: changed}
+	}
+	return comparison{changed: true, cached: a, next: b}
+}
+
+// release hands c's canonical forms back to the pool.
+func (c comparison) release() {
+	if c.cached != nil {
+		canonicalizers.Put(c.cached)
+		canonicalizers.Put(c.next)
+	}
 }
 
 // decodedChanged is StatusChanged on the two decoded.
@@ -109,6 +146,9 @@ type canonicalizer struct {
 	// form may not tell its value: an escape or bytes that aren't UTF-8 in
 	// a string, or a member named twice.
 	exact bool
+	// valid is whether the document is one JSON value, so that out is its
+	// canonical form.
+	valid bool
 }
 
 // member is an object's member: its name, in the document, and its
@@ -124,12 +164,13 @@ type member struct {
 // isn't one JSON value. An empty document, null, and an object with no
 // member that isn't null all have the empty form.
 func (c *canonicalizer) canonicalize(doc []byte) bool {
-	c.in, c.out, c.members, c.scratch, c.exact = doc, c.out[:0], c.members[:0], c.scratch[:0], true
+	c.in, c.out, c.members, c.scratch, c.exact, c.valid = doc, c.out[:0], c.members[:0], c.scratch[:0], true, true
 	defer func() { c.in = nil }()
 	if len(doc) == 0 {
 		return true
 	}
 	if !json.Valid(doc) {
+		c.valid = false
 		return false
 	}
 	c.value(skipSpace(doc, 0))

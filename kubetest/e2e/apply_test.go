@@ -39,7 +39,9 @@ func TestApplyWriter_against_the_API_server(t *testing.T) {
 		_, err := objects.ApplyStatus(t.Context(), "forced", other, metav1.ApplyOptions{FieldManager: "someone-else"})
 		require.NoError(t, err)
 
-		require.NoError(t, w.ApplyStatus(t.Context(), key("forced"), u.GetUID(), []byte(`{"readyReplicas":1}`)))
+		stored, err := w.ApplyStatus(t.Context(), key("forced"), u.GetUID(), []byte(`{"readyReplicas":1}`))
+		require.NoError(t, err)
+		require.JSONEq(t, `{"readyReplicas":1}`, string(stored), "the status as the API server stored it")
 		m, _ := getMemcached(t, admin.dynamic, r, ns, "forced")
 		require.Equal(t, int32(1), m.Status.ReadyReplicas)
 	})
@@ -51,7 +53,8 @@ func TestApplyWriter_against_the_API_server(t *testing.T) {
 		err := w.ApplyFinalizer(t.Context(), key("gone"), u.GetUID(), finalizer, true)
 		require.True(t, apierrors.IsConflict(err), "%v", err)
 		require.ErrorContains(t, err, "uid mismatch")
-		require.Error(t, w.ApplyStatus(t.Context(), key("gone"), u.GetUID(), []byte(`{"readyReplicas":1}`)))
+		_, err = w.ApplyStatus(t.Context(), key("gone"), u.GetUID(), []byte(`{"readyReplicas":1}`))
+		require.Error(t, err)
 		// Removing the finalizer, as a reconcile from a cache that hasn't
 		// seen the deletion does, succeeds: it went with the object.
 		require.NoError(t, w.ApplyFinalizer(t.Context(), key("gone"), u.GetUID(), finalizer, false))

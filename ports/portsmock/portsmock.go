@@ -430,11 +430,12 @@ func (c *MockWriterApplyFinalizerCall) DoAndReturn(f func(context.Context, ports
 }
 
 // ApplyStatus mocks base method.
-func (m *MockWriter) ApplyStatus(ctx context.Context, key ports.Key, uid types.UID, status []byte) error {
+func (m *MockWriter) ApplyStatus(ctx context.Context, key ports.Key, uid types.UID, status []byte) ([]byte, error) {
 	m.ctrl.T.Helper()
 	ret := m.ctrl.Call(m, "ApplyStatus", ctx, key, uid, status)
-	ret0, _ := ret[0].(error)
-	return ret0
+	ret0, _ := ret[0].([]byte)
+	ret1, _ := ret[1].(error)
+	return ret0, ret1
 }
 
 // ApplyStatus indicates an expected call of ApplyStatus.
@@ -450,19 +451,19 @@ type MockWriterApplyStatusCall struct {
 }
 
 // Return rewrite *gomock.Call.Return
-func (c *MockWriterApplyStatusCall) Return(arg0 error) *MockWriterApplyStatusCall {
-	c.Call = c.Call.Return(arg0)
+func (c *MockWriterApplyStatusCall) Return(stored []byte, err error) *MockWriterApplyStatusCall {
+	c.Call = c.Call.Return(stored, err)
 	return c
 }
 
 // Do rewrite *gomock.Call.Do
-func (c *MockWriterApplyStatusCall) Do(f func(context.Context, ports.Key, types.UID, []byte) error) *MockWriterApplyStatusCall {
+func (c *MockWriterApplyStatusCall) Do(f func(context.Context, ports.Key, types.UID, []byte) ([]byte, error)) *MockWriterApplyStatusCall {
 	c.Call = c.Call.Do(f)
 	return c
 }
 
 // DoAndReturn rewrite *gomock.Call.DoAndReturn
-func (c *MockWriterApplyStatusCall) DoAndReturn(f func(context.Context, ports.Key, types.UID, []byte) error) *MockWriterApplyStatusCall {
+func (c *MockWriterApplyStatusCall) DoAndReturn(f func(context.Context, ports.Key, types.UID, []byte) ([]byte, error)) *MockWriterApplyStatusCall {
 	c.Call = c.Call.DoAndReturn(f)
 	return c
 }
