@@ -47,7 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-r %d: at least one run", *runs)
 	}
 	// The probes measured, in the table's order.
-	probes := []string{"empty", "celcheck", "kube", "loamcontroller", "crcontroller"}
+	probes := []string{"empty", "celcheck", "kube", "webhookcel", "loamcontroller", "crcontroller"}
 	bin, err := os.MkdirTemp("", "initcost")
 	if err != nil {
 		return err
