@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/loam-dev/loam/domain/webhookconfig"
+	"github.com/loam-dev/loam/kube/internal/hookopt"
 )
 
 // FailurePolicyType says what the API server does with a request when it
@@ -21,16 +22,14 @@ const (
 // HookOption sets one thing about a Validate's or a Mutate's webhook:
 // FailurePolicy, Operations, TimeoutSeconds, NamespaceSelector,
 // ObjectSelector, SideEffects, ReinvocationPolicy, MatchPolicy,
-// MatchConditions, SubResources or IncludeOwnNamespace. A Hook takes each
-// at most once.
-type HookOption struct {
-	o webhookconfig.Option
-}
+// SubResources or IncludeOwnNamespace, or kube/webhookcel's
+// MatchConditions. A Hook takes each at most once.
+type HookOption = hookopt.Option
 
 // FailurePolicy sets what the API server does when it can't reach the
 // webhook or the webhook fails: Fail, the default, or Ignore.
 func FailurePolicy(p FailurePolicyType) HookOption {
-	return HookOption{webhookconfig.Option{Kind: webhookconfig.FailurePolicy, Policy: string(p)}}
+	return hookopt.New(webhookconfig.Option{Kind: webhookconfig.FailurePolicy, Policy: string(p)})
 }
 
 // Operations sets the operations the webhook admits, in place of the
@@ -40,7 +39,7 @@ func Operations(ops ...Operation) HookOption {
 	for i, op := range ops {
 		names[i] = string(op)
 	}
-	return HookOption{webhookconfig.Option{Kind: webhookconfig.Operations, Operations: names}}
+	return hookopt.New(webhookconfig.Option{Kind: webhookconfig.Operations, Operations: names})
 }
 
 // MaxTimeoutSeconds and DefaultTimeoutSeconds bound and default
@@ -55,20 +54,20 @@ const (
 // webhook's handler context ends when it passes, as the API server gives
 // up then.
 func TimeoutSeconds(seconds int32) HookOption {
-	return HookOption{webhookconfig.Option{Kind: webhookconfig.TimeoutSeconds, Timeout: seconds}}
+	return hookopt.New(webhookconfig.Option{Kind: webhookconfig.TimeoutSeconds, Timeout: seconds})
 }
 
 // NamespaceSelector limits the webhook to the objects in the namespaces
 // whose labels s selects, and the cluster-scoped objects, as the API
 // server's namespaceSelector does.
 func NamespaceSelector(s metav1.LabelSelector) HookOption {
-	return HookOption{webhookconfig.Option{Kind: webhookconfig.NamespaceSelector, Selector: s}}
+	return hookopt.New(webhookconfig.Option{Kind: webhookconfig.NamespaceSelector, Selector: s})
 }
 
 // ObjectSelector limits the webhook to the objects whose labels s
 // selects, as the API server's objectSelector does.
 func ObjectSelector(s metav1.LabelSelector) HookOption {
-	return HookOption{webhookconfig.Option{Kind: webhookconfig.ObjectSelector, Selector: s}}
+	return hookopt.New(webhookconfig.Option{Kind: webhookconfig.ObjectSelector, Selector: s})
 }
 
 // SideEffectClass says what calling a webhook does besides answering,
@@ -88,7 +87,7 @@ const (
 // to a webhook of any other class, and admissionregistration/v1 takes
 // no other.
 func SideEffects(c SideEffectClass) HookOption {
-	return HookOption{webhookconfig.Option{Kind: webhookconfig.SideEffects, Value: string(c)}}
+	return hookopt.New(webhookconfig.Option{Kind: webhookconfig.SideEffects, Value: string(c)})
 }
 
 // ReinvocationPolicyType says whether the API server calls a mutating
@@ -107,7 +106,7 @@ const (
 // reinvocationPolicy: Never, the default, or IfNeeded. A validating Hook
 // takes no ReinvocationPolicy: it runs once, after every mutation.
 func ReinvocationPolicy(p ReinvocationPolicyType) HookOption {
-	return HookOption{webhookconfig.Option{Kind: webhookconfig.ReinvocationPolicy, Value: string(p)}}
+	return hookopt.New(webhookconfig.Option{Kind: webhookconfig.ReinvocationPolicy, Value: string(p)})
 }
 
 // MatchPolicyType says which requests a webhook's rules match.
@@ -124,36 +123,21 @@ const (
 // MatchPolicy sets the webhook's matchPolicy: Equivalent, the default,
 // or Exact.
 func MatchPolicy(p MatchPolicyType) HookOption {
-	return HookOption{webhookconfig.Option{Kind: webhookconfig.MatchPolicy, Value: string(p)}}
+	return hookopt.New(webhookconfig.Option{Kind: webhookconfig.MatchPolicy, Value: string(p)})
 }
 
 // MatchCondition is a CEL expression the API server evaluates before it
 // calls a webhook, over object, oldObject, request, namespaceObject and
 // authorizer, as a configuration's matchConditions do. Name names it in
-// the API server's errors: a qualified name, unique in its Hook.
+// the API server's errors: a qualified name, unique in its Hook. A Hook
+// takes its conditions with kube/webhookcel's MatchConditions.
 type MatchCondition struct {
 	Name, Expression string
 }
 
-// MaxMatchConditions is the most MatchConditions a Hook takes, as the API
+// MaxMatchConditions is the most match conditions a Hook takes, as the API
 // server bounds them.
 const MaxMatchConditions = webhookconfig.MaxMatchConditions
-
-// MatchConditions sets the webhook's matchConditions: the API server calls
-// the webhook only for the requests on which every condition is true,
-// such as !(request.userInfo.username == 'system:...:my-operator') to
-// leave out the App's own writes. NewWebhooks and WebhookConfigurations
-// compile each expression with the API server's own CEL compiler
-// (k8s.io/apiserver's), and report one that doesn't compile or isn't a
-// bool, a missing, malformed or repeated name, and more than
-// MaxMatchConditions conditions.
-func MatchConditions(conds ...MatchCondition) HookOption {
-	cs := make([]webhookconfig.Condition, len(conds))
-	for i, c := range conds {
-		cs[i] = webhookconfig.Condition(c)
-	}
-	return HookOption{webhookconfig.Option{Kind: webhookconfig.MatchConditions, Conditions: cs}}
-}
 
 // SubResources adds subresources to what the webhook admits, besides the
 // objects themselves, such as status: their requests carry the resource's
@@ -163,7 +147,7 @@ func MatchConditions(conds ...MatchCondition) HookOption {
 // scale or exec, carries another object: admit it with
 // ValidateSubResource or MutateSubResource, typed on that object.
 func SubResources(names ...string) HookOption {
-	return HookOption{webhookconfig.Option{Kind: webhookconfig.SubResources, Names: names}}
+	return hookopt.New(webhookconfig.Option{Kind: webhookconfig.SubResources, Names: names})
 }
 
 // IncludeOwnNamespace keeps the App's own namespace in the webhook of a
@@ -173,11 +157,8 @@ func SubResources(names ...string) HookOption {
 // must see the App's namespace too and can afford to. A Resource's Hook
 // takes no IncludeOwnNamespace: it admits every namespace already.
 func IncludeOwnNamespace() HookOption {
-	return HookOption{webhookconfig.Option{Kind: webhookconfig.IncludeOwnNamespace}}
+	return hookopt.New(webhookconfig.Option{Kind: webhookconfig.IncludeOwnNamespace})
 }
-
-// String describes the option as the end user wrote it, for errors.
-func (o HookOption) String() string { return o.o.String() }
 
 // options returns what domain/webhookconfig reads of opts.
 func options(opts []HookOption) []webhookconfig.Option {
@@ -186,7 +167,7 @@ func options(opts []HookOption) []webhookconfig.Option {
 	}
 	out := make([]webhookconfig.Option, len(opts))
 	for i, o := range opts {
-		out[i] = o.o
+		out[i] = o.Value()
 	}
 	return out
 }

@@ -8,7 +8,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/loam-dev/loam/adapters/celcheck"
 	"github.com/loam-dev/loam/domain/webhookconfig"
 )
 
@@ -21,11 +20,11 @@ import (
 // and its SubResources) in any of its versions (matchPolicy Equivalent,
 // so the API server converts an object of another version to the
 // webhook's first, unless MatchPolicy says Exact), with no side effects
-// (unless SideEffects says NoneOnDryRun) and its MatchConditions and
-// ReinvocationPolicy. A Kind's webhook leaves client's OwnNamespace out,
-// by a namespaceSelector requirement kubernetes.io/metadata.name NotIn
-// [it] added to its NamespaceSelector, unless IncludeOwnNamespace says
-// not to. Conversion Hooks are left out: the CRD carries them.
+// (unless SideEffects says NoneOnDryRun) and its match conditions
+// (webhookcel.MatchConditions) and ReinvocationPolicy. A Kind's webhook
+// leaves client's OwnNamespace out, by a namespaceSelector requirement
+// kubernetes.io/metadata.name NotIn [it] added to its NamespaceSelector,
+// unless IncludeOwnNamespace says not to. Conversion Hooks are left out: the CRD carries them.
 //
 // Both have their apiVersion and kind, so their YAML, as sigs.k8s.io/yaml
 // writes it, applies as it is. It fails with one error naming every
@@ -41,7 +40,7 @@ func WebhookConfigurations(name string, client WebhookClient, hooks ...Hook) (*a
 	for _, err := range client.mistakes("WebhookClient") {
 		errs = append(errs, fmt.Errorf("kube: %w", err))
 	}
-	v, m, err := webhookconfig.Configurations(name, client.config(), configs(hooks), celcheck.MatchConditions())
+	v, m, err := webhookconfig.Configurations(name, client.config(), configs(hooks))
 	if err := errors.Join(append(errs, err)...); err != nil {
 		return nil, nil, err
 	}

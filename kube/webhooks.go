@@ -18,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/loam-dev/loam/adapters/celcheck"
 	"github.com/loam-dev/loam/adapters/webhook"
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/tlsfiles"
@@ -182,7 +181,7 @@ func NewWebhooks(s *app.Setup, settings WebhookSettings, hooks ...Hook) (*Webhoo
 // routesOf returns the webhook server's Route of each of hooks, and every
 // mistake in hooks: domain/webhookconfig's, and a Conversion hub's.
 func routesOf(hooks []Hook) ([]webhook.Route, []error) {
-	_, errs := webhookconfig.Mistakes(configs(hooks), celcheck.MatchConditions())
+	_, errs := webhookconfig.Mistakes(configs(hooks))
 	routes := make([]webhook.Route, 0, len(hooks))
 	for i, h := range hooks {
 		r := webhook.Route{Path: h.Path(), Name: h.cfg.WebhookName(), Admitter: h.admitter}

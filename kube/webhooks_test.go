@@ -30,6 +30,7 @@ import (
 	"github.com/loam-dev/loam/app/tlsfiles"
 	"github.com/loam-dev/loam/domain/jsonpatch"
 	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kube/webhookcel"
 )
 
 var podKind = kube.Kind[corev1.Pod]{GVR: corev1.SchemeGroupVersion.WithResource("pods"), Kind: "Pod", Scope: kube.Namespaced}
@@ -86,7 +87,7 @@ func TestWebhookConfigurations_golden(t *testing.T) {
 				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}},
 			}}),
 			kube.SubResources("status"), kube.SideEffects(kube.SideEffectsNoneOnDryRun), kube.MatchPolicy(kube.Exact),
-			kube.MatchConditions(kube.MatchCondition{Name: "not-the-operator", Expression: "request.userInfo.username != 'system:serviceaccount:memcached-system:memcached-operator'"})),
+			webhookcel.MatchConditions(kube.MatchCondition{Name: "not-the-operator", Expression: "request.userInfo.username != 'system:serviceaccount:memcached-system:memcached-operator'"})),
 		kube.MutateSubResource(deploymentScale, func(context.Context, kube.Admission[autoscalingv1.Scale], *autoscalingv1.Scale) ([]string, error) {
 			return nil, nil
 		},
@@ -174,7 +175,7 @@ func TestWebhookConfigurations_names_every_mistake_at_once(t *testing.T) {
 func TestWebhookConfigurations_names_every_mistake_in_subresources_and_the_new_options(t *testing.T) {
 	_, _, err := kube.WebhookConfigurations("x", kube.WebhookClient{URL: "https://example.com", OwnNamespace: "Not_A_Namespace"},
 		kube.ValidateKind(podKind, validatePod, kube.Operations(kube.Connect), kube.SubResources("exec"),
-			kube.MatchConditions(kube.MatchCondition{Name: "n", Expression: "object.metadata.name"})),
+			webhookcel.MatchConditions(kube.MatchCondition{Name: "n", Expression: "object.metadata.name"})),
 		kube.Validate(Memcached, validateMemcached, kube.ReinvocationPolicy(kube.IfNeeded), kube.IncludeOwnNamespace()),
 		kube.ValidateSubResource(kube.SubResource[corev1.PodExecOptions]{}, func(context.Context, kube.Admission[corev1.PodExecOptions]) ([]string, error) { return nil, nil }),
 		kube.MutateSubResource(podExec, func(context.Context, kube.Admission[corev1.PodExecOptions], *corev1.PodExecOptions) ([]string, error) {

@@ -2,9 +2,11 @@
 // conditions as the API server compiles them when a configuration is
 // created: the same variables (object, oldObject, namespaceObject,
 // request, authorizer), the same libraries and language options, and a
-// bool result. kube calls it at NewWebhooks and WebhookConfigurations, so
-// a condition the API server would refuse fails the App's Init, not the
-// deployment.
+// bool result. kube/webhookcel's MatchConditions option carries it to
+// kube's NewWebhooks and WebhookConfigurations, so a condition the API
+// server would refuse fails the App's Init, not the deployment; kube
+// itself never imports it, so that a program that makes no match
+// condition links no CEL.
 //
 // It is built on cel-go and the API server's CEL libraries
 // (k8s.io/apiserver/pkg/cel and .../cel/library), never on the API

@@ -3,7 +3,6 @@ package crd
 import (
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -212,19 +211,33 @@ func (b *builder) jsonNames(t reflect.Type, index []int) ([]string, bool) {
 	return nil, false
 }
 
-var simpleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // jsonPath writes names as the JSONPath kubectl get evaluates.
 func jsonPath(names []string) string {
 	var b strings.Builder
 	for _, n := range names {
-		if simpleName.MatchString(n) {
+		if simpleName(n) {
 			b.WriteString("." + n)
 			continue
 		}
 		b.WriteString("['" + strings.ReplaceAll(n, "'", `\'`) + "']")
 	}
 	return b.String()
+}
+
+// simpleName reports whether n is a name kubectl's JSONPath reads after
+// a dot: a letter or _, then letters, digits and _ (ASCII). A function,
+// not a regular expression in a package variable, so that no program
+// pays for compiling one when it starts.
+func simpleName(n string) bool {
+	for i, c := range []byte(n) {
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return n != ""
 }
 
 // columnType returns the column type and format kubectl get prints a

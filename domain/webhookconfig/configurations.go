@@ -22,9 +22,9 @@ import (
 // apiVersion and kind.
 //
 // name and client must have no mistakes, as kube checks. It fails with
-// one error naming every mistake Mistakes finds in hooks, with check.
-func Configurations(name string, client Client, hooks []Hook, check Check) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	settings, errs := Mistakes(hooks, check)
+// one error naming every mistake Mistakes finds in hooks.
+func Configurations(name string, client Client, hooks []Hook) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	settings, errs := Mistakes(hooks)
 	for i, h := range hooks {
 		if i < len(settings) && leavesOwnNamespaceOut(h, settings[i], client) && selectsOnly(settings[i].Namespaces, client.OwnNamespace) {
 			errs = append(errs, fmt.Errorf("Hook %d, %v: its NamespaceSelector selects the App's own namespace %s alone, which the webhook of a Kind leaves out, so it would never be called: give it IncludeOwnNamespace, or select other namespaces", i, h, client.OwnNamespace))

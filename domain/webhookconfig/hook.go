@@ -164,6 +164,13 @@ type Option struct {
 	Value string
 	// Conditions are a MatchConditions'.
 	Conditions []Condition
+	// Compiler is a MatchConditions': it returns the Check that compiles
+	// the Conditions' expressions, called once each time the option is
+	// checked, so that what a Check builds (a CEL environment) is garbage
+	// once the check is done. nil skips the compilation. It lives on the
+	// option, not in this package's callers, so that a program links a
+	// CEL compiler only if it makes match conditions.
+	Compiler func() Check
 	// Names are a SubResources': status, and the others whose requests
 	// carry the resource's own object.
 	Names []string

@@ -24,7 +24,7 @@ func OwnObjectSubResources() []string {
 
 // applyMore sets what o, an option of the kinds apply leaves to it, sets
 // in s, for the Hook h, and returns what is wrong with o.
-func (s *Settings) applyMore(h Hook, o Option, check Check) []string {
+func (s *Settings) applyMore(h Hook, o Option) []string {
 	var mistakes []string
 	mistake := func(format string, args ...any) { mistakes = append(mistakes, fmt.Sprintf(format, args...)) }
 	switch o.Kind {
@@ -50,7 +50,7 @@ func (s *Settings) applyMore(h Hook, o Option, check Check) []string {
 		}
 		s.MatchPolicy = p
 	case MatchConditions:
-		mistakes = s.conditions(o.Conditions, check)
+		mistakes = s.conditions(o.Conditions, o.Compiler)
 	case SubResources:
 		mistakes = s.subResources(h, o.Names)
 	case IncludeOwnNamespace:
@@ -67,9 +67,13 @@ func (s *Settings) applyMore(h Hook, o Option, check Check) []string {
 
 // conditions sets s's Conditions to cs, and returns what is wrong with
 // them: too many, a missing or malformed name, a name given twice, an
-// empty expression, and one check fails.
-func (s *Settings) conditions(cs []Condition, check Check) []string {
+// empty expression, and one compiler's Check fails.
+func (s *Settings) conditions(cs []Condition, compiler func() Check) []string {
 	var mistakes []string
+	var check Check
+	if compiler != nil && len(cs) > 0 {
+		check = compiler()
+	}
 	mistake := func(format string, args ...any) { mistakes = append(mistakes, fmt.Sprintf(format, args...)) }
 	if len(cs) == 0 {
 		mistake("no condition: pass at least one kube.MatchCondition")

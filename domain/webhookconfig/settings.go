@@ -43,16 +43,15 @@ type Settings struct {
 }
 
 // Check compiles a match condition's CEL expression as the API server
-// would, and returns why it does not compile or is not a bool; nil skips
-// the compilation.
+// would, and returns why it does not compile or is not a bool.
 type Check func(expression string) error
 
 // Settings returns what h's options add up to, and an error for each
 // mistake in h: its own Mistakes; the zero Hook; each option that is the
 // zero Option, given twice or out of range; a Conversion given options;
-// and a webhook name that is no DNS subdomain. check compiles the match
-// conditions' expressions.
-func (h Hook) Settings(check Check) (Settings, []error) {
+// and a webhook name that is no DNS subdomain, with the match conditions'
+// expressions compiled by their option's Compiler.
+func (h Hook) Settings() (Settings, []error) {
 	s := Settings{
 		Policy:      admissionregistrationv1.Fail,
 		Operations:  []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
@@ -71,7 +70,7 @@ func (h Hook) Settings(check Check) (Settings, []error) {
 			mistakes = append(mistakes, "a Hook takes one of each option, and this is a second")
 		}
 		seen[o.Kind] = true
-		mistakes = append(mistakes, s.apply(h, o, check)...)
+		mistakes = append(mistakes, s.apply(h, o)...)
 		for _, m := range mistakes {
 			errs = append(errs, fmt.Errorf("option %d, %v: %s", i, o, m))
 		}
@@ -89,12 +88,12 @@ func (h Hook) Settings(check Check) (Settings, []error) {
 
 // apply sets what o sets in s, for the Hook h, and returns what is wrong
 // with o.
-func (s *Settings) apply(h Hook, o Option, check Check) []string {
+func (s *Settings) apply(h Hook, o Option) []string {
 	var mistakes []string
 	mistake := func(format string, args ...any) { mistakes = append(mistakes, fmt.Sprintf(format, args...)) }
 	switch o.Kind {
 	case NoOption:
-		mistake("the zero HookOption: make options with kube's FailurePolicy, Operations, TimeoutSeconds, NamespaceSelector, ObjectSelector, SideEffects, ReinvocationPolicy, MatchPolicy, MatchConditions, SubResources or IncludeOwnNamespace")
+		mistake("the zero HookOption: make options with kube's FailurePolicy, Operations, TimeoutSeconds, NamespaceSelector, ObjectSelector, SideEffects, ReinvocationPolicy, MatchPolicy, SubResources or IncludeOwnNamespace, or kube/webhookcel's MatchConditions")
 	case FailurePolicy:
 		if p := admissionregistrationv1.FailurePolicyType(o.Policy); p != admissionregistrationv1.Fail && p != admissionregistrationv1.Ignore {
 			mistake("the policy is neither Fail nor Ignore")
@@ -118,7 +117,7 @@ func (s *Settings) apply(h Hook, o Option, check Check) []string {
 			s.Objects = &sel
 		}
 	default:
-		mistakes = s.applyMore(h, o, check)
+		mistakes = s.applyMore(h, o)
 	}
 	return mistakes
 }
@@ -153,14 +152,14 @@ func (s *Settings) operations(h Hook, ops []string) []string {
 
 // Mistakes returns each Hook's Settings, and an error for each mistake in
 // hooks, each named by the Hook's place and description: the Hooks' own,
-// with their match conditions compiled by check, and two Hooks served at
-// one path or with one webhook name.
-func Mistakes(hooks []Hook, check Check) ([]Settings, []error) {
+// with their match conditions compiled, and two Hooks served at one path
+// or with one webhook name.
+func Mistakes(hooks []Hook) ([]Settings, []error) {
 	var errs []error
 	settings := make([]Settings, len(hooks))
 	paths, names := map[string]int{}, map[string]int{}
 	for i, h := range hooks {
-		s, mistakes := h.Settings(check)
+		s, mistakes := h.Settings()
 		settings[i] = s
 		if p := h.Path(); p != "" {
 			if j, ok := paths[p]; ok {

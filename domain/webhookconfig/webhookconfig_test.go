@@ -38,7 +38,7 @@ func TestHook_names_its_path_and_webhook(t *testing.T) {
 }
 
 func TestHook_Settings_defaults(t *testing.T) {
-	s, errs := hook(webhookconfig.Validate).Settings(nil)
+	s, errs := hook(webhookconfig.Validate).Settings()
 	require.Empty(t, errs)
 	require.Equal(t, webhookconfig.Settings{
 		Policy:      admissionregistrationv1.Fail,
@@ -60,7 +60,7 @@ func TestHook_Settings_applies_each_option(t *testing.T) {
 		webhookconfig.Option{Kind: webhookconfig.ObjectSelector, Selector: obj},
 	)
 	exec.SubResource = "exec" // CONNECT is a subresource's alone
-	s, errs := exec.Settings(nil)
+	s, errs := exec.Settings()
 	require.Empty(t, errs)
 	require.Equal(t, webhookconfig.Settings{
 		Policy:     admissionregistrationv1.Ignore,
@@ -107,7 +107,7 @@ func TestHook_Settings_names_every_mistake(t *testing.T) {
 			[]string{`the webhook's name "validate.v1.memcacheds.Cache": `}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, errs := c.hook.Settings(nil)
+			_, errs := c.hook.Settings()
 			err := errors.Join(errs...)
 			require.Len(t, errs, len(c.want), "%v", err)
 			for _, w := range c.want {
@@ -118,7 +118,7 @@ func TestHook_Settings_names_every_mistake(t *testing.T) {
 }
 
 func TestMistakes_names_each_Hook_and_two_at_one_path(t *testing.T) {
-	settings, errs := webhookconfig.Mistakes([]webhookconfig.Hook{hook(webhookconfig.Validate), {}, hook(webhookconfig.Validate)}, nil)
+	settings, errs := webhookconfig.Mistakes([]webhookconfig.Hook{hook(webhookconfig.Validate), {}, hook(webhookconfig.Validate)})
 	require.Len(t, settings, 3)
 	err := errors.Join(errs...)
 	require.ErrorContains(t, err, "kube: Hook 1, Hook{}: the zero Hook")
@@ -155,7 +155,7 @@ func TestConfigurations_writes_one_webhook_a_Hook(t *testing.T) {
 		hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.TimeoutSeconds, Timeout: 5}),
 		hook(webhookconfig.Conversion),
 		{Type: webhookconfig.Mutate, Desc: "MutateKind(pods.v1.core)", Version: "v1", Plural: "pods", Kind: "Pod", Scope: "Namespaced"},
-	}, nil)
+	})
 	require.NoError(t, err)
 	require.Equal(t, "ValidatingWebhookConfiguration", v.Kind)
 	require.Equal(t, "admissionregistration.k8s.io/v1", v.APIVersion)
@@ -175,12 +175,12 @@ func TestConfigurations_writes_one_webhook_a_Hook(t *testing.T) {
 	require.Equal(t, []string{""}, m.Webhooks[0].Rules[0].APIGroups)
 	require.Equal(t, int32(webhookconfig.DefaultTimeoutSeconds), *m.Webhooks[0].TimeoutSeconds)
 
-	v, m, err = webhookconfig.Configurations("memcached", client, []webhookconfig.Hook{hook(webhookconfig.Conversion)}, nil)
+	v, m, err = webhookconfig.Configurations("memcached", client, []webhookconfig.Hook{hook(webhookconfig.Conversion)})
 	require.NoError(t, err)
 	require.Nil(t, v, "a Conversion is the CRD's")
 	require.Nil(t, m)
 
-	_, _, err = webhookconfig.Configurations("memcached", client, []webhookconfig.Hook{{}}, nil)
+	_, _, err = webhookconfig.Configurations("memcached", client, []webhookconfig.Hook{{}})
 	require.ErrorContains(t, err, "the zero Hook")
 }
 
@@ -192,9 +192,10 @@ func TestHook_Settings_applies_the_options_kubebuilder_users_set(t *testing.T) {
 		webhookconfig.Option{Kind: webhookconfig.SideEffects, Value: "NoneOnDryRun"},
 		webhookconfig.Option{Kind: webhookconfig.ReinvocationPolicy, Value: "IfNeeded"},
 		webhookconfig.Option{Kind: webhookconfig.MatchPolicy, Value: "Exact"},
-		webhookconfig.Option{Kind: webhookconfig.MatchConditions, Conditions: []webhookconfig.Condition{{Name: "not-mine", Expression: "true"}}},
+		webhookconfig.Option{Kind: webhookconfig.MatchConditions, Conditions: []webhookconfig.Condition{{Name: "not-mine", Expression: "true"}},
+			Compiler: func() webhookconfig.Check { return check }},
 		webhookconfig.Option{Kind: webhookconfig.SubResources, Names: []string{"status"}},
-	).Settings(check)
+	).Settings()
 	require.Empty(t, errs)
 	require.Equal(t, []string{"true"}, checked, "each expression is compiled")
 	require.Equal(t, admissionregistrationv1.SideEffectClassNoneOnDryRun, s.SideEffects)
@@ -205,23 +206,22 @@ func TestHook_Settings_applies_the_options_kubebuilder_users_set(t *testing.T) {
 }
 
 func TestHook_Settings_names_every_mistake_in_the_new_options(t *testing.T) {
-	failing := func(string) error { return errors.New("must evaluate to bool") }
+	failing := func() webhookconfig.Check { return func(string) error { return errors.New("must evaluate to bool") } }
 	many := make([]webhookconfig.Condition, webhookconfig.MaxMatchConditions+1)
 	for i := range many {
 		many[i] = webhookconfig.Condition{Name: fmt.Sprintf("c%d", i), Expression: "true"}
 	}
 	for _, c := range []struct {
-		name  string
-		hook  webhookconfig.Hook
-		check webhookconfig.Check
-		want  []string
+		name string
+		hook webhookconfig.Hook
+		want []string
 	}{
-		{"CONNECT without a subresource", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.Operations, Operations: []string{"CONNECT"}}), nil,
+		{"CONNECT without a subresource", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.Operations, Operations: []string{"CONNECT"}}),
 			[]string{"CONNECT is made to a subresource alone, such as pods/exec"}},
 		{"bad classes and policies", hook(webhookconfig.Validate,
 			webhookconfig.Option{Kind: webhookconfig.SideEffects, Value: "Some"},
 			webhookconfig.Option{Kind: webhookconfig.ReinvocationPolicy, Value: "Always"},
-			webhookconfig.Option{Kind: webhookconfig.MatchPolicy, Value: "Loose"}), nil,
+			webhookconfig.Option{Kind: webhookconfig.MatchPolicy, Value: "Loose"}),
 			[]string{
 				`option 0, SideEffects("Some"): the class is neither None nor NoneOnDryRun`,
 				`option 1, ReinvocationPolicy("Always"): the policy is neither Never nor IfNeeded`,
@@ -230,7 +230,7 @@ func TestHook_Settings_names_every_mistake_in_the_new_options(t *testing.T) {
 			}},
 		{"bad conditions", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.MatchConditions, Conditions: []webhookconfig.Condition{
 			{Expression: "true"}, {Name: "a b", Expression: "true"}, {Name: "x", Expression: " "}, {Name: "x", Expression: "object"},
-		}}), failing, []string{
+		}, Compiler: failing}), []string{
 			"condition 0: the name is missing",
 			`condition 1: the name "a b": `,
 			"condition 1 (a b): must evaluate to bool",
@@ -239,17 +239,17 @@ func TestHook_Settings_names_every_mistake_in_the_new_options(t *testing.T) {
 			"condition 3 (x): must evaluate to bool",
 			"condition 0 (): must evaluate to bool",
 		}},
-		{"too many conditions", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.MatchConditions, Conditions: many}), nil,
+		{"too many conditions", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.MatchConditions, Conditions: many}),
 			[]string{"65 conditions, more than the 64 the API server takes"}},
-		{"no condition", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.MatchConditions}), nil,
+		{"no condition", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.MatchConditions}),
 			[]string{"no condition"}},
-		{"a subresource of another object", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.SubResources, Names: []string{"status", "scale", "status"}}), nil,
+		{"a subresource of another object", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.SubResources, Names: []string{"status", "scale", "status"}}),
 			[]string{"the requests to memcacheds/scale carry no Memcached, which this Hook decodes: admit them with kube.ValidateSubResource", "status is named twice"}},
-		{"IncludeOwnNamespace on a Resource's Hook", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.IncludeOwnNamespace}), nil,
+		{"IncludeOwnNamespace on a Resource's Hook", hook(webhookconfig.Validate, webhookconfig.Option{Kind: webhookconfig.IncludeOwnNamespace}),
 			[]string{"only a Kind's webhook leaves the App's own namespace out"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, errs := c.hook.Settings(c.check)
+			_, errs := c.hook.Settings()
 			err := errors.Join(errs...)
 			require.Len(t, errs, len(c.want), "%v", err)
 			for _, w := range c.want {
@@ -268,7 +268,7 @@ func TestConfigurations_writes_subresources_options_and_leaves_the_own_namespace
 		Options: []webhookconfig.Option{{Kind: webhookconfig.Operations, Operations: []string{"CONNECT"}}, {Kind: webhookconfig.IncludeOwnNamespace}}}
 	scale := webhookconfig.Hook{Type: webhookconfig.Mutate, Desc: "MutateSubResource(deployments/scale.v1.apps)", Group: "apps", Version: "v1", Plural: "deployments", SubResource: "scale", Kind: "Scale", Scope: "Namespaced", OfKind: true,
 		Options: []webhookconfig.Option{{Kind: webhookconfig.ReinvocationPolicy, Value: "IfNeeded"}, {Kind: webhookconfig.MatchConditions, Conditions: []webhookconfig.Condition{{Name: "n", Expression: "true"}}}}}
-	v, m, err := webhookconfig.Configurations("x", client, []webhookconfig.Hook{pods, exec, scale, hook(webhookconfig.Validate)}, nil)
+	v, m, err := webhookconfig.Configurations("x", client, []webhookconfig.Hook{pods, exec, scale, hook(webhookconfig.Validate)})
 	require.NoError(t, err)
 	require.Len(t, v.Webhooks, 3)
 	w := v.Webhooks[0]
@@ -294,7 +294,7 @@ func TestConfigurations_writes_subresources_options_and_leaves_the_own_namespace
 	require.NotNil(t, mw.NamespaceSelector)
 
 	client.OwnNamespace = ""
-	v, _, err = webhookconfig.Configurations("x", client, []webhookconfig.Hook{pods}, nil)
+	v, _, err = webhookconfig.Configurations("x", client, []webhookconfig.Hook{pods})
 	require.NoError(t, err)
 	require.Equal(t, &team, v.Webhooks[0].NamespaceSelector, "no OwnNamespace, nothing left out")
 }
@@ -302,7 +302,7 @@ func TestConfigurations_writes_subresources_options_and_leaves_the_own_namespace
 func TestMistakes_names_two_Hooks_with_one_webhook_name(t *testing.T) {
 	a := webhookconfig.Hook{Type: webhookconfig.Validate, Desc: "a", Group: "apps", Version: "v1", Plural: "deployments", SubResource: "scale", Kind: "Scale", Scope: "Namespaced"}
 	b := webhookconfig.Hook{Type: webhookconfig.Validate, Desc: "b", Group: "scale.apps", Version: "v1", Plural: "deployments", Kind: "Deployment", Scope: "Namespaced"}
-	_, errs := webhookconfig.Mistakes([]webhookconfig.Hook{a, b}, nil)
+	_, errs := webhookconfig.Mistakes([]webhookconfig.Hook{a, b})
 	require.Len(t, errs, 1)
 	require.ErrorContains(t, errs[0], "kube: Hook 1, b: Hook 0, a, has the webhook name validate.v1.deployments.scale.apps too: one Hook a name")
 }

@@ -56,6 +56,18 @@ func ReachRules() []ReachRule {
 				"k8s.io/apiserver/pkg/admission",
 			},
 		},
+		{
+			From: Module + "/" + Facade,
+			Why: "no CEL unless asked: cel-go's and the API server's CEL libraries' package inits cost every program " +
+				"that links them over a megabyte at start (benchmarks/cmd/initcost); only kube/webhookcel, " +
+				"which an operator imports for match conditions, brings them",
+			Deny: []string{
+				Module + "/adapters/celcheck",
+				"github.com/google/cel-go",
+				"cel.dev/expr",
+				"k8s.io/apiserver/pkg/cel",
+			},
+		},
 	}
 }
 
