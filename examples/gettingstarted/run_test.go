@@ -87,7 +87,7 @@ func lineRunning(t *testing.T, lines []string, want string) string {
 // dir, as a user's shell would, with the page's go runs replaced by the
 // binaries `go build` makes of the same packages. It checks what the page
 // says they show, that the operator, run as its ServiceAccount, is
-// refused nothing, and that it exits 0 on SIGTERM.
+// refused nothing, and that it exits 0 on SIGTERM, its Lease released.
 func runAsUser(t *testing.T, text string, cmds []string, root, dir string) {
 	byNumber := numberedCommands(t, cmds)
 	for n := 7; n <= 10; n++ {
@@ -148,6 +148,8 @@ func runAsUser(t *testing.T, text string, cmds []string, root, dir string) {
 	code, err := operator.stop(30 * time.Second)
 	require.NoError(t, err, "the operator stops on SIGTERM:\n%s", operator.stderr())
 	require.Equal(t, 0, code, "the operator exits 0 on SIGTERM (Ctrl-C):\n%s", operator.stderr())
+	holder := sh.run(t, "kubectl -n website get lease website-operator -o jsonpath='{.spec.holderIdentity}'")
+	require.Empty(t, holder, "the operator releases its Lease as it stops, so the next one starts at once")
 	t.Logf("commands 7 to 10 and the kubectl steps: %s, of which %s building the two binaries",
 		time.Since(started).Round(time.Millisecond), built.Sub(started).Round(time.Millisecond))
 }
