@@ -3,6 +3,7 @@ package gettingstarted
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -246,9 +247,9 @@ func newShell(t *testing.T, dir string) *shell {
 }
 
 // command returns sh running script in the shell's directory and
-// environment, in a process group of its own.
-func (s *shell) command(script string) *exec.Cmd {
-	cmd := exec.Command("sh", "-c", script)
+// environment, in a process group of its own, killed when ctx ends.
+func (s *shell) command(ctx context.Context, script string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "sh", "-c", script)
 	cmd.Dir, cmd.Env = s.dir, s.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
@@ -263,7 +264,7 @@ func (s *shell) run(t *testing.T, line string) string {
 	defer func() { _ = envFile.Close() }()
 	// The line's status is the script's; the environment it leaves goes
 	// to fd 3 either way.
-	cmd := s.command(line + "\nstatus=$?\nenv -0 >&3\nexit $status")
+	cmd := s.command(t.Context(), line+"\nstatus=$?\nenv -0 >&3\nexit $status")
 	cmd.ExtraFiles = []*os.File{envFile}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -275,9 +276,11 @@ func (s *shell) run(t *testing.T, line string) string {
 }
 
 // try runs line and returns its trimmed standard output, or "" when it
-// fails: a poll's probe.
+// fails or takes over ten seconds: a poll's probe.
 func (s *shell) try(line string) string {
-	out, err := s.command(line).Output()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := s.command(ctx, line).Output()
 	if err != nil {
 		return ""
 	}
@@ -294,7 +297,9 @@ func (s *shell) start(t *testing.T, line string) *process {
 	defer func() { _ = r.Close() }()
 	// sh waits for the background process and exits with its status;
 	// $! is that process, since sh forks and execs a simple command.
-	cmd := s.command(line + "\necho $! >&3\nexec 3>&-\nwait $!")
+	// Not the test's context, which ends before the cleanup below can
+	// stop the process gracefully.
+	cmd := s.command(context.Background(), line+"\necho $! >&3\nexec 3>&-\nwait $!")
 	cmd.ExtraFiles = []*os.File{w}
 	p := &process{line: line, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = &p.out, &p.errOut
