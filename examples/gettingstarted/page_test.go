@@ -56,11 +56,15 @@ func commands(t *testing.T, text string) []string {
 // TestGettingStarted writes the page's files into a fresh module beside
 // a link to this checkout, as the page lays them out, and runs the
 // page's commands 3 to 6 on it with the module proxy off: the replace
-// tool, its check, go mod tidy, go vet, and both go test runs.
+// tool, its check, go mod tidy, go vet, and both go test runs. Then it
+// runs commands 7 to 10 and the kubectl steps (runAsUser): the operator
+// against kubetest as its ServiceAccount.
 func TestGettingStarted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("links a test binary that holds an API server")
 	}
+	_, err := exec.LookPath("kubectl")
+	require.NoError(t, err, kubectlMissing)
 	data, err := os.ReadFile(page)
 	require.NoError(t, err)
 	text := string(data)
@@ -114,6 +118,8 @@ func TestGettingStarted(t *testing.T) {
 	require.NoError(t, err, "go test . -update writes crd.yaml")
 	out = run(t, dir, "go", "test", "-count=1", "-ldflags=-w", "./...") // 6
 	require.Contains(t, out, "ok  \texample.com/website/e2e")
+
+	runAsUser(t, text, cmds, root, dir) // 7 to 10, and the kubectl steps
 }
 
 // hasCommand reports whether one of the lines runs want.
