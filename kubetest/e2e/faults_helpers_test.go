@@ -274,6 +274,9 @@ type wireRequest struct {
 	query                     url.Values
 	baggage                   []string
 	body                      []byte
+	// finished is set when the API server's answer has ended: for a
+	// watch, when it closed.
+	finished bool
 }
 
 // String prints the request's method, path and query, for a failed
@@ -292,8 +295,9 @@ func startWire(t *testing.T, c *kubetest.Cluster) (*wire, kube.Connection) {
 	t.Helper()
 	w := &wire{}
 	conn := startProxy(t, c, func(rw http.ResponseWriter, r *http.Request, next http.Handler) {
-		w.record(r)
+		i := w.record(r)
 		next.ServeHTTP(rw, r)
+		w.finish(i)
 	})
 	conn.Token = c.Connection().Token
 	return w, conn
@@ -346,7 +350,8 @@ func (w *wire) carryingScenario() []wireRequest {
 	return carried
 }
 
-func (w *wire) record(r *http.Request) {
+// record keeps r and returns its index, for finish.
+func (w *wire) record(r *http.Request) int {
 	req := wireRequest{
 		method:      r.Method,
 		path:        r.URL.Path,
@@ -364,6 +369,14 @@ func (w *wire) record(r *http.Request) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.requests = append(w.requests, req)
+	return len(w.requests) - 1
+}
+
+// finish marks the i-th request's answer ended.
+func (w *wire) finish(i int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.requests[i].finished = true
 }
 
 // all returns every request the proxy has passed on.
