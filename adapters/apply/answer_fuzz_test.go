@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,6 +33,10 @@ func FuzzMember(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	// A whole answer, as the API server writes one.
+	whole, err := os.ReadFile("testdata/memcached.json")
+	require.NoError(f, err)
+	f.Add(whole)
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		got := member(doc, "status")
 		names, ok := topLevelNames(doc)
