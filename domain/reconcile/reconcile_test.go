@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,8 +71,14 @@ func newMocks(t *testing.T) mocks {
 		rec:     portsmock.NewMockRecorder(ctrl),
 		clock:   portsmock.NewMockClock(ctrl),
 	}
-	var now time.Time
+	// Locked: a test may reconcile several keys at once.
+	var (
+		mu  sync.Mutex
+		now time.Time
+	)
 	m.clock.EXPECT().Now().DoAndReturn(func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
 		now = now.Add(time.Second)
 		return now
 	}).AnyTimes()

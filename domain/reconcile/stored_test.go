@@ -33,7 +33,11 @@ type statusPass struct {
 	status string
 	uid    types.UID
 	gone   bool
-	asked  string
+	// deleting says the object is being deleted, with no finalizer of
+	// the controller's; refused, that Admit refuses it: another
+	// replica's.
+	deleting, refused bool
+	asked             string
 	// apply says the pass applies asked; answer is the status the
 	// Writer returns, and err its error.
 	apply  bool
@@ -49,7 +53,14 @@ type statusPass struct {
 func runPasses(t *testing.T, passes []statusPass) {
 	t.Helper()
 	m := newMocks(t)
-	l := m.loop(t, "", nil)
+	var refused bool
+	l, err := reconcile.New(reconcile.Config{
+		Source: m.source, Writer: m.writer, Queue: m.queue, Handler: m.handler, Recorder: m.rec, Clock: m.clock,
+		Admit: func(ctx context.Context, _ ports.Key, _ ports.Object) (context.Context, func(), bool) {
+			return ctx, func() {}, !refused
+		},
+	})
+	require.NoError(t, err)
 	m.rec.EXPECT().ReconcileStarted(gomock.Any(), key).DoAndReturn(func(ctx context.Context, _ ports.Key) context.Context { return ctx }).AnyTimes()
 	m.rec.EXPECT().ReconcileEnded(gomock.Any(), key, gomock.Any()).AnyTimes()
 	for i, p := range passes {
@@ -61,8 +72,9 @@ func runPasses(t *testing.T, passes []statusPass) {
 		if p.status != "" {
 			obj.Status = []byte(p.status)
 		}
+		obj.Deleting, refused = p.deleting, p.refused
 		m.source.EXPECT().Get(key).Return(obj, !p.gone, nil)
-		if !p.gone {
+		if !p.gone && !p.deleting && !p.refused {
 			m.handler.EXPECT().Reconcile(gomock.Any(), obj).Return(ports.Result{Status: []byte(p.asked)}, nil)
 		}
 		if p.apply {
@@ -122,6 +134,35 @@ func TestLoop_Reconcile_applies_a_status_the_API_server_stores_otherwise_once(t 
 				first, settled,
 				{gone: true},
 				{status: defaulted, asked: asked, apply: true, answer: []byte(defaulted), remembered: 1},
+			},
+		},
+		{
+			name: "an object being deleted is forgotten",
+			passes: []statusPass{
+				first, settled,
+				{status: defaulted, deleting: true},
+				{status: defaulted, asked: asked, apply: true, answer: []byte(defaulted), remembered: 1},
+			},
+		},
+		{
+			name: "an object another replica reconciles is forgotten",
+			passes: []statusPass{
+				first, settled,
+				{status: defaulted, refused: true},
+				{status: defaulted, asked: asked, apply: true, answer: []byte(defaulted), remembered: 1},
+			},
+		},
+		{
+			name:   "a status another manager changed and changed back before a pass is still the stored one",
+			passes: []statusPass{first, settled, {status: defaulted, asked: asked, remembered: 1}},
+		},
+		{
+			name: "a status another manager changed, with a pass, and changed back is applied again",
+			passes: []statusPass{
+				first, settled,
+				{status: byOther, asked: asked, apply: true, answer: []byte(byOther), remembered: 1},
+				{status: defaulted, asked: asked, apply: true, answer: []byte(defaulted), remembered: 1},
+				{status: defaulted, asked: asked, remembered: 1},
 			},
 		},
 		{

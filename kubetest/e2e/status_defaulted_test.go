@@ -88,6 +88,15 @@ func TestController_a_status_the_API_server_defaults_is_applied_once(t *testing.
 	wait.For(t, 30*time.Second, func() bool { return stored()["value"] == "y" }, "the new status was never applied", a)
 	wait.For(t, 30*time.Second, func() bool { return passes() >= 5 }, "the status's change was never reconciled", a)
 	require.Equal(t, 2, applies(), "the new status is applied once: its second pass sends nothing")
+
+	// Another field manager writes the controller's field of the status:
+	// the object no longer holds what the server stored for the
+	// controller, which applies its status again, once, and settles.
+	_, err = objects.Patch(t.Context(), "d", types.MergePatchType, []byte(`{"status":{"value":"z"}}`), metav1.PatchOptions{}, "status")
+	require.NoError(t, err)
+	wait.For(t, 30*time.Second, func() bool { return passes() >= 7 && stored()["value"] == "y" }, "the status another manager wrote was never applied again", a)
+	require.Equal(t, map[string]any{"value": "y", "phase": "Pending"}, stored())
+	require.Equal(t, 3, applies(), "the status is applied again once: its second pass sends nothing")
 	require.Empty(t, a.Telemetry().ExceptionMessages("reconcile failed"))
 	require.Equal(t, 0, a.Stop())
 }
