@@ -11,12 +11,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/loam-dev/loam/examples/internal/lockedbuffer"
 )
 
 // kubectlMissing is the failure of a machine without kubectl: the test
@@ -332,7 +333,7 @@ func (s *shell) start(t *testing.T, line string) *process {
 type process struct {
 	line        string
 	pid         int
-	out, errOut syncBuffer
+	out, errOut lockedbuffer.Buffer
 	done        chan struct{}
 	err         error // sh's exit, once done is closed
 }
@@ -358,23 +359,4 @@ func (p *process) stop(grace time.Duration) (int, error) {
 		return exit.ExitCode(), nil
 	}
 	return 0, p.err
-}
-
-// syncBuffer is a bytes.Buffer that a process writes while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

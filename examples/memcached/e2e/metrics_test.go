@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/examples/internal/lockedbuffer"
 	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/kubetest/wait"
 )
@@ -141,31 +141,12 @@ func get(t *testing.T, u string) ([]byte, int) {
 	return b, resp.StatusCode
 }
 
-// lockedBuffer is a child process's output, which its copying goroutine
-// writes while a failed wait reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // child is a child process that a wait watches: done once it exits,
 // reported by its output.
 type child struct {
 	done   chan struct{}
 	err    error // cmd.Wait's, set before done is closed
-	output lockedBuffer
+	output lockedbuffer.Buffer
 }
 
 // Done is closed when the process has exited.
