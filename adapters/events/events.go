@@ -297,6 +297,17 @@ func (w *Writer) run() {
 	defer t.Stop()
 	ctx := w.ctx
 	for {
+		// Once Close has stopped it, the goroutine takes no more work.
+		// The select below picks at random among its ready cases, so a
+		// tick or an event ready beside the stop would be taken half the
+		// time, each holding Close for another write's deadline when the
+		// API server hangs: four in a row outlived an App's 20 s grace
+		// period in CI.
+		select {
+		case <-w.stop:
+			return
+		default:
+		}
 		select {
 		case <-w.stop:
 			return

@@ -189,3 +189,49 @@ func TestCloseCancelsARequestPastItsContext(t *testing.T) {
 		require.Equal(t, int32(1), ended.Load())
 	})
 }
+
+// countingHang is an API server that never answers a create, and counts
+// the creates it was sent.
+type countingHang struct {
+	eventsv1client.EventInterface
+	sent *atomic.Int32
+}
+
+func (h countingHang) Create(ctx context.Context, _ *eventsv1.Event, _ metav1.CreateOptions) (*eventsv1.Event, error) {
+	h.sent.Add(1)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+type countingHangGetter struct{ events countingHang }
+
+func (g countingHangGetter) Events(string) eventsv1client.EventInterface { return g.events }
+
+func (g countingHangGetter) RESTClient() rest.Interface { return nil }
+
+// Close, while the goroutine's write hangs and ticks queue behind it,
+// waits for that write and then makes its own last one: the goroutine
+// takes no tick after the stop. It took one at random half the time, each
+// another WriteTimeout, so a hanging API server held an App's stop past
+// its grace period. Twenty stops, so that taking ticks at random fails.
+func TestCloseTakesNoMoreTicksAfterTheStop(t *testing.T) {
+	for i := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			var sent atomic.Int32
+			w, err := events.New(events.Config{
+				Client:     countingHangGetter{countingHang{sent: &sent}},
+				Controller: "memcached", Instance: "pod-0",
+			})
+			require.NoError(t, err)
+			w.Start()
+			w.Record(failure("boom"))
+			synctest.Wait() // the goroutine is inside its create
+			require.Equal(t, int32(1), sent.Load())
+			time.Sleep(events.DefaultWriteTimeout - time.Millisecond) // ticks queue behind the write
+			synctest.Wait()
+
+			require.NoError(t, w.Close(t.Context()))
+			require.Equal(t, int32(2), sent.Load(), "stop %d: the write in flight and Close's own, and no tick's", i)
+		})
+	}
+}
