@@ -1,7 +1,6 @@
 package gettingstarted
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -37,17 +36,23 @@ func pageFiles(t *testing.T, text string) map[string]string {
 // fenced sh block after "## The commands".
 func commands(t *testing.T, text string) []string {
 	t.Helper()
-	_, after, ok := strings.Cut(text, "## The commands\n")
-	require.True(t, ok, "%s has no section The commands", page)
+	return shLinesAfter(t, text, "## The commands\n")
+}
+
+// shLinesAfter returns the non-empty lines, trimmed, of the first fenced
+// sh block after marker in text, failing when there is none.
+func shLinesAfter(t *testing.T, text, marker string) []string {
+	t.Helper()
+	_, after, ok := strings.Cut(text, marker)
+	require.True(t, ok, "%s has no %q", page, marker)
 	_, after, ok = strings.Cut(after, "```sh\n")
-	require.True(t, ok, "%s: The commands has no sh block", page)
+	require.True(t, ok, "%s: no sh block follows %q", page, marker)
 	block, _, ok := strings.Cut(after, "```")
-	require.True(t, ok)
+	require.True(t, ok, "%s: the sh block after %q has no end", page, marker)
 	var lines []string
-	sc := bufio.NewScanner(strings.NewReader(block))
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); line != "" {
-			lines = append(lines, line)
+	for l := range strings.Lines(block) {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
 		}
 	}
 	return lines

@@ -56,19 +56,7 @@ func numberedCommands(t *testing.T, lines []string) map[int]string {
 // page's hello.yaml, the kubectl steps that drive the operator.
 func driveCommands(t *testing.T, text string) []string {
 	t.Helper()
-	_, after, ok := strings.Cut(text, "<!-- file: hello.yaml -->")
-	require.True(t, ok, "%s has no hello.yaml", page)
-	_, after, ok = strings.Cut(after, "```sh\n")
-	require.True(t, ok, "%s: no sh block follows hello.yaml", page)
-	block, _, ok := strings.Cut(after, "```")
-	require.True(t, ok)
-	var lines []string
-	for l := range strings.Lines(block) {
-		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	return lines
+	return shLinesAfter(t, text, "<!-- file: hello.yaml -->")
 }
 
 // lineRunning returns the one line that contains want, failing when
