@@ -191,7 +191,8 @@ func lostLease(t *testing.T, c *kubetest.Cluster, admin clients, objects, worker
 	// every worker hung would have taken its key out, and the queue would
 	// never hold them all.
 	wait.For(t, time.Minute, func() bool { return rep.queued(t) == int64(objects-workers) },
-		fmt.Sprintf("the queue never held the %d changes left while every worker hung", objects-workers), rep)
+		fmt.Sprintf("the queue never held the %d changes left while every worker hung", objects-workers), rep,
+		wait.LastSeen(func() string { return fmt.Sprintf("queued %d, reconciles hung %d", rep.queued(t), stuck.began()) }))
 	require.Equal(t, workers, stuck.began(), "a reconcile began while every worker hung")
 
 	lost := time.Now()

@@ -293,6 +293,15 @@ type tileReplica struct {
 	counter   *watchCounter
 }
 
+// tileLeases sets the Leases' timings of a Tile replica: renewed within
+// 10 s, as a replica starved of CPU beside a cold build still manages
+// (with 3 s and 2 s, such a replica lost its membership Lease and exited
+// 1 mid-measure), and tried every 500 ms, so a shard given up is taken at
+// once. No test here waits out a Lease: every replica releases its own.
+func tileLeases(s *kube.Settings) {
+	s.LeaderElection.LeaseDuration, s.LeaderElection.RenewDeadline, s.LeaderElection.RetryPeriod = 15*time.Second, 10*time.Second, 500*time.Millisecond
+}
+
 // startTiles runs replica id of the Tile controller in ns, with shards
 // shards (0 for leader election) and workers workers, and parts, through a
 // proxy that counts what its watches carry. Its Reconciler waits pause, as
@@ -305,7 +314,7 @@ func startTiles(t *testing.T, c *kubetest.Cluster, ns, id string, shards, worker
 	s := kube.DefaultSettings()
 	s.Name, s.Namespace, s.Shards, s.Workers = tileController, ns, shards, workers
 	s.LeaderElection.Namespace, s.LeaderElection.Identity = ns, id
-	s.LeaderElection.LeaseDuration, s.LeaderElection.RenewDeadline, s.LeaderElection.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+	tileLeases(&s)
 	a, _ := controllerapp.Start(t, conn, func(setup *app.Setup, client *kube.Client) (*kube.Controller, error) {
 		return kube.NewController(setup, client, s, tiles, kube.ReconcilerFunc[tileSpec, tileStatus](
 			func(ctx context.Context, o kube.Object[tileSpec, tileStatus]) (kube.Result[tileStatus], error) {

@@ -78,7 +78,7 @@ func startMeasuredTiles(t *testing.T, c *kubetest.Cluster, ns, id string, shards
 	s := kube.DefaultSettings()
 	s.Name, s.Namespace, s.Shards, s.Workers = tileController, ns, shards, 2
 	s.LeaderElection.Namespace, s.LeaderElection.Identity = ns, id
-	s.LeaderElection.LeaseDuration, s.LeaderElection.RenewDeadline, s.LeaderElection.RetryPeriod = 3*time.Second, 2*time.Second, 500*time.Millisecond
+	tileLeases(&s)
 	a, _ := controllerapp.Start(t, c.Connection(), func(setup *app.Setup, client *kube.Client) (*kube.Controller, error) {
 		return kube.NewController(setup, client, s, tiles, kube.ReconcilerFunc[tileSpec, tileStatus](
 			func(_ context.Context, o kube.Object[tileSpec, tileStatus]) (kube.Result[tileStatus], error) {

@@ -6,15 +6,18 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	utilyaml "sigs.k8s.io/yaml"
 
 	"github.com/loam-dev/loam/app"
@@ -39,7 +42,9 @@ type routed struct {
 	vars    map[string]string
 	betas   dynamic.ResourceInterface
 	dyn     *dynamic.DynamicClient
-	created int
+	// restConfig is the cluster's admin config, for clients of the test's own.
+	restConfig *rest.Config
+	created    int
 	// listened, when not nil, is called each time the webhooks listen.
 	listened func()
 }
@@ -83,7 +88,7 @@ func newRoutedBehind(t *testing.T, serve func(svc *corev1.Service, webhookAddres
 	dyn, err := dynamic.NewForConfig(c.RESTConfig())
 	require.NoError(t, err)
 	h := apptest.NewHost(t, apptest.WithFiles(map[string][]byte{"kubeconfig": kubeconfig, "tls.crt": cert.CertPEM, "tls.key": cert.KeyPEM}))
-	return &routed{operator: o, f: f, proxy: proxy, host: h, dyn: dyn, betas: dyn.Resource(memcached.MemcachedV1beta1.GVR()).Namespace(o.ns),
+	return &routed{operator: o, f: f, proxy: proxy, host: h, dyn: dyn, restConfig: c.RESTConfig(), betas: dyn.Resource(memcached.MemcachedV1beta1.GVR()).Namespace(o.ns),
 		vars: map[string]string{
 			"METRICS_ADDRESS": "127.0.0.1:0", "PROBE_ADDRESS": probeAddress,
 			"WEBHOOKS": "on", "WEBHOOK_ADDRESS": webhookAddress,
@@ -243,13 +248,64 @@ func (r *routed) coldCache(t *testing.T) {
 	require.NoError(t, err)
 	versions, _, err := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	require.NoError(t, err)
+	wantDeprecated := false
 	for _, v := range versions {
 		if v := v.(map[string]any); v["name"] == memcached.Memcached.Version {
 			deprecated, _ := v["deprecated"].(bool)
-			v["deprecated"] = !deprecated
+			wantDeprecated = !deprecated
+			v["deprecated"] = wantDeprecated
 		}
 	}
 	require.NoError(t, unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"))
 	_, err = crds.Update(t.Context(), crd, metav1.UpdateOptions{})
 	require.NoError(t, err)
+	// The API server rebuilds the storage when its informer of CRDs sees
+	// the update, a moment later; until then the old storage, its cache
+	// warm, serves, and an operator started now may list without the
+	// webhook. Only the rebuilt storage words v1alpha1's deprecation as
+	// the update set it, even on a Get of no object, which converts
+	// nothing.
+	wait.For(t, patience, func() bool { return r.alphaDeprecated(t) == wantDeprecated },
+		"the API server never rebuilt the Memcacheds' storage after the CRD's update", r)
+}
+
+// alphaDeprecated reports whether the API server's storage of Memcacheds
+// now serving calls v1alpha1 deprecated: a Get of a Memcached that isn't
+// there carries the deprecation's Warning header or doesn't.
+func (r *routed) alphaDeprecated(t *testing.T) bool {
+	t.Helper()
+	var w warnings
+	cfg := rest.CopyConfig(r.restConfig)
+	cfg.WarningHandler = &w
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	_, err = dyn.Resource(memcached.Memcached.GVR()).Namespace(r.ns).Get(t.Context(), "no-such-memcached", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "a Get of no Memcached: %v", err)
+	return w.deprecated()
+}
+
+// warnings is a rest.WarningHandler that keeps the Warning headers a
+// client was answered with.
+type warnings struct {
+	mu   sync.Mutex
+	text []string
+}
+
+// HandleWarningHeader keeps the warning's text.
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.text = append(w.text, text)
+}
+
+// deprecated reports whether a kept warning says a version is deprecated.
+func (w *warnings) deprecated() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range w.text {
+		if strings.Contains(t, "deprecated") {
+			return true
+		}
+	}
+	return false
 }
