@@ -36,12 +36,12 @@ const webhookServicePath = "../deploy/webhooks-service.yaml"
 // which forwards only to a pod that is one of the Service's endpoints.
 type routed struct {
 	*operator
-	f       rbacObjects
-	proxy   *kubetest.ServiceProxy
-	host    *apptest.Host
-	vars    map[string]string
-	betas   dynamic.ResourceInterface
-	dyn     *dynamic.DynamicClient
+	f     rbacObjects
+	proxy *kubetest.ServiceProxy
+	host  *apptest.Host
+	vars  map[string]string
+	betas dynamic.ResourceInterface
+	dyn   *dynamic.DynamicClient
 	// restConfig is the cluster's admin config, for clients of the test's own.
 	restConfig *rest.Config
 	created    int
