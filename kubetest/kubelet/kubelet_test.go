@@ -280,3 +280,25 @@ func TestConfig_reports_every_mistake(t *testing.T) {
 	_, err = Start(t.Context(), fake.NewClientset(), Config{ReadyAfter: -1})
 	require.ErrorContains(t, err, "fake kubelet: ReadyAfter")
 }
+
+// A Pod with scheduling gates is not bound, as the API server would refuse
+// it, until they are removed.
+func TestKubelet_binds_a_gated_Pod_once_its_gates_go(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(t)
+		startKubelet(t, client)
+		createPod(t, client, "gated", func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/quota"}}
+		})
+		time.Sleep(readyAfter)
+		synctest.Wait()
+		pod := getPod(t, client, "gated")
+		require.Empty(t, pod.Spec.NodeName, "a gated Pod is not bound")
+
+		pod.Spec.SchedulingGates = nil
+		_, err := client.CoreV1().Pods("shop").Update(t.Context(), pod, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Equal(t, DefaultNodeName, getPod(t, client, "gated").Spec.NodeName)
+	})
+}
