@@ -39,7 +39,7 @@ var ErrStopped = errors.New("kubetest: cluster is stopped")
 
 // Cluster is a kube-apiserver and an etcd running inside this process, and
 // optionally kube-controller-manager's garbage collector and ClusterRole
-// aggregation. It serves HTTPS on a loopback port with a certificate from
+// aggregation (and its workload controllers), and a fake kubelet. It serves HTTPS on a loopback port with a certificate from
 // its own CA, and authenticates with bearer tokens.
 //
 // Its methods are safe for concurrent use. Stop releases everything it
@@ -61,6 +61,7 @@ type Cluster struct {
 	etcdURL string
 	api     *apiServer
 	cm      *controllerManager
+	kubelet *fakeKubelet
 	stopped bool
 	stopErr error // what the first Stop returned
 }
@@ -89,8 +90,9 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 
 // Run starts a cluster and returns once it is ready: the API server
 // answers /readyz, the default namespace exists, the CRDs of WithCRDs are
-// Established and, with WithControllerManager and RBAC, the aggregated
-// ClusterRoles have their rules. ctx bounds the start only (two minutes at most when it
+// Established, with WithFakeKubelet its Node is registered and, with
+// WithControllerManager and RBAC, the aggregated ClusterRoles have their
+// rules. ctx bounds the start only (two minutes at most when it
 // has no deadline); the cluster then runs until Stop.
 //
 // Run reports every invalid option at once. If the cluster fails to start,
@@ -122,8 +124,8 @@ func Run(ctx context.Context, opts ...Option) (*Cluster, error) {
 	return c, nil
 }
 
-// start brings up etcd, the API server, the CRDs and the controller manager,
-// in that order.
+// start brings up etcd, the API server, the CRDs, the fake kubelet and the
+// controller manager, in that order.
 func (c *Cluster) start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -157,7 +159,14 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 
-	if c.settings.controllerManager {
+	// The Node is there before the workload controllers make Pods.
+	if c.settings.kubelet != nil {
+		if c.kubelet, err = c.startFakeKubelet(ctx, *c.settings.kubelet); err != nil {
+			return err
+		}
+	}
+
+	if c.settings.controllerManager || c.settings.workloads {
 		path := filepath.Join(c.dir, "controller-manager.kubeconfig")
 		data, err := c.kubeconfig(c.creds.cmUser)
 		if err != nil {
@@ -167,7 +176,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return fmt.Errorf("write the controller manager's kubeconfig: %w", err)
 		}
-		c.cm, err = startControllerManager(ctx, path)
+		c.cm, err = startControllerManager(ctx, path, c.settings.workloads)
 		if err != nil {
 			return err
 		}
@@ -243,9 +252,9 @@ func (c *Cluster) waitForAggregation(ctx context.Context) error {
 	}
 }
 
-// Stop stops the controller manager, the API server and etcd, and removes
-// the cluster's directory. It waits for each to finish, or for ctx. Calling
-// it again returns the first call's result.
+// Stop stops the fake kubelet, the controller manager, the API server and
+// etcd, and removes the cluster's directory. It waits for each to finish,
+// or for ctx. Calling it again returns the first call's result.
 func (c *Cluster) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -254,6 +263,10 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	}
 	c.stopped = true
 	var errs []error
+	if c.kubelet != nil {
+		errs = append(errs, c.kubelet.stop(ctx))
+		c.kubelet = nil
+	}
 	if c.cm != nil {
 		errs = append(errs, c.cm.stop(ctx))
 		c.cm = nil

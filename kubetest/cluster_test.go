@@ -35,6 +35,7 @@ import (
 
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/kubelet"
 	"github.com/loam-dev/loam/kubetest/wait"
 )
 
@@ -526,6 +527,7 @@ func TestOptionsReportEveryMistake(t *testing.T) {
 		kubetest.WithUser(kubetest.AdminUser, "t2"),
 		kubetest.WithCRDs(nil),
 		kubetest.WithFeatureGates(map[string]bool{"NoSuchGate": true, "DeclarativeValidation": false}),
+		kubetest.WithFakeKubelet(kubelet.Config{ReadyAfter: -time.Second}),
 	)
 	require.Error(t, err)
 	for _, want := range []string{
@@ -539,6 +541,7 @@ func TestOptionsReportEveryMistake(t *testing.T) {
 		"CRD 0: is nil",
 		`feature gate "NoSuchGate": unknown`,
 		`feature gate "DeclarativeValidation": cannot be set to false, it is locked to true`,
+		"fake kubelet: ReadyAfter -1s: must not be negative",
 	} {
 		assert.ErrorContains(t, err, want)
 	}

@@ -20,6 +20,10 @@ import (
 // admin) get their rules.
 const controllers = "garbagecollector,clusterrole-aggregation"
 
+// workloadControllers are those WithWorkloadControllers adds: Deployments
+// make ReplicaSets, ReplicaSets and StatefulSets make Pods.
+const workloadControllers = "deployment,replicaset,statefulset"
+
 // controllerShutdownTimeout bounds how long stop waits for the controllers.
 const controllerShutdownTimeout = 10 * time.Second
 
@@ -37,7 +41,9 @@ type controllerManager struct {
 // controllers' loops. What Run adds around that is left out on purpose: its
 // HTTP server, its leader election, and its /configz entry, which is global
 // to the process and would keep two clusters from running side by side.
-func startControllerManager(ctx context.Context, kubeconfigPath string) (*controllerManager, error) {
+//
+// With workloads, it also runs workloadControllers.
+func startControllerManager(ctx context.Context, kubeconfigPath string, workloads bool) (*controllerManager, error) {
 	opts, err := cmoptions.NewKubeControllerManagerOptions()
 	if err != nil {
 		return nil, fmt.Errorf("kube-controller-manager options: %w", err)
@@ -55,9 +61,13 @@ func startControllerManager(ctx context.Context, kubeconfigPath string) (*contro
 	for _, set := range named.FlagSets {
 		fs.AddFlagSet(set)
 	}
+	enabled := controllers
+	if workloads {
+		enabled += "," + workloadControllers
+	}
 	err = fs.Parse([]string{
 		"--kubeconfig=" + kubeconfigPath,
-		"--controllers=" + controllers,
+		"--controllers=" + enabled,
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",

@@ -23,9 +23,18 @@
 //
 // Only the API server (with its default admission plugins, which include
 // ValidatingAdmissionPolicy), etcd and, with WithControllerManager, two
-// controllers run. There is no scheduler, kubelet, Deployment or namespace
-// controller: a Deployment gets no ReplicaSet, a Pod is never scheduled and
-// a deleted namespace stays Terminating.
+// controllers run unless asked. There is no scheduler, kubelet, Deployment
+// or namespace controller: a Deployment gets no ReplicaSet, a Pod is never
+// scheduled and a deleted namespace stays Terminating.
+//
+// WithWorkloadControllers adds Kubernetes' Deployment, ReplicaSet and
+// StatefulSet controllers, and WithFakeKubelet a fake kubelet of
+// kubetest's own (package kubetest/kubelet), which registers a Node, binds
+// Pods to it and makes them Running and Ready without running a
+// container, or never ready, crash-looping or partly ready, as the
+// annotation kubelet.FaultAnnotation on a Pod or its namespace says. With
+// both, the children of an operator come alive, and it can be tested
+// waiting on them.
 //
 // # Process globals
 //

@@ -11,6 +11,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+
+	"github.com/loam-dev/loam/kubetest/kubelet"
 )
 
 // Authorization is the authorization mode of a cluster's API server.
@@ -34,6 +36,8 @@ type settings struct {
 	authorization     Authorization
 	users             []user
 	controllerManager bool
+	workloads         bool            // WithWorkloadControllers
+	kubelet           *kubelet.Config // WithFakeKubelet's, nil without it
 	crds              []*apiextensionsv1.CustomResourceDefinition
 	logs              io.Writer
 	verbosity         int
@@ -92,6 +96,41 @@ func WithUser(name, token string, groups ...string) Option {
 // Tests that each need the garbage collector share one cluster.
 func WithControllerManager() Option {
 	return func(s *settings) { s.controllerManager = true }
+}
+
+// WithWorkloadControllers runs kube-controller-manager, as
+// WithControllerManager does, with three more of its controllers:
+// Deployment, ReplicaSet and StatefulSet. A Deployment then makes a
+// ReplicaSet, a ReplicaSet and a StatefulSet make Pods, and each reports
+// its replicas and conditions (a Deployment's Available and Progressing)
+// from its Pods' readiness, as in a real cluster.
+//
+// No Pod runs without a kubelet: add WithFakeKubelet, or the Pods stay
+// Pending and the Deployments unavailable. DaemonSet, Job, EndpointSlice,
+// namespace and node controllers do not run.
+//
+// It is a controller manager, so what WithControllerManager says of one
+// holds: one per process at a time. A Shared cluster is what its options
+// make it, and nothing else: a package whose tests need workload
+// controllers makes its own NewShared with this option, and does not
+// share it with tests that write Deployment status themselves, which the
+// Deployment controller would overwrite.
+func WithWorkloadControllers() Option {
+	return func(s *settings) { s.workloads = true }
+}
+
+// WithFakeKubelet runs kubetest's fake kubelet (package
+// kubetest/kubelet) in the cluster, configured by cfg (its zero value
+// takes the defaults), and stops it first at Stop. It registers a Node,
+// binds every unscheduled Pod to it, and makes the Pods Running and Ready
+// after cfg.ReadyAfter, unless a fault chosen by the annotation
+// kubelet.FaultAnnotation, on the Pod or on its namespace, makes them never
+// ready, crash-loop, or ready only in part. No container runs: there are
+// no probes, no volumes, no logs. With WithWorkloadControllers, the Pods of
+// Deployments, ReplicaSets and StatefulSets come alive, so an operator
+// that waits on them can be tested.
+func WithFakeKubelet(cfg kubelet.Config) Option {
+	return func(s *settings) { s.kubelet = &cfg }
 }
 
 // WithCRDs installs CustomResourceDefinitions as part of starting the
@@ -185,6 +224,11 @@ func (s settings) check() error {
 	for i, crd := range s.crds {
 		if crd == nil {
 			errs = append(errs, fmt.Errorf("CRD %d: is nil", i))
+		}
+	}
+	if s.kubelet != nil {
+		if err := s.kubelet.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("fake kubelet: %w", err))
 		}
 	}
 	errs = append(errs, checkFeatureGates(s.featureGates)...)

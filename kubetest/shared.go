@@ -34,6 +34,13 @@ type TestingM interface {
 //
 // Tests that restart the API server or need other options start their own
 // cluster with Start.
+//
+// A Shared is one cluster with the options given to NewShared, never
+// looked up or reused by options: two NewShared calls are two clusters.
+// Options that change what runs (WithControllerManager,
+// WithWorkloadControllers, WithFakeKubelet) therefore go to the NewShared
+// of the package whose tests need them, and every test of that package
+// gets them.
 type Shared struct {
 	opts   []Option
 	stderr io.Writer

@@ -255,12 +255,19 @@ func ConfigHash(data map[string]string) string {
 
 // available is the Memcached's Available condition: the Deployment's own,
 // copied, so a Deployment whose pods don't become available says why in
-// the Memcached's status. Until the Deployment controller has written it,
-// it is Unknown.
+// the Memcached's status. Until the Deployment controller has written it
+// for the Deployment's latest spec, it is Unknown: the condition it wrote
+// for the spec before, such as one replica's availability when the
+// Memcached has just grown to three, says nothing of this one, and
+// copying it would report the Memcached Available before its pods are.
 func available(d *appsv1.Deployment, generation int64) metav1.Condition {
 	c := metav1.Condition{
 		Type: "Available", Status: metav1.ConditionUnknown, Reason: "DeploymentPending",
 		ObservedGeneration: generation,
+	}
+	if d.Status.ObservedGeneration < d.Generation {
+		c.Message = fmt.Sprintf("waiting for the Deployment controller to observe generation %d of the Deployment", d.Generation)
+		return c
 	}
 	for _, dc := range d.Status.Conditions {
 		if dc.Type != appsv1.DeploymentAvailable {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/kubelet"
 )
 
 func main() {
@@ -36,6 +37,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	kubeconfig := fs.String("kubeconfig", "", "write the admin kubeconfig to this file, removed at exit (default: kubeconfig in a new temporary directory)")
 	controllerManager := fs.Bool("controller-manager", false, "also run the garbage collector (which notices CRDs applied later within 5s) and ClusterRole aggregation")
+	workloads := fs.Bool("workloads", false, "also run the Deployment, ReplicaSet and StatefulSet controllers and a fake kubelet, so Pods become Running and Ready (no container runs)")
 	authorization := fs.String("authorization", string(kubetest.RBAC), "authorization mode: RBAC or AlwaysAllow")
 	verbosity := fs.Int("v", -1, "write the components' logs to standard error at this klog verbosity (-1: none)")
 	gates := fs.String("feature-gates", "", "feature gates to set, as kube-apiserver's flag reads them, such as ShardedListAndWatch=true")
@@ -57,6 +59,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	opts := []kubetest.Option{kubetest.WithAuthorization(kubetest.Authorization(*authorization))}
 	if *controllerManager {
 		opts = append(opts, kubetest.WithControllerManager())
+	}
+	if *workloads {
+		opts = append(opts, kubetest.WithWorkloadControllers(), kubetest.WithFakeKubelet(kubelet.Config{}))
 	}
 	if *verbosity >= 0 {
 		opts = append(opts, kubetest.WithLogs(stderr), kubetest.WithVerbosity(*verbosity))
