@@ -334,8 +334,9 @@ func TestExplore(t *testing.T) {
 		// every other fault, restarts nothing and runs beside the
 		// searches: the restarts of a correct operator's replays are
 		// make test's in examples/memcached/explore, whose kept
-		// sequences restart the API server five times. A sequence it
-		// keeps stays in its own corpus, replayed here.
+		// seed-1-sequence-2 and seed-1-sequence-14 restart the API
+		// server. A sequence it keeps stays in its own corpus, replayed
+		// here.
 		if *duration > 0 {
 			cfg.Faults.Restarts = true
 		} else {
