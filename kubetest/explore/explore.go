@@ -56,19 +56,13 @@ type Build func(s *app.Setup, client *kube.Client, namespace string) ([]app.Serv
 // Settings returns kube.DefaultSettings for a Controller named name in a
 // replay of namespace: watching namespace alone, with its Lease there and
 // a fixed identity, so a fresh replica after a crash takes the Lease at
-// once; and an object's backoff after failed reconciles capped at a
-// second, not client-go's 1000 s, so that an object whose reconciles
-// failed while the API server restarted, its backoff doubling with each,
-// is reconciled again within a second of the server's return, not many
-// seconds after (a step of the Memcached example's took 17 s so, and
-// 6 s with the cap). Change what else the operator's Init would.
+// once. Change what else the operator's Init would.
 func Settings(name, namespace string) kube.Settings {
 	s := kube.DefaultSettings()
 	s.Name = name
 	s.Namespace = namespace
 	s.LeaderElection.Namespace = namespace
 	s.LeaderElection.Identity = "explore"
-	s.RetryMaxDelay = time.Second
 	return s
 }
 
