@@ -28,7 +28,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +38,6 @@ import (
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/internal/corpus"
-	"github.com/loam-dev/loam/kubetest/internal/shrink"
 )
 
 // Build makes the operator, as its App's Init does, from the App's Setup,
@@ -295,30 +293,10 @@ type origin struct {
 // shrunk, or nil when it passes.
 func (e *explorer) try(t *testing.T, from origin, steps []Step) *Failure {
 	t.Helper()
-	failure := e.replay(t, steps, nil)
-	if failure == nil {
+	whole := answer{refused: make([]string, len(steps))}
+	if whole.err = e.replay(t, steps, whole.refused); whole.err == nil {
 		return nil
 	}
-	// The shrinking asks again about sequences already replayed, the
-	// whole one first: each answer is remembered, by the sequence's
-	// steps and faults, rather than bought again with a replay, which
-	// for a bug that never settles waits out Settle.
-	known := map[string]bool{strings.Join(stepLines(steps), "\n"): true}
-	fails := func(s []Step) bool {
-		key := strings.Join(stepLines(s), "\n")
-		failed, ok := known[key]
-		if !ok {
-			failed = e.replay(t, s, nil) != nil
-			known[key] = failed
-		}
-		return failed
-	}
-	minimal := withoutFaults(shrink.Minimize(steps, fails), fails)
-	refused := make([]string, len(minimal))
-	last := e.replay(t, minimal, refused)
-	if last == nil {
-		// Not deterministic: report the whole sequence's failure.
-		last, minimal, refused = failure, steps, nil
-	}
-	return &Failure{Seed: from.seed, Sequence: from.sequence, Kept: from.kept, Steps: minimal, Of: len(steps), Refused: refused, Err: last, Test: t.Name()}
+	shrunk, last := minimal(steps, whole, func(s []Step, refused []string) error { return e.replay(t, s, refused) })
+	return &Failure{Seed: from.seed, Sequence: from.sequence, Kept: from.kept, Steps: shrunk, Of: len(steps), Refused: last.refused, Err: last.err, Test: t.Name()}
 }

@@ -40,8 +40,9 @@ import (
 // sequence 0 of seed 1. The searches inject the default faults, crashes and stale
 // views, and transient errors for the bug that needs them; the correct
 // operator is explored with every fault, the API server's restarts
-// included, which no planted bug needs and which cost seconds each, and
-// replays the sequences that found planted bugs, beside the searches.
+// included under make explore (no planted bug needs them, and each costs
+// seconds), and replays the sequences that found planted bugs, beside
+// the searches.
 
 var (
 	seeds    = flag.Int("explore.seeds", 0, "search for each planted bug from seeds 1 to this, of six steps, rather than from its quick seed")
@@ -320,18 +321,27 @@ func TestExplore(t *testing.T) {
 	c := startCluster(t)
 
 	t.Run("a correct operator explores clean", func(t *testing.T) {
-		// Its exploration restarts the API server, so it runs alone,
-		// before the searches. It can't have a cluster of its own beside
-		// them: kube-controller-manager reserves its informers' name
-		// process-wide (client-go's cache.NewInformerName), so one
-		// process runs one controller manager at a time. A sequence it
-		// keeps stays in its own corpus, replayed here, alone.
 		cfg := config(correct, 1)
-		// Sequence 0 of seed 1 restarts the API server three times.
 		cfg.Sequences = 1
 		cfg.Duration = *duration
-		cfg.Faults.Restarts = true
 		cfg.Faults.ScenarioAnnotation = scenarioAnnotation
+		// make explore's exploration restarts the API server too, so it
+		// runs alone, before the searches. It can't have a cluster of
+		// its own beside them: kube-controller-manager reserves its
+		// informers' name process-wide (client-go's
+		// cache.NewInformerName), so one process runs one controller
+		// manager at a time. make test's, sequence 0 of seed 1 with
+		// every other fault, restarts nothing and runs beside the
+		// searches: the restarts of a correct operator's replays are
+		// make test's in examples/memcached/explore, whose kept
+		// seed-1-sequence-2 and seed-1-sequence-14 restart the API
+		// server. A sequence it keeps stays in its own corpus, replayed
+		// here.
+		if *duration > 0 {
+			cfg.Faults.Restarts = true
+		} else {
+			t.Parallel()
+		}
 		explore.Run(t, c, cfg)
 	})
 

@@ -23,8 +23,7 @@ type Failure struct {
 	Steps []Step
 	Of    int
 	// Refused says, for each of Steps, why the API server refused its
-	// change in the minimal sequence's last replay, or "" when it
-	// didn't.
+	// change in the minimal sequence's replay, or "" when it didn't.
 	Refused []string
 	// Err is what the minimal sequence's replay found.
 	Err error

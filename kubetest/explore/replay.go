@@ -28,9 +28,11 @@ import (
 // replay runs steps against a fresh namespace with a fresh operator, and
 // returns what failed first, or nil. When refused isn't nil, as long as
 // steps, it sets refused[i] to why the API server refused the i-th
-// step's change, for each it refused.
-func (e *explorer) replay(t *testing.T, steps []Step, refused []string) error {
+// step's change, for each it refused. It logs where its time went.
+func (e *explorer) replay(t *testing.T, steps []Step, refused []string) (failed error) {
 	t.Helper()
+	tm := e.startTiming("starting")
+	defer func() { tm.log(t, len(steps), failed) }()
 	ctx := t.Context()
 	w := &writes{objects: map[string]object{}, last: time.Now(), explored: e.gvr.GroupResource()}
 	r := &replicas{t: t, e: e, ns: e.cluster.Namespace(t), w: w, server: e.server}
@@ -55,6 +57,7 @@ func (e *explorer) replay(t *testing.T, steps []Step, refused []string) error {
 	objects := e.admin.Resource(e.gvr).Namespace(r.ns)
 
 	for i, step := range steps {
+		tm.next(fmt.Sprintf("step %d", i+1))
 		if err := r.server.wait(ctx); err != nil {
 			return err
 		}
@@ -75,6 +78,7 @@ func (e *explorer) replay(t *testing.T, steps []Step, refused []string) error {
 			return fmt.Errorf("after step %d, %s: %w", i+1, step, err)
 		}
 	}
+	tm.next("deleting")
 	// The last step's faults, if they didn't come, don't carry over.
 	r.w.arm(Step{})
 	r.w.release()
@@ -84,6 +88,7 @@ func (e *explorer) replay(t *testing.T, steps []Step, refused []string) error {
 	if err := e.deleteAll(ctx, objects, r); err != nil {
 		return fmt.Errorf("after deleting every %s: %w", e.kind, err)
 	}
+	tm.next("stopping")
 	return nil
 }
 
