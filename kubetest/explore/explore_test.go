@@ -473,6 +473,11 @@ func TestExplore(t *testing.T) {
 		exploresNothing(t, c)
 	})
 
+	t.Run("the differential oracles", func(t *testing.T) {
+		t.Parallel()
+		differentialSearches(t, c)
+	})
+
 	t.Run("a wrong config is refused with every mistake", func(t *testing.T) {
 		cfg := config(correct, 1)
 		cfg.Build, cfg.Steps, cfg.Quiet, cfg.Faults.ScenarioAnnotation = nil, -1, -time.Second, "no spaces/here"
