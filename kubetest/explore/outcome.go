@@ -154,9 +154,8 @@ func normaliseStatus(status any) map[string]any {
 }
 
 // substitute returns v with ns, then name, replaced by their
-// placeholders in every key and string. The namespace goes first: a
-// replay's namespace may hold an object's name (testexplore-0k… holds
-// explore-0).
+// placeholders in every key and string, where each is a word of its own
+// (replaceWord).
 func substitute(v any, name, ns string) any {
 	switch t := v.(type) {
 	case map[string]any:
@@ -172,12 +171,40 @@ func substitute(v any, name, ns string) any {
 		}
 		return out
 	case string:
-		if ns != "" {
-			t = strings.ReplaceAll(t, ns, namespaceHolder)
-		}
-		return strings.ReplaceAll(t, name, nameHolder)
+		return replaceWord(replaceWord(t, ns, namespaceHolder), name, nameHolder)
 	}
 	return v
+}
+
+// replaceWord returns s with each old that is a word of its own, neither
+// preceded nor followed by a letter or a digit, replaced by new: the
+// explored object explore-0's Deployment explore-0-cache, label
+// memcached=explore-0, but not the annotations key of the namespace ns,
+// nor the namespace testexplore-0kozf3 of explore-0.
+func replaceWord(s, old, new string) string {
+	if old == "" {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, old)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(old)
+		if (i == 0 || !alphanumeric(s[i-1])) && (end == len(s) || !alphanumeric(s[end])) {
+			b.WriteString(s[:i])
+			b.WriteString(new)
+		} else {
+			b.WriteString(s[:end])
+		}
+		s = s[end:]
+	}
+}
+
+func alphanumeric(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // difference is the first place two outcomes differ: at a field of the

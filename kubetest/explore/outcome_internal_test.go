@@ -147,3 +147,29 @@ func TestOutcomeOf_generateName(t *testing.T) {
 	got := outcomeOf(parent, map[string]*unstructured.Unstructured{"s": u}, nil)
 	require.Equal(t, "$(NAME)-token-", got.owned["Secret"][0].key, "a generated name is compared by what it was generated from")
 }
+
+func TestExplorerOutcome_scenario(t *testing.T) {
+	parent := memcachedAt("explore-0", "ns", "1", 1, "Applied")
+	a := child("Deployment", "explore-0", "ns", "2", parent, 1)
+	a.SetAnnotations(map[string]string{"explore.loam.dev/scenario": "loam.explore={}"})
+	b := child("Deployment", "explore-0-b", "ns", "3", parent, 1)
+	b.SetAnnotations(map[string]string{"explore.loam.dev/scenario": "loam.explore={}", "kept": "yes"})
+	e := &explorer{annotation: "explore.loam.dev/scenario"}
+	got := e.outcome(parent, map[string]*unstructured.Unstructured{"a": a, "b": b})
+	require.NotContains(t, got.owned["Deployment"][0].obj["metadata"], "annotations", "the scenario loam carries on to children is the explorer's")
+	require.Equal(t, map[string]any{"kept": "yes"}, got.owned["Deployment"][1].obj["metadata"].(map[string]any)["annotations"])
+}
+
+func TestReplaceWord(t *testing.T) {
+	for _, tc := range []struct{ s, want string }{
+		{"explore-0", "N"},
+		{"explore-0-cache", "N-cache"},
+		{"memcached=explore-0,explore-0", "memcached=N,N"},
+		{"testexplore-0kozf3", "testexplore-0kozf3"},
+		{"explore-01", "explore-01"},
+		{"annotations", "annotations"},
+	} {
+		require.Equal(t, tc.want, replaceWord(tc.s, "explore-0", "N"), tc.s)
+	}
+	require.Equal(t, "annotations", replaceWord("annotations", "ns", "N"))
+}

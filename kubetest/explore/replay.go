@@ -33,7 +33,7 @@ import (
 // replays end apart (differential.go).
 func (e *explorer) replay(t *testing.T, steps []Step, refused []string) error {
 	t.Helper()
-	ended, err := e.run(t, steps, refused, true)
+	ended, err := e.run(t, steps, refused, false)
 	if err != nil {
 		return err
 	}
@@ -42,9 +42,10 @@ func (e *explorer) replay(t *testing.T, steps []Step, refused []string) error {
 
 // run is replay without its comparison with the same steps replayed
 // without faults: it returns every explored object's outcome after the
-// last step. With fresh set, it creates a fresh object of each step's
-// spec after the step, and compares (differential.go).
-func (e *explorer) run(t *testing.T, steps []Step, refused []string, fresh bool) (map[string]outcome, error) {
+// last step. Unless it replays the reference, the steps without their
+// faults, it creates a fresh object of each step's spec after the step,
+// and compares (differential.go), and counts the steps in the tally.
+func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference bool) (map[string]outcome, error) {
 	t.Helper()
 	ctx := t.Context()
 	w := &writes{objects: map[string]object{}, last: time.Now(), explored: e.gvr.GroupResource()}
@@ -82,14 +83,16 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, fresh bool)
 		if err != nil {
 			return nil, fmt.Errorf("step %d, %s: %w", i+1, step, err)
 		}
-		e.tally.step(step, result)
+		if !reference {
+			e.tally.step(step, result)
+		}
 		if refused != nil {
 			refused[i] = result.refused
 		}
 		if err := e.check(ctx, r); err != nil {
 			return nil, fmt.Errorf("after step %d, %s: %w", i+1, step, err)
 		}
-		if fresh {
+		if !reference {
 			if err := e.fresh(ctx, objects, r, step.Step); err != nil {
 				return nil, fmt.Errorf("after step %d, %s: %w", i+1, step, err)
 			}
