@@ -4,7 +4,10 @@
 // kubetest cluster with the operator running, checks after each step,
 // without being told, that the operator settled every object, kept the
 // end user's invariants, went quiet and didn't reconcile in a loop, and
-// checks at the end that deleting the objects leaves nothing behind. A
+// checks at the end that deleting the objects leaves nothing behind.
+// Two differential oracles need no invariant: after each step, a fresh
+// object of the step's spec must come to what the stepped object came
+// to, and a sequence with faults must end where it ends without them. A
 // failing sequence is shrunk to a minimal one, reported with its seed,
 // and kept with its steps and faults, to replay exactly. A run that
 // explored next to nothing, its steps refused by the API server or no
@@ -130,6 +133,23 @@ type Config[S, T any] struct {
 	// time in n+1 for n of them, makes a name as for any other string,
 	// so that an object missing is explored too.
 	References map[string]string
+	// Volatile names what the differential oracles (differential.go)
+	// leave out of their comparisons, beyond names, uids, timestamps
+	// and generations, which they always leave out: each entry a kind
+	// and, after a dot, a path in its objects, such as
+	// "Deployment.spec.template.metadata.annotations['example.com/at']"
+	// or "Memcached.status.conditions[*].message", where [*] is every
+	// item of a list and ['k'] a key with dots in it. A kind alone, such
+	// as "Deployment", makes which of its objects there are volatile:
+	// those both sides have are still compared. The explored kind's
+	// paths start at status, the part of it the oracles compare.
+	Volatile []string
+	// NoFreshCreates turns off the oracle that creates, after each step,
+	// a fresh object of the step's spec and compares what the operator
+	// makes of it with the stepped object; NoUnfaultedReplays the one
+	// that replays a sequence that had faults without them and compares
+	// where the two end. Each costs time: see differential.go.
+	NoFreshCreates, NoUnfaultedReplays bool
 }
 
 // ScenarioMember is the W3C baggage member the explorer's scenarios
@@ -201,7 +221,8 @@ var ErrEmpty = errors.New("the exploration explored next to nothing")
 // shorter ones, or nil when none does. It returns an error, naming
 // every mistake, when cfg is wrong: a Resource with no CRD, no spec or
 // no status that records an observed generation, no Build, a negative
-// count, duration or rate, KeptOnly with Sequences or Duration, a kept
+// count, duration or rate, a Volatile entry that doesn't parse,
+// KeptOnly with Sequences or Duration, a kept
 // sequence that doesn't read or that fails requests without
 // Faults.ScenarioAnnotation, or KeptOnly with none kept. When none
 // fails, it returns an error wrapping ErrEmpty when most steps were

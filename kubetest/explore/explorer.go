@@ -55,6 +55,10 @@ type explorer struct {
 	// transient errors are on.
 	annotation string
 	codec      *jsonscenario.Codec
+	// volatile is what the differential oracles leave out, and noFresh
+	// and noUnfaulted turn them off (differential.go).
+	volatile             []volatile
+	noFresh, noUnfaulted bool
 }
 
 // newExplorer returns cfg made ready to replay on c, or an error naming
@@ -135,6 +139,10 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 			errs = append(errs, err)
 		}
 	}
+	volatiles, err := parseVolatile(cfg.Volatile, crd.Spec.Names.Kind)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	objects := cmp.Or(cfg.Objects, 2)
 	names := make([]string, max(objects, 0))
 	for i := range names {
@@ -147,6 +155,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		quiet: cmp.Or(cfg.Quiet, time.Second), settle: cmp.Or(cfg.Settle, 30*time.Second), loopRate: cmp.Or(cfg.LoopRate, defaultLoopRate),
 		admin: admin, faults: cfg.Faults, server: &restarter{cluster: c},
 		annotation: cfg.Faults.ScenarioAnnotation, codec: codec, seeds: seedObjects, refs: refs,
+		volatile: volatiles, noFresh: cfg.NoFreshCreates, noUnfaulted: cfg.NoUnfaultedReplays,
 	}
 	if !ok {
 		return nil, errors.Join(errs...)

@@ -28,8 +28,24 @@ import (
 // replay runs steps against a fresh namespace with a fresh operator, and
 // returns what failed first, or nil. When refused isn't nil, as long as
 // steps, it sets refused[i] to why the API server refused the i-th
-// step's change, for each it refused. It logs where its time went.
-func (e *explorer) replay(t *testing.T, steps []Step, refused []string) (failed error) {
+// step's change, for each it refused. It logs where its time went. When steps have faults and pass,
+// it replays them again without their faults, and fails when the two
+// replays end apart (differential.go).
+func (e *explorer) replay(t *testing.T, steps []Step, refused []string) error {
+	t.Helper()
+	ended, err := e.run(t, steps, refused, false)
+	if err != nil {
+		return err
+	}
+	return e.unfaulted(t, steps, ended)
+}
+
+// run is replay without its comparison with the same steps replayed
+// without faults: it returns every explored object's outcome after the
+// last step. Unless it replays the reference, the steps without their
+// faults, it creates a fresh object of each step's spec after the step,
+// and compares (differential.go), and counts the steps in the tally.
+func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference bool) (_ map[string]outcome, failed error) {
 	t.Helper()
 	tm := e.startTiming("starting")
 	defer func() { tm.log(t, len(steps), failed) }()
@@ -45,13 +61,13 @@ func (e *explorer) replay(t *testing.T, steps []Step, refused []string) (failed 
 	// The seed objects are there before the operator starts, as the
 	// objects an operator's users refer to are.
 	if err := e.createSeeds(ctx, r.ns); err != nil {
-		return err
+		return nil, err
 	}
 	proxy := e.cluster.Proxy(t, r.w.serve)
 	r.conn = proxy.Connection()
 	r.conn.Token = e.cluster.Connection().Token
 	if err := r.start(); err != nil {
-		return err
+		return nil, err
 	}
 	defer r.stop()
 	objects := e.admin.Resource(e.gvr).Namespace(r.ns)
@@ -59,37 +75,51 @@ func (e *explorer) replay(t *testing.T, steps []Step, refused []string) (failed 
 	for i, step := range steps {
 		tm.next(fmt.Sprintf("step %d", i+1))
 		if err := r.server.wait(ctx); err != nil {
-			return err
+			return nil, err
 		}
 		r.w.arm(step)
 		scenario, err := e.scenario(i, step)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		result, err := e.do(ctx, objects, r.ns, step.Step, scenario)
 		if err != nil {
-			return fmt.Errorf("step %d, %s: %w", i+1, step, err)
+			return nil, fmt.Errorf("step %d, %s: %w", i+1, step, err)
 		}
-		e.tally.step(step, result)
+		if !reference {
+			e.tally.step(step, result)
+		}
 		if refused != nil {
 			refused[i] = result.refused
 		}
 		if err := e.check(ctx, r); err != nil {
-			return fmt.Errorf("after step %d, %s: %w", i+1, step, err)
+			return nil, fmt.Errorf("after step %d, %s: %w", i+1, step, err)
 		}
+		if !reference {
+			if err := e.fresh(ctx, objects, r, step.Step); err != nil {
+				return nil, fmt.Errorf("after step %d, %s: %w", i+1, step, err)
+			}
+		}
+	}
+	if err := r.server.wait(ctx); err != nil {
+		return nil, err
+	}
+	ended, err := e.outcomes(ctx, objects, r)
+	if err != nil {
+		return nil, err
 	}
 	tm.next("deleting")
 	// The last step's faults, if they didn't come, don't carry over.
 	r.w.arm(Step{})
 	r.w.release()
 	if err := r.server.wait(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.deleteAll(ctx, objects, r); err != nil {
-		return fmt.Errorf("after deleting every %s: %w", e.kind, err)
+		return nil, fmt.Errorf("after deleting every %s: %w", e.kind, err)
 	}
 	tm.next("stopping")
-	return nil
+	return ended, nil
 }
 
 // replicas runs the operator of one replay, a replica at a time: a fresh
