@@ -44,10 +44,11 @@ type conflictError struct{ what string }
 
 func (e *conflictError) Error() string { return e.what }
 
-// managedBy is the comment the controller puts on each role it creates,
-// naming the Database: a role without it, such as postgres, is never
-// altered or dropped.
-func managedBy(namespace, name string) string {
+// ManagedBy returns the comment the controller puts on each role it
+// creates, naming the Database namespace/name: a role without it, such
+// as postgres, is never altered or dropped, and one with another
+// Database's is that Database's.
+func ManagedBy(namespace, name string) string {
 	return "managed by databases.example.com Database " + namespace + "/" + name
 }
 
@@ -101,7 +102,7 @@ func (p Postgres) ensure(ctx context.Context, namespace, name, database, role, p
 	}
 	defer func() { err = errors.Join(err, conn.Close(context.WithoutCancel(ctx))) }()
 
-	if err := ensureRole(ctx, conn, managedBy(namespace, name), role, password); err != nil {
+	if err := ensureRole(ctx, conn, ManagedBy(namespace, name), role, password); err != nil {
 		return err
 	}
 	return ensureDatabase(ctx, conn, database, role)
@@ -212,7 +213,7 @@ func (p Postgres) drop(ctx context.Context, namespace, name, database, role stri
 	if err != nil {
 		return err
 	}
-	ours := roleExists && comment == managedBy(namespace, name)
+	ours := roleExists && comment == ManagedBy(namespace, name)
 	if exists && ours && owner == role {
 		ident := pgx.Identifier{database}.Sanitize()
 		// FORCE ends the applications' sessions, which would block the drop.

@@ -132,6 +132,10 @@ type Config[S, T any] struct {
 	// time in n+1 for n of them, makes a name as for any other string,
 	// so that an object missing is explored too.
 	References map[string]string
+	// External is what the operator keeps outside the cluster, if
+	// anything: how each replay names it apart, and what must hold of
+	// it after the final delete.
+	External External
 }
 
 // ScenarioMember is the W3C baggage member the explorer's scenarios

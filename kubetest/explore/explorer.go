@@ -55,6 +55,9 @@ type explorer struct {
 	// transient errors are on.
 	annotation string
 	codec      *jsonscenario.Codec
+	// externalSpec and gone are the Config's External.
+	externalSpec func(namespace, name string, spec map[string]any)
+	gone         []Invariant
 }
 
 // newExplorer returns cfg made ready to replay on c, or an error naming
@@ -147,6 +150,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		quiet: cmp.Or(cfg.Quiet, time.Second), settle: cmp.Or(cfg.Settle, 30*time.Second), loopRate: cmp.Or(cfg.LoopRate, defaultLoopRate),
 		admin: admin, faults: cfg.Faults, server: &restarter{cluster: c},
 		annotation: cfg.Faults.ScenarioAnnotation, codec: codec, seeds: seedObjects, refs: refs,
+		externalSpec: cfg.External.Spec, gone: cfg.External.Gone,
 	}
 	if !ok {
 		return nil, errors.Join(errs...)

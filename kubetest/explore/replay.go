@@ -63,7 +63,7 @@ func (e *explorer) replay(t *testing.T, steps []Step, refused []string) error {
 		if err != nil {
 			return err
 		}
-		result, err := e.do(ctx, objects, r.ns, step.Step, scenario)
+		result, err := e.do(ctx, objects, r.ns, e.external(r.ns, step.Step), scenario)
 		if err != nil {
 			return fmt.Errorf("step %d, %s: %w", i+1, step, err)
 		}
@@ -83,6 +83,9 @@ func (e *explorer) replay(t *testing.T, steps []Step, refused []string) error {
 	}
 	if err := e.deleteAll(ctx, objects, r); err != nil {
 		return fmt.Errorf("after deleting every %s: %w", e.kind, err)
+	}
+	if err := e.checkGone(ctx, r.ns); err != nil {
+		return fmt.Errorf("after deleting every %s, outside the cluster: %w", e.kind, err)
 	}
 	return nil
 }
