@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/loam-dev/loam/examples/databases"
@@ -39,18 +40,20 @@ type postgres struct {
 // Databases deleted with deletionPolicy Retain left in PostgreSQL, which
 // may stay there.
 type replay struct {
-	last                map[string]asks
-	retainedRoles       map[string]bool
-	retainedDatabases   map[string]bool
-	retainedProvisioned []string
+	last              map[string]asks
+	retainedRoles     map[string]bool
+	retainedDatabases map[string]bool
 }
 
-// asks is what a Database asks PostgreSQL for, and whether it was
-// provisioned.
+// asks is what a Database, of its uid, asks PostgreSQL for; whether it
+// was provisioned; and whether it has reported a name conflict since a
+// check saw the conflict there.
 type asks struct {
+	uid            types.UID
 	database, role string
 	retain         bool
 	provisioned    bool
+	conflict       bool
 }
 
 // reachPostgres returns the test's view of the PostgreSQL at
@@ -223,8 +226,10 @@ func (p *postgres) check(ctx context.Context, client dynamic.Interface, ns strin
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &d); err != nil {
 			return state{}, fmt.Errorf("%s: %w", list.Items[i].GetName(), err)
 		}
-		a := asks{database: d.Spec.DatabaseName, role: d.Spec.Owner, retain: d.Spec.DeletionPolicy == databases.Retain}
-		a.provisioned, err = p.ready(ctx, client, d, st)
+		a := asks{uid: d.UID, database: d.Spec.DatabaseName, role: d.Spec.Owner, retain: d.Spec.DeletionPolicy == databases.Retain}
+		before, ok := r.last[d.Name]
+		seen := ok && before.uid == d.UID && before.conflict
+		a.provisioned, a.conflict, err = p.ready(ctx, client, d, st, seen)
 		errs = append(errs, err)
 		now[d.Name] = a
 	}
@@ -286,19 +291,23 @@ func (r *replay) accounted(ns string, now map[string]asks, st state) error {
 }
 
 // ready checks d's Ready condition against PostgreSQL, st, and d's
-// Secret, and returns whether d is provisioned. Provisioned: its role is
-// d's, its database the role's, and its Secret's credentials log in to
-// it. NameConflict: its role is another's, its database another role's,
-// or its Secret another's. Any other reason, after a step has settled,
-// is an error the controller gave up on or never retried.
-func (p *postgres) ready(ctx context.Context, client dynamic.Interface, d databases.Object, st state) (bool, error) {
+// Secret, and returns whether d is provisioned, and whether it reports a
+// name conflict that is there, or was at an earlier check, seen.
+// Provisioned: its role is d's, its database the role's, and its
+// Secret's credentials log in to it. NameConflict: its role is
+// another's, its database another role's, or its Secret another's, or
+// one was: the controller looks again a minute later, since nothing it
+// watches says when the conflict is gone, and a step settles sooner. Any
+// other reason, after a step has settled, is an error the controller
+// gave up on or never retried.
+func (p *postgres) ready(ctx context.Context, client dynamic.Interface, d databases.Object, st state, seen bool) (provisioned, conflict bool, err error) {
 	c := meta.FindStatusCondition(d.Status.Conditions, databases.ConditionReady)
 	if c == nil {
-		return false, fmt.Errorf("%s has no Ready condition", d.Name)
+		return false, false, fmt.Errorf("%s has no Ready condition", d.Name)
 	}
 	secret, err := p.secret(ctx, client, d)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	comment, roleExists := st.roles[d.Spec.Owner]
 	owner, dbExists := st.databases[d.Spec.DatabaseName]
@@ -317,17 +326,17 @@ func (p *postgres) ready(ctx context.Context, client dynamic.Interface, d databa
 			errs = append(errs, err)
 		}
 		if err := errors.Join(errs...); err != nil {
-			return false, fmt.Errorf("%s is Ready, but %w", d.Name, err)
+			return false, false, fmt.Errorf("%s is Ready, but %w", d.Name, err)
 		}
-		return true, nil
+		return true, false, nil
 	case c.Reason == databases.ReasonNameConflict && c.Status == metav1.ConditionFalse:
-		if (roleExists && !roleOurs) || (dbExists && owner != d.Spec.Owner) || !secretOurs {
-			return false, nil
+		if seen || (roleExists && !roleOurs) || (dbExists && owner != d.Spec.Owner) || !secretOurs {
+			return false, true, nil
 		}
-		return false, fmt.Errorf("%s reports a name conflict, but its role %q (exists: %t), its database %q (exists: %t, owner %q) and its Secret are its: %s",
+		return false, false, fmt.Errorf("%s reports a name conflict, but its role %q (exists: %t), its database %q (exists: %t, owner %q) and its Secret are its: %s",
 			d.Name, d.Spec.Owner, roleExists, d.Spec.DatabaseName, dbExists, owner, c.Message)
 	}
-	return false, fmt.Errorf("%s: Ready is %s, %s: %s", d.Name, c.Status, c.Reason, c.Message)
+	return false, false, fmt.Errorf("%s: Ready is %s, %s: %s", d.Name, c.Status, c.Reason, c.Message)
 }
 
 // secret returns d's Secret, or nil when there is none.
