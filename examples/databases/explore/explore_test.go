@@ -52,7 +52,11 @@ func TestExplore(t *testing.T) {
 		Build:      exploreBuild,
 		Invariants: []explore.Invariant{pg.provisioned()},
 		Seed:       1, Steps: 6, Duration: *exploreDuration, KeptOnly: *exploreDuration == 0,
-		Quiet: 300 * time.Millisecond, Settle: 20 * time.Second,
+		// Quiet outlasts a CREATE DATABASE (about a second on a loaded
+		// machine): the explorer's quiet is a quiet of writes to the
+		// cluster, and a reconcile busy in PostgreSQL writes none until
+		// it is done.
+		Quiet: 2 * time.Second, Settle: 30 * time.Second,
 		Faults:   explore.Faults{ScenarioAnnotation: databases.ScenarioAnnotation, Restarts: true},
 		External: explore.External{Spec: pg.names, Gone: []explore.Invariant{pg.gone()}},
 	})
