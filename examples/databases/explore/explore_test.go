@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"flag"
 	"fmt"
-	"hash/fnv"
+	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -83,9 +83,7 @@ func newRun() string {
 // namespace ns in the run run: the run's, then a hash of the namespace,
 // which is the replay's own in the run's cluster.
 func prefix(run, ns string) string {
-	h := fnv.New32a()
-	h.Write([]byte(ns)) // never fails
-	return fmt.Sprintf("%s_%08x_", run, h.Sum32())
+	return fmt.Sprintf("%s_%08x_", run, crc32.ChecksumIEEE([]byte(ns)))
 }
 
 // names makes the names the spec of the Database name gives PostgreSQL
