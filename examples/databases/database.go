@@ -24,7 +24,7 @@ type DatabaseSpec struct {
 	// DatabaseName is the PostgreSQL database's name.
 	DatabaseName string `json:"databaseName"`
 	// Owner is the login role that owns the database; "" is the
-	// Database's own name.
+	// Database's own name. Like DatabaseName, it can't change.
 	Owner string `json:"owner,omitempty"`
 	// DeletionPolicy is Delete or Retain.
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
@@ -94,10 +94,14 @@ var Database = kube.Resource[DatabaseSpec, DatabaseStatus]{
 			kube.Field(&spec.DatabaseName).Pattern(identifier).MaxLength(maxIdentifier).
 				Description("The PostgreSQL database's name: lower-case letters, digits and underscores."),
 			kube.Field(&spec.Owner).Pattern(identifier).MaxLength(maxIdentifier).Optional().
-				Description("The login role that owns the database; the Database's name when empty."),
+				Description("The login role that owns the database; the Database's name when empty. Immutable."),
 			kube.Field(&spec.DeletionPolicy).Enum(Delete, Retain).Default(Delete).
 				Description("Delete drops the database and the role with the Database; Retain keeps them."),
-		).Validation("self.databaseName == oldSelf.databaseName", "databaseName is immutable"),
+		).Validation("self.databaseName == oldSelf.databaseName", "databaseName is immutable").
+			// A new owner would leave the old role behind, owning the
+			// database, and the Database in NameConflict with its own
+			// database (examples/databases/explore found it).
+			Validation("has(self.owner) == has(oldSelf.owner) && (!has(self.owner) || self.owner == oldSelf.owner)", "owner is immutable"),
 		kube.Rules(&status,
 			kube.Field(&status.Conditions).ListMap("type"),
 		),

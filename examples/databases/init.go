@@ -103,20 +103,7 @@ func initController(ctx context.Context, s *app.Setup, serveMetrics bool, export
 	if err != nil {
 		return nil, err
 	}
-	kc, err := kubernetes.NewForConfig(client.Config())
-	if err != nil {
-		return nil, err
-	}
-	pg := settings.Postgres
-	pg.Dial = s.Host.Dial
-	r := Reconciler{Kube: kc, Postgres: pg, FieldManager: settings.Controller.Name}
-	ctrl, err := kube.NewController(s, client, settings.Controller, Database, r,
-		kube.Owns(corev1.SchemeGroupVersion.WithResource("secrets")),
-		kube.Finalize(Finalizer, r.Finalize),
-		kube.TrustScenario(ScenarioAnnotation, func(obj metav1.Object) bool {
-			return settings.ExperimentNamespace != "" && obj.GetNamespace() == settings.ExperimentNamespace
-		}),
-	)
+	ctrl, err := Controller(s, client, settings.Controller, settings.Postgres, settings.ExperimentNamespace)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +121,30 @@ func initController(ctx context.Context, s *app.Setup, serveMetrics bool, export
 		services = append(services, metrics)
 	}
 	return services, nil
+}
+
+// Controller returns the Database controller as Init makes it, from its
+// Settings and PostgreSQL's, whose Dial it sets to the App's s.Host.Dial:
+// it owns the Databases' Secrets, drops their databases with its
+// finalizer, and trusts the ScenarioAnnotation of the Databases in the
+// namespace experiments ("" trusts none). It is for a test that runs the
+// controller without Init, as the explorer's does
+// (examples/databases/explore). It returns what kube.NewController
+// returns.
+func Controller(s *app.Setup, client *kube.Client, settings kube.Settings, pg Postgres, experiments string) (*kube.Controller, error) {
+	kc, err := kubernetes.NewForConfig(client.Config())
+	if err != nil {
+		return nil, err
+	}
+	pg.Dial = s.Host.Dial
+	r := Reconciler{Kube: kc, Postgres: pg, FieldManager: settings.Name}
+	return kube.NewController(s, client, settings, Database, r,
+		kube.Owns(corev1.SchemeGroupVersion.WithResource("secrets")),
+		kube.Finalize(Finalizer, r.Finalize),
+		kube.TrustScenario(ScenarioAnnotation, func(obj metav1.Object) bool {
+			return experiments != "" && obj.GetNamespace() == experiments
+		}),
+	)
 }
 
 // ReadSettings sources the Settings from env, reporting every variable

@@ -44,10 +44,11 @@ type conflictError struct{ what string }
 
 func (e *conflictError) Error() string { return e.what }
 
-// managedBy is the comment the controller puts on each role it creates,
-// naming the Database: a role without it, such as postgres, is never
-// altered or dropped.
-func managedBy(namespace, name string) string {
+// ManagedBy returns the comment the controller puts on each role it
+// creates, naming the Database namespace/name: a role without it, such
+// as postgres, is never altered or dropped, and one with another
+// Database's is that Database's.
+func ManagedBy(namespace, name string) string {
 	return "managed by databases.example.com Database " + namespace + "/" + name
 }
 
@@ -101,7 +102,7 @@ func (p Postgres) ensure(ctx context.Context, namespace, name, database, role, p
 	}
 	defer func() { err = errors.Join(err, conn.Close(context.WithoutCancel(ctx))) }()
 
-	if err := ensureRole(ctx, conn, managedBy(namespace, name), role, password); err != nil {
+	if err := ensureRole(ctx, conn, ManagedBy(namespace, name), role, password); err != nil {
 		return err
 	}
 	return ensureDatabase(ctx, conn, database, role)
@@ -195,8 +196,9 @@ func ensureDatabase(ctx context.Context, conn *pgx.Conn, database, role string) 
 }
 
 // drop drops database and role, when they are the Database's: a database
-// that another role owns, or a role that isn't the Database's, is left
-// alone. Both are IF EXISTS, so drop is idempotent.
+// that another role owns, or a role that isn't the Database's or still
+// owns another database, is left alone. Both are IF EXISTS, so drop is
+// idempotent.
 func (p Postgres) drop(ctx context.Context, namespace, name, database, role string) (err error) {
 	conn, err := p.connect(ctx)
 	if err != nil {
@@ -212,7 +214,7 @@ func (p Postgres) drop(ctx context.Context, namespace, name, database, role stri
 	if err != nil {
 		return err
 	}
-	ours := roleExists && comment == managedBy(namespace, name)
+	ours := roleExists && comment == ManagedBy(namespace, name)
 	if exists && ours && owner == role {
 		ident := pgx.Identifier{database}.Sanitize()
 		// FORCE ends the applications' sessions, which would block the drop.
@@ -220,11 +222,25 @@ func (p Postgres) drop(ctx context.Context, namespace, name, database, role stri
 			return fmt.Errorf("DROP DATABASE %s: %w", ident, err)
 		}
 	}
-	if ours {
-		ident := pgx.Identifier{role}.Sanitize()
-		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+ident); err != nil {
-			return fmt.Errorf("DROP ROLE %s: %w", ident, err)
-		}
+	if !ours {
+		return nil
+	}
+	// A role that still owns a database stays with it: one that a
+	// Database of the same name kept with Retain before it was deleted
+	// and created again, which adopted the role. DROP ROLE would fail,
+	// and the finalizer with it, for good (examples/databases/explore
+	// found it).
+	var owns bool
+	if err := conn.QueryRow(ctx,
+		`SELECT EXISTS (SELECT 1 FROM pg_database d JOIN pg_roles r ON d.datdba = r.oid WHERE r.rolname = $1)`, role).Scan(&owns); err != nil {
+		return fmt.Errorf("looking up the databases of the role %q: %w", role, err)
+	}
+	if owns {
+		return nil
+	}
+	ident := pgx.Identifier{role}.Sanitize()
+	if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+ident); err != nil {
+		return fmt.Errorf("DROP ROLE %s: %w", ident, err)
 	}
 	return nil
 }

@@ -111,7 +111,8 @@ func (r Reconciler) Reconcile(ctx context.Context, d Object) (kube.Result[Databa
 }
 
 // Finalize drops d's database and role, unless d's deletionPolicy is
-// Retain. It is idempotent: what is already gone is skipped. The Secret
+// Retain; a role that still owns another database, one a Retain kept,
+// stays. It is idempotent: what is already gone is skipped. The Secret
 // is left to the garbage collector, through its owner reference.
 func (r Reconciler) Finalize(ctx context.Context, d Object) error {
 	if d.Spec.DeletionPolicy == Retain {

@@ -249,3 +249,25 @@ func TestFinalize_leaves_a_database_it_does_not_own(t *testing.T) {
 	require.NoError(t, r.Finalize(t.Context(), d))
 	require.True(t, admin[bool](t, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", first.Spec.DatabaseName))
 }
+
+func TestFinalize_keeps_a_role_that_owns_a_database_Retain_kept(t *testing.T) {
+	r := Reconciler{Kube: kubefake.NewClientset(), Postgres: localPostgres(), FieldManager: "databases-controller"}
+	// The Database is kept with Retain, deleted, and created again, the
+	// same object name and owner, with another database: it adopts the
+	// role, which owns the database the Retain kept.
+	kept := newDatabase(t)
+	kept.Spec.DeletionPolicy = Retain
+	_, err := r.Reconcile(t.Context(), kept)
+	require.NoError(t, err)
+	require.NoError(t, r.Finalize(t.Context(), kept))
+
+	d := newDatabase(t)
+	d.Spec.Owner = kept.Spec.Owner
+	_, err = r.Reconcile(t.Context(), d)
+	require.NoError(t, err)
+
+	require.NoError(t, r.Finalize(t.Context(), d), "the role owns the kept database: dropping it would fail for good")
+	require.False(t, admin[bool](t, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", d.Spec.DatabaseName))
+	require.True(t, admin[bool](t, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", kept.Spec.DatabaseName), "Retain kept it")
+	require.True(t, admin[bool](t, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", d.Spec.Owner), "the role stays with the database it owns")
+}

@@ -150,6 +150,10 @@ type Config[S, T any] struct {
 	// that replays a sequence that had faults without them and compares
 	// where the two end. Each costs time: see differential.go.
 	NoFreshCreates, NoUnfaultedReplays bool
+	// External is what the operator keeps outside the cluster, if
+	// anything: how each replay names it apart, and what must hold of
+	// it after the final delete.
+	External External
 }
 
 // ScenarioMember is the W3C baggage member the explorer's scenarios

@@ -59,6 +59,9 @@ type explorer struct {
 	// and noUnfaulted turn them off (differential.go).
 	volatile             []volatile
 	noFresh, noUnfaulted bool
+	// externalSpec and gone are the Config's External.
+	externalSpec func(namespace, name string, spec map[string]any)
+	gone         []Invariant
 }
 
 // newExplorer returns cfg made ready to replay on c, or an error naming
@@ -156,6 +159,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		admin: admin, faults: cfg.Faults, server: &restarter{cluster: c},
 		annotation: cfg.Faults.ScenarioAnnotation, codec: codec, seeds: seedObjects, refs: refs,
 		volatile: volatiles, noFresh: cfg.NoFreshCreates, noUnfaulted: cfg.NoUnfaultedReplays,
+		externalSpec: cfg.External.Spec, gone: cfg.External.Gone,
 	}
 	if !ok {
 		return nil, errors.Join(errs...)

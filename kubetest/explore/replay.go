@@ -82,7 +82,7 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference b
 		if err != nil {
 			return nil, err
 		}
-		result, err := e.do(ctx, objects, r.ns, step.Step, scenario)
+		result, err := e.do(ctx, objects, r.ns, e.external(r.ns, step.Step), scenario)
 		if err != nil {
 			return nil, fmt.Errorf("step %d, %s: %w", i+1, step, err)
 		}
@@ -117,6 +117,9 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference b
 	}
 	if err := e.deleteAll(ctx, objects, r); err != nil {
 		return nil, fmt.Errorf("after deleting every %s: %w", e.kind, err)
+	}
+	if err := e.checkGone(ctx, r.ns); err != nil {
+		return nil, fmt.Errorf("after deleting every %s, outside the cluster: %w", e.kind, err)
 	}
 	tm.next("stopping")
 	return ended, nil
