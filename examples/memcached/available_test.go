@@ -28,7 +28,7 @@ func TestAvailable_waits_for_the_Deployment_controller_to_see_the_spec(t *testin
 	c := available(d, 3)
 	require.Equal(t, metav1.ConditionUnknown, c.Status, "the old spec's availability says nothing of the new one's")
 	require.Equal(t, "DeploymentPending", c.Reason)
-	require.Equal(t, "waiting for the Deployment controller to observe generation 2 of the Deployment", c.Message)
+	require.Equal(t, "waiting for the Deployment controller to observe the Deployment's latest spec", c.Message)
 	require.Equal(t, int64(3), c.ObservedGeneration)
 
 	d.Status.ObservedGeneration = 2

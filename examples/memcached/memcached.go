@@ -266,7 +266,10 @@ func available(d *appsv1.Deployment, generation int64) metav1.Condition {
 		ObservedGeneration: generation,
 	}
 	if d.Status.ObservedGeneration < d.Generation {
-		c.Message = fmt.Sprintf("waiting for the Deployment controller to observe generation %d of the Deployment", d.Generation)
+		// No generation in the message: the Deployment's counts the
+		// writes that led here, so two Memcacheds of one spec would
+		// differ by it (kubetest/explore's fresh-create oracle said so).
+		c.Message = "waiting for the Deployment controller to observe the Deployment's latest spec"
 		return c
 	}
 	for _, dc := range d.Status.Conditions {
