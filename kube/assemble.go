@@ -44,8 +44,8 @@ type clients struct {
 // Client.Config returns.
 func clientsOf(c *Client) (clients, error) {
 	var errs []error
-	// The primary informer's client decodes watched objects straight into
-	// its cache's form.
+	// The primary informer's client decodes listed and watched objects
+	// straight into its cache's form.
 	dyn, err := informer.NewDynamicClient(c.Config())
 	if err != nil {
 		errs = append(errs, fmt.Errorf("kube: the dynamic client: %w", err))

@@ -2,25 +2,22 @@ package informer
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
 
 // NewDynamicClient returns a dynamic client of cfg for the primary
-// informer, whose watches decode each object straight from the bytes the
-// API server sent into the cache's compact form. client-go's own decodes
-// every watched object into maps of interface values, which the
-// informer's transform then encodes again and drops: most of a
-// controller's CPU at scale. Lists, and everything but a watch, decode as
+// informer, whose lists and watches decode each object straight from the
+// bytes the API server sent into the cache's compact form. client-go's
+// own decodes every object into maps of interface values (a list's twice),
+// which the informer's transform then encodes again and drops: most of a
+// controller's CPU at scale, and most of the memory a list takes. Every
+// other request, and the Lists of its dynamic.Interface, decode as
 // client-go's own dynamic client does. It fails only when cfg is one
 // client-go refuses.
 func NewDynamicClient(cfg *rest.Config) (dynamic.Interface, error) {
@@ -38,26 +35,26 @@ func NewDynamicClient(cfg *rest.Config) (dynamic.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the primary informer's client: %w", err)
 	}
-	return dynamic.New(rc), nil
+	return newCompactClient(rc), nil
 }
 
 // compactSerializers is the dynamic client's serializers, but that its
 // JSON decoder returns a *cached when asked for no type in particular,
-// which is how client-go's watch decodes each event's object. Asked for a
-// type, such as a list, it decodes as the dynamic client does.
+// which is how client-go's watch decodes each event's object, and decodes
+// a list into a *compactList. Asked for any other type it decodes as the
+// dynamic client does.
 type compactSerializers struct {
 	runtime.NegotiatedSerializer
 	infos []runtime.SerializerInfo
 }
 
 func newCompactSerializers(ns runtime.NegotiatedSerializer) compactSerializers {
+	typed := newTypedKinds()
 	infos := append([]runtime.SerializerInfo(nil), ns.SupportedMediaTypes()...)
 	for i := range infos {
-		if infos[i].MediaType != runtime.ContentTypeJSON {
-			continue
-		}
-		infos[i].Serializer = compactSerializer{infos[i].Serializer}
-		if stream := infos[i].StreamSerializer; stream != nil {
+		json := infos[i].MediaType == runtime.ContentTypeJSON
+		infos[i].Serializer = compactSerializer{Serializer: infos[i].Serializer, typed: typed, wire: json}
+		if stream := infos[i].StreamSerializer; stream != nil && json {
 			events := *stream
 			events.Serializer = watchEventSerializer{stream.Serializer}
 			infos[i].StreamSerializer = &events
@@ -71,25 +68,94 @@ func newCompactSerializers(ns runtime.NegotiatedSerializer) compactSerializers {
 func (s compactSerializers) SupportedMediaTypes() []runtime.SerializerInfo { return s.infos }
 
 // compactSerializer decodes an object of no type asked for into a
-// *cached, and everything else with the serializer it wraps.
-type compactSerializer struct{ runtime.Serializer }
+// *cached, and a list into a *compactList, when it reads JSON (wire), and
+// everything else with the serializer it wraps.
+type compactSerializer struct {
+	runtime.Serializer
+	typed typedKinds
+	wire  bool
+}
 
 // Decode decodes data into a *cached when into is nil and data is an
-// object the cache holds, and with the wrapped serializer otherwise: a
-// Status, as a watch's error events carry, must decode as one for
-// client-go to read the error in it.
+// object of a kind the dynamic client decodes into maps, into a
+// *compactList when into is one, and with the wrapped serializer
+// otherwise: a Status, as a watch's error events carry, must decode as
+// one for client-go to read the error in it, and what the wire decoder
+// can't read as client-go would, an object with no apiVersion, say, or a
+// kind given twice in different cases, is left to client-go, so that it
+// is read as client-go reads it, or refused with client-go's own error.
 func (s compactSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	if into != nil {
-		return s.Serializer.Decode(data, defaults, into)
+	switch into := into.(type) {
+	case *compactList:
+		if err := s.decodeList(data, defaults, into); err != nil {
+			return nil, nil, err
+		}
+		return into, nil, nil
+	case nil:
+		if !s.wire || defaults != nil {
+			// Only a response's error is decoded with defaults.
+			break
+		}
+		o, err := readObject(data)
+		if err != nil || !s.regular(o.types) {
+			break
+		}
+		return o.compact(nil), nil, nil
 	}
-	c, err := decodeCompact(data)
-	if errors.Is(err, errStatus) {
-		return s.Serializer.Decode(data, defaults, into)
+	return s.Serializer.Decode(data, defaults, into)
+}
+
+// regular reports whether an object of t is one client-go's serializer
+// would decode into an *unstructured.Unstructured of the kind and
+// apiVersion the wire decoder read: both are strings, read alike ignoring
+// case or not, the apiVersion names a version, and the kind is not one
+// the serializer decodes into a type of its own.
+func (s compactSerializer) regular(t typeMembers) bool {
+	if t.odd || len(t.kind) == 0 {
+		return false
 	}
-	if err != nil {
-		return nil, nil, err
+	// schema.ParseGroupVersion's reading, without its allocations:
+	// version, or group/version.
+	version := t.apiVersion
+	switch bytes.Count(version, []byte("/")) {
+	case 0:
+	case 1:
+		version = version[bytes.IndexByte(version, '/')+1:]
+	default:
+		return false
 	}
-	return c, nil, nil
+	return len(version) > 0 && !s.typed.typed(t.kind, t.apiVersion)
+}
+
+// typedKinds is the kinds the dynamic client's serializers decode into
+// types of their own rather than maps: metav1's Status, WatchEvent and the
+// options, as client-go's dynamic package registers them in its scheme
+// (dynamic/scheme.go's basicScheme), which this one copies.
+type typedKinds struct {
+	scheme *runtime.Scheme
+	// kinds is every kind the scheme knows, whatever its version, to
+	// tell most objects apart without building their kind's strings.
+	kinds map[string]bool
+}
+
+func newTypedKinds() typedKinds {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	kinds := map[string]bool{}
+	for gvk := range s.AllKnownTypes() {
+		kinds[gvk.Kind] = true
+	}
+	return typedKinds{scheme: s, kinds: kinds}
+}
+
+// typed reports whether the dynamic client's serializer decodes an object
+// of kind and apiVersion into a type of its own.
+func (t typedKinds) typed(kind, apiVersion []byte) bool {
+	if !t.kinds[string(kind)] {
+		return false
+	}
+	_, err := t.scheme.New(schema.FromAPIVersionAndKind(string(apiVersion), string(kind)))
+	return err == nil
 }
 
 // watchEventSerializer reads a watch event's envelope, its type and its
@@ -114,21 +180,34 @@ func (s watchEventSerializer) Decode(data []byte, defaults *schema.GroupVersionK
 
 // decodeWatchEvent reads the watch event data encodes into ev: its type,
 // and a copy of its object's bytes, since data is the stream's buffer,
-// which the next event overwrites. It fails on JSON encoding/json would
-// refuse.
+// which the next event overwrites. It reads them as client-go's
+// serializer does (sigs.k8s.io/json, names matched exactly): a member
+// given twice is read from the last, but that a null leaves the value
+// read before it, and a type that is neither a string nor null is
+// refused. It fails on JSON encoding/json would refuse.
+//
+// It reads nothing else of the envelope, where client-go's serializer
+// first reads a kind and an apiVersion, ignoring case, and refuses an
+// event whose kind or apiVersion is neither a string nor null: such an
+// envelope, which the API server never sends, is read here, as its type
+// and object say.
 func decodeWatchEvent(data []byte, ev *metav1.WatchEvent) error {
 	s := scanner{data: data}
 	err := s.object(0, func(m member) error {
 		v := data[m.valueStart:m.valueEnd]
+		if string(v) == "null" {
+			// As encoding/json decodes a null into a string, and
+			// runtime.RawExtension's UnmarshalJSON reads it.
+			return nil
+		}
 		switch {
 		case m.key(data, "type"):
+			if v[0] != '"' {
+				return s.fail("the event's type is not a string")
+			}
 			ev.Type = text(v)
 		case m.key(data, "object"):
-			if string(v) == "null" {
-				ev.Object.Raw = nil
-			} else {
-				ev.Object.Raw = append(ev.Object.Raw[:0:0], v...)
-			}
+			ev.Object.Raw = append(ev.Object.Raw[:0:0], v...)
 		}
 		return nil
 	})
@@ -139,135 +218,4 @@ func decodeWatchEvent(data []byte, ev *metav1.WatchEvent) error {
 		return s.fail("data after the event")
 	}
 	return nil
-}
-
-// errStatus is decodeCompact's answer for a Status, which isn't an object
-// of the resource.
-var errStatus = errors.New("the object is a Status")
-
-// decodeCompact returns the object data encodes as the cache holds it: the
-// JSON as sent, but for metadata.managedFields, and the metadata the
-// informer and the domain read. It decodes only those fields, and fails
-// on JSON encoding/json would refuse, and on a document that isn't an
-// object. A field of a type the API server never sends, such as a number
-// for a name, reads as absent, as the dynamic client's accessors read it.
-func decodeCompact(data []byte) (*cached, error) {
-	s := scanner{data: data}
-	c := &cached{}
-	var metadata, status member
-	var hasMetadata, hasStatus, isStatus bool
-	err := s.object(0, func(m member) error {
-		switch {
-		case m.key(data, "metadata"):
-			metadata, hasMetadata = m, true
-		case m.key(data, "status"):
-			status, hasStatus = m, true
-		case m.key(data, "kind"):
-			isStatus = string(data[m.valueStart:m.valueEnd]) == `"Status"`
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if !s.atEnd() {
-		return nil, s.fail("data after the object")
-	}
-	if isStatus {
-		return nil, errStatus
-	}
-
-	// cut is the span of managedFields to leave out, with one comma
-	// beside it; its start equals its end when there is none.
-	var cut struct{ start, end int }
-	if hasMetadata && data[metadata.valueStart] == '{' {
-		ms := scanner{data: data, pos: metadata.valueStart}
-		var prev, managed member
-		var hasManaged, managedFirst bool
-		err := ms.object(1, func(m member) error {
-			if hasManaged && managedFirst && cut.end == 0 {
-				// managedFields was the first member: it goes up to
-				// this one's key, with the comma between.
-				cut.start, cut.end = managed.keyStart, m.keyStart
-			}
-			if m.key(data, "managedFields") {
-				managed, hasManaged = m, true
-				managedFirst = prev == (member{})
-				if !managedFirst {
-					cut.start, cut.end = prev.valueEnd, m.valueEnd
-				}
-			} else {
-				readMetadata(data, m, c)
-			}
-			prev = m
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if hasManaged && managedFirst && cut.end == 0 {
-			cut.start, cut.end = managed.keyStart, managed.valueEnd
-		}
-	}
-
-	end := len(bytes.TrimRight(data, " \t\r\n"))
-	doc := make([]byte, 0, end-(cut.end-cut.start))
-	doc = append(doc, data[:cut.start]...)
-	doc = append(doc, data[cut.end:end]...)
-	c.json = doc[:len(doc):len(doc)]
-	if hasStatus && string(data[status.valueStart:status.valueEnd]) != "null" {
-		start, stop := status.valueStart, status.valueEnd
-		if start >= cut.end {
-			start, stop = start-(cut.end-cut.start), stop-(cut.end-cut.start)
-		}
-		// Capped, so that appending to the status can't write into the
-		// JSON.
-		c.status = doc[start:stop:stop]
-	}
-	return c, nil
-}
-
-// readMetadata sets the field of c's ObjectMeta that m, a member of the
-// object's metadata, holds, if the cache keeps it.
-func readMetadata(data []byte, m member, c *cached) {
-	v := data[m.valueStart:m.valueEnd]
-	switch {
-	case m.key(data, "name"):
-		c.name = text(v)
-	case m.key(data, "namespace"):
-		c.namespace = text(v)
-	case m.key(data, "uid"):
-		c.uid = types.UID(text(v))
-	case m.key(data, "resourceVersion"):
-		c.resourceVersion = text(v)
-	case m.key(data, "finalizers"):
-		c.finalizers = nil
-		if json.Unmarshal(v, &c.finalizers) != nil {
-			c.finalizers = nil
-		}
-	case m.key(data, "annotations"):
-		c.annotations = nil
-		if json.Unmarshal(v, &c.annotations) != nil {
-			c.annotations = nil
-		}
-	case m.key(data, "deletionTimestamp"):
-		// Any deletionTimestamp means the object is being deleted, even
-		// one that doesn't parse as a time.
-		c.deleting = string(v) != "null"
-	}
-}
-
-// text returns the string the JSON value v holds, or "" when v is not a
-// string. A string with an escape or a byte that isn't UTF-8 is decoded
-// by encoding/json, which replaces such bytes as the dynamic client's
-// decoding does.
-func text(v []byte) string {
-	if len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
-		return string(v[1 : len(v)-1])
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return ""
-	}
-	return s
 }

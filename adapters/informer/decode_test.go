@@ -269,3 +269,42 @@ func TestWatchEventSerializer_reads_the_envelope_and_leaves_the_rest_to_the_seri
 	_, _, err = events.Decode([]byte(`{"type":"ADDED","object":`), nil, &ev)
 	require.ErrorIs(t, err, errSyntax)
 }
+
+// A member given twice in a watch event is read as client-go's serializer
+// reads it (sigs.k8s.io/json into a metav1.WatchEvent): the last, but that
+// a null leaves what came before it.
+func TestDecodeWatchEvent_reads_a_member_given_twice_as_client_go_does(t *testing.T) {
+	var stream runtime.Serializer
+	for _, info := range dynamic.ConfigFor(&rest.Config{}).NegotiatedSerializer.SupportedMediaTypes() {
+		if info.MediaType == runtime.ContentTypeJSON {
+			stream = info.StreamSerializer.Serializer
+		}
+	}
+	const a, b = `{"kind":"Memcached","metadata":{"name":"a"}}`, `{"kind":"Memcached","metadata":{"name":"b"}}`
+	for _, tc := range []struct {
+		name, event, typ, object string
+		refused                  bool
+	}{
+		{"an object, then null", `{"type":"ADDED","object":` + a + `,"object":null}`, "ADDED", a, false},
+		{"null, then an object", `{"type":"ADDED","object":null,"object":` + a + `}`, "ADDED", a, false},
+		{"two objects", `{"type":"ADDED","object":` + a + `,"object":` + b + `}`, "ADDED", b, false},
+		{"a type, then null", `{"type":"MODIFIED","type":null,"object":` + a + `}`, "MODIFIED", a, false},
+		{"two types", `{"type":"MODIFIED","type":"DELETED","object":` + a + `}`, "DELETED", a, false},
+		{"a type that isn't a string", `{"type":5,"type":"ADDED","object":` + a + `}`, "", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want, got metav1.WatchEvent
+			_, _, wantErr := stream.Decode([]byte(tc.event), nil, &want)
+			gotErr := decodeWatchEvent([]byte(tc.event), &got)
+			require.Equal(t, tc.refused, wantErr != nil, "client-go: %v", wantErr)
+			require.Equal(t, tc.refused, gotErr != nil, "the wire decoder: %v", gotErr)
+			if tc.refused {
+				return
+			}
+			require.Equal(t, tc.typ, want.Type)
+			require.Equal(t, tc.object, string(want.Object.Raw))
+			require.Equal(t, want.Type, got.Type)
+			require.Equal(t, string(want.Object.Raw), string(got.Object.Raw))
+		})
+	}
+}

@@ -9,10 +9,11 @@
 // object is cached as its JSON, decoded on demand, with the few metadata
 // fields the informer and the domain read beside it, in place of the maps
 // of interface values the dynamic client decodes, which take several times
-// the JSON's size. Through NewDynamicClient, a watched object never
-// becomes those maps at all: it is read from the bytes the API server
-// sent straight into the cache's form. An owned object is cached as the metadata its handler
-// reads. Neither holds metadata.managedFields, which no controller
+// the JSON's size. Through NewDynamicClient, a listed or watched object
+// never becomes those maps at all: it is read from the bytes the API
+// server sent straight into the cache's form, and what that reading can't
+// be sure to read as client-go does is left to client-go's own decoding.
+// An owned object is cached as the metadata its handler reads. Neither holds metadata.managedFields, which no controller
 // decision reads and which is often the larger half of an object.
 package informer
 

@@ -41,8 +41,9 @@ var _ ports.ObjectSource = (*Primary)(nil)
 
 // NewPrimary returns the informer of gvr's objects, listed and watched
 // through client, not yet running: Start runs it. A client from
-// NewDynamicClient decodes each watched object straight into the cache's
-// form; any other dynamic client's objects are converted as they arrive. It fails only when client-go refuses its transform or
+// NewDynamicClient decodes each listed and watched object straight into
+// the cache's form; any other dynamic client's objects are converted as
+// they arrive. It fails only when client-go refuses its transform or
 // handler, which it does only for an informer that has run.
 //
 // Each of indexes is kept over the cached objects, for related informers
@@ -83,10 +84,23 @@ func sharedPrimary(gvr schema.GroupVersionResource, c Config) *Primary {
 // handler. It fails only when client-go refuses its transform.
 func primaryInformer(client dynamic.Interface, gvr schema.GroupVersionResource, c Config, resync time.Duration, indexers cache.Indexers) (cache.SharedIndexInformer, error) {
 	resource := client.Resource(gvr).Namespace(c.Namespace)
+	list := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return resource.List(ctx, opts)
+	}
+	if l, ok := client.(compactLister); ok {
+		// Each item straight into the compact form, as a watch's.
+		list = func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			out, err := l.listCompact(ctx, gvr, c.Namespace, opts)
+			if err != nil {
+				return nil, err
+			}
+			return out, nil
+		}
+	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			c.tweak(&opts)
-			return resource.List(ctx, opts)
+			return list(ctx, opts)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			c.tweak(&opts)
@@ -96,10 +110,12 @@ func primaryInformer(client dynamic.Interface, gvr schema.GroupVersionResource, 
 	if c.shard.selector != "" {
 		lw = c.shard.narrow(lw)
 	}
-	// No example object: a watch through NewDynamicClient hands the
-	// informer *cached objects and a list *unstructured.Unstructured ones,
-	// which the transform makes *cached too, so the reflector must not
-	// hold events to one type.
+	// No example object: a list and a watch through NewDynamicClient hand
+	// the informer *cached objects, any other client
+	// *unstructured.Unstructured ones, which the transform makes *cached
+	// too, and so does NewDynamicClient's for an object client-go's
+	// serializer reads in a way of its own, so the reflector must not hold
+	// events to one type.
 	// The store's own copy: indexers added to it later must not change
 	// the caller's.
 	own := cache.Indexers{}

@@ -17,7 +17,10 @@ type scanner struct {
 	pos  int
 }
 
-// maxDepth is how deeply values may nest, encoding/json's own limit.
+// maxDepth is how many objects and arrays may nest, one in another:
+// encoding/json's limit, and sigs.k8s.io/json's, which client-go's
+// serializers decode with (maxNestingDepth in both). A document 10,000
+// levels deep is read; one 10,001 deep is refused.
 const maxDepth = 10000
 
 var errSyntax = errors.New("invalid JSON")
@@ -72,9 +75,9 @@ func (m member) key(data []byte, name string) bool {
 	return json.Unmarshal(data[m.keyStart:m.keyEnd], &k) == nil && k == name
 }
 
-// object reads the object that begins at the scanner's position, calling
-// each for every member, in order, once its value has been read. It stops
-// at the first error, each's included.
+// object reads the object that begins at the scanner's position, inside
+// depth objects and arrays, calling each for every member, in order, once
+// its value has been read. It stops at the first error, each's included.
 func (s *scanner) object(depth int, each func(member) error) error {
 	if s.peek() != '{' {
 		return s.fail("expected an object")
@@ -122,34 +125,17 @@ func (s *scanner) object(depth int, each func(member) error) error {
 	}
 }
 
-// value reads any value that begins at the scanner's position.
+// value reads any value that begins at the scanner's position, inside
+// depth objects and arrays.
 func (s *scanner) value(depth int) error {
-	if depth > maxDepth {
-		return s.fail("values nested too deeply")
-	}
 	switch c := s.peek(); {
+	case (c == '{' || c == '[') && depth >= maxDepth:
+		// This object or array would be level depth+1.
+		return s.fail("objects and arrays nested too deeply")
 	case c == '{':
 		return s.object(depth, nil)
 	case c == '[':
-		s.pos++
-		if s.peek() == ']' {
-			s.pos++
-			return nil
-		}
-		for {
-			if err := s.value(depth + 1); err != nil {
-				return err
-			}
-			switch s.peek() {
-			case ',':
-				s.pos++
-			case ']':
-				s.pos++
-				return nil
-			default:
-				return s.fail("expected a comma or the end of the array")
-			}
-		}
+		return s.array(depth, nil)
 	case c == '"':
 		_, err := s.str()
 		return err
@@ -163,6 +149,42 @@ func (s *scanner) value(depth int) error {
 		return s.number()
 	default:
 		return s.fail("expected a value")
+	}
+}
+
+// array reads the array that begins at the scanner's position, inside
+// depth objects and arrays, calling each with the span of every element,
+// in order, once it has been read. It stops at the first error, each's
+// included.
+func (s *scanner) array(depth int, each func(start, end int) error) error {
+	if s.peek() != '[' {
+		return s.fail("expected an array")
+	}
+	s.pos++
+	if s.peek() == ']' {
+		s.pos++
+		return nil
+	}
+	for {
+		s.space()
+		start := s.pos
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		if each != nil {
+			if err := each(start, s.pos); err != nil {
+				return err
+			}
+		}
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case ']':
+			s.pos++
+			return nil
+		default:
+			return s.fail("expected a comma or the end of the array")
+		}
 	}
 }
 

@@ -57,10 +57,19 @@ func (f shardFilter) narrow(lw *cache.ListWatch) *cache.ListWatch {
 			if err != nil {
 				return nil, err
 			}
-			if l, ok := obj.(*unstructured.UnstructuredList); ok {
+			switch l := obj.(type) {
+			case *unstructured.UnstructuredList:
 				kept := l.Items[:0]
 				for _, item := range l.Items {
 					if f.keep(item.GetUID()) {
+						kept = append(kept, item)
+					}
+				}
+				l.Items = kept
+			case *compactList:
+				kept := l.Items[:0]
+				for _, item := range l.Items {
+					if f.keep(item.uid) {
 						kept = append(kept, item)
 					}
 				}
