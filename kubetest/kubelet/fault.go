@@ -46,7 +46,9 @@ var NeverReady = Fault{kind: neverReady}
 // start, over and over: phase Running, each container waiting with the
 // reason CrashLoopBackOff, its last state terminated with the reason Error,
 // its restart count growing by one every CrashLoopPeriod, and the Pod's
-// Ready and ContainersReady conditions False.
+// Ready and ContainersReady conditions False. A Pod whose restart policy
+// is Never is not restarted: its first crash ends it, phase Failed, each
+// container terminated with exit code 1.
 var CrashLoop = Fault{kind: crashLoop}
 
 // PartlyReady returns the fault under which at most n of the Pods with the

@@ -291,7 +291,11 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		k.forget(key)
 		return k.remove(ctx, pod)
 	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-		return nil // someone else ended it
+		// Ended, by the kubelet or someone else (an eviction): its
+		// containers run no more, so under PartlyReady its place goes
+		// to another Pod of its controller.
+		k.forget(key)
+		return nil
 	}
 
 	run := k.runs[key]

@@ -217,6 +217,36 @@ func TestKubelet_partly_ready_by_the_namespace_s_annotation(t *testing.T) {
 	})
 }
 
+// A ready Pod that ends (an eviction, a test, writes its phase Failed)
+// no longer holds a place under PartlyReady: another Pod of its
+// controller becomes ready, as its ReplicaSet's replacement would.
+func TestKubelet_partly_ready_place_freed_by_a_Pod_that_ended(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(t)
+		startKubelet(t, client)
+		setNamespaceFault(t, client, "PartlyReady=1")
+		owned := func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "uid-web", Controller: new(true)}}
+		}
+		createPod(t, client, "web-a", owned)
+		time.Sleep(readyAfter)
+		synctest.Wait()
+		require.True(t, podReady(getPod(t, client, "web-a")))
+		createPod(t, client, "web-b", owned)
+		time.Sleep(readyAfter)
+		synctest.Wait()
+		require.False(t, podReady(getPod(t, client, "web-b")), "web-a holds the one place")
+
+		a := getPod(t, client, "web-a")
+		a.Status.Phase = corev1.PodFailed
+		a.Status.Reason = "Evicted"
+		_, err := client.CoreV1().Pods("shop").UpdateStatus(t.Context(), a, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		synctest.Wait()
+		require.True(t, podReady(getPod(t, client, "web-b")), "web-a's place is free once it failed")
+	})
+}
+
 func removeName(names []string, name string) []string {
 	var out []string
 	for _, n := range names {

@@ -93,6 +93,9 @@ func statusAt(pod *corev1.Pod, f Fault, bad error, s started, readyPeers int, no
 	}
 	ready := f.kind == healthy || f.kind == partlyReady && readyPeers < f.readyAtMost
 	crashing := f.kind == crashLoop
+	if crashing && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		return failed(pod, st, running, now), 0
+	}
 	var next time.Duration
 	var restarts int32
 	var lastCrash time.Time
@@ -132,6 +135,32 @@ func statusAt(pod *corev1.Pod, f Fault, bad error, s started, readyPeers int, no
 	})
 	setReadiness(&st, pod, true, true, ready && !crashing, now)
 	return st, next
+}
+
+// failed returns st of a crashing pod whose restart policy is Never: the
+// kubelet restarts nothing, so the first crash, at running, ends it. Its
+// containers stay terminated with exit code 1, and the Pod's phase is
+// Failed for good.
+func failed(pod *corev1.Pod, st corev1.PodStatus, running, now time.Time) corev1.PodStatus {
+	st.Phase = corev1.PodFailed
+	crashed := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: 1, Reason: reasonError, StartedAt: *stamp(running), FinishedAt: *stamp(running),
+	}}
+	st.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, st.InitContainerStatuses, func(c corev1.Container, cs *corev1.ContainerStatus) {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			cs.State = crashed // a sidecar, stopped with the Pod
+		} else if cs.State.Terminated == nil {
+			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 0, Reason: reasonCompleted, StartedAt: *stamp(running), FinishedAt: *stamp(running),
+			}}
+		}
+		cs.Ready, cs.Started = false, new(false)
+	})
+	st.ContainerStatuses = containerStatuses(pod, pod.Spec.Containers, st.ContainerStatuses, func(_ corev1.Container, cs *corev1.ContainerStatus) {
+		cs.State, cs.Ready, cs.Started = crashed, false, new(false)
+	})
+	setReadiness(&st, pod, false, true, false, now)
+	return st
 }
 
 // runContainer sets cs to a running container, ready or not, that has
