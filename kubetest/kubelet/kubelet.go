@@ -310,7 +310,14 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		nsAnnotations = n.Annotations
 	}
 	fault, bad := faultOf(pod, nsAnnotations)
-	status, after := statusAt(pod, fault, bad, run.started, k.readyPeers(run.owner, key), time.Now(), k.timing)
+	now := time.Now()
+	switch {
+	case bad != nil || fault.kind != crashLoop:
+		run.crashFrom = time.Time{}
+	case run.crashFrom.IsZero():
+		run.crashFrom = now
+	}
+	status, after := statusAt(pod, fault, bad, run.started, k.readyPeers(run.owner, key), now, k.timing)
 	if !apiequality.Semantic.DeepEqual(status, pod.Status) {
 		updated := pod.DeepCopy()
 		updated.Status = status

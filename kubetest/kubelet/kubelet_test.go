@@ -247,6 +247,30 @@ func TestKubelet_partly_ready_place_freed_by_a_Pod_that_ended(t *testing.T) {
 	})
 }
 
+// A Pod healthy for an hour whose fault becomes CrashLoop starts
+// crashing then: its restart count counts the crashes since, not the
+// periods since it first ran.
+func TestKubelet_crash_loop_counts_from_when_it_began(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(t)
+		startKubelet(t, client)
+		createPod(t, client, "web-1")
+		time.Sleep(readyAfter + time.Hour)
+		synctest.Wait()
+		require.True(t, podReady(getPod(t, client, "web-1")))
+
+		setNamespaceFault(t, client, "CrashLoop")
+		synctest.Wait()
+		cs := getPod(t, client, "web-1").Status.ContainerStatuses[0]
+		require.Equal(t, reasonCrashLoopBackOff, cs.State.Waiting.Reason)
+		require.Zero(t, cs.RestartCount, "its first crash")
+
+		time.Sleep(25 * time.Second) // the crash loop period is 10s
+		synctest.Wait()
+		require.Equal(t, int32(2), getPod(t, client, "web-1").Status.ContainerStatuses[0].RestartCount)
+	})
+}
+
 func removeName(names []string, name string) []string {
 	var out []string
 	for _, n := range names {

@@ -17,11 +17,15 @@ type timing struct {
 }
 
 // started is what the kubelet remembers of a Pod it runs: when it started
-// it, and the addresses it gave it.
+// it, the addresses it gave it, and when its fault became CrashLoop.
 type started struct {
 	at     time.Time
 	podIP  string
 	hostIP string
+	// crashFrom is when the kubelet first saw the Pod under CrashLoop, zero
+	// while it is under another fault: a Pod that ran for an hour before
+	// starts crashing then, and its restart count grows from then on.
+	crashFrom time.Time
 }
 
 // Reasons the fake kubelet writes, as the real one does, and one of its
@@ -100,9 +104,13 @@ func statusAt(pod *corev1.Pod, f Fault, bad error, s started, readyPeers int, no
 	var restarts int32
 	var lastCrash time.Time
 	if crashing {
-		crashes := now.Sub(running) / t.crashPeriod
+		firstCrash := running
+		if s.crashFrom.After(firstCrash) {
+			firstCrash = s.crashFrom
+		}
+		crashes := now.Sub(firstCrash) / t.crashPeriod
 		restarts = int32(crashes) //nolint:gosec // a test's Pod doesn't crash-loop for 2^31 periods
-		lastCrash = running.Add(crashes * t.crashPeriod)
+		lastCrash = firstCrash.Add(crashes * t.crashPeriod)
 		next = lastCrash.Add(t.crashPeriod).Sub(now)
 	}
 	st.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, st.InitContainerStatuses, func(c corev1.Container, cs *corev1.ContainerStatus) {
