@@ -63,7 +63,9 @@ func statusAt(pod *corev1.Pod, f Fault, bad error, s started, readyPeers int, no
 	setCondition(&st, pod.Generation, corev1.PodScheduled, true, "", "", now)
 
 	if bad != nil {
-		st.Phase = corev1.PodPending
+		if st.Phase != corev1.PodRunning {
+			st.Phase = corev1.PodPending // a Running Pod never goes back
+		}
 		waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reasonInvalidFault, Message: bad.Error()}}
 		st.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, st.InitContainerStatuses, func(_ corev1.Container, cs *corev1.ContainerStatus) {
 			cs.State, cs.Ready, cs.Started = waiting, false, new(false)

@@ -298,3 +298,18 @@ func TestStatusAt_crash_loop_under_each_restart_policy(t *testing.T) {
 		})
 	}
 }
+
+// A running Pod whose fault becomes one that is no Fault (a typo in its
+// namespace's annotation) says why in its containers' state and turns
+// unready, but stays Running: no kubelet moves a Pod back to Pending.
+func TestStatusAt_a_bad_fault_on_a_running_Pod_keeps_it_Running(t *testing.T) {
+	pod := boundPod()
+	pod.Status, _ = statusAt(pod, Healthy, nil, testStarted, 0, start.Add(time.Minute), testTiming)
+	require.Equal(t, corev1.PodRunning, pod.Status.Phase)
+
+	st, next := statusAt(pod, Fault{}, errors.New("bad annotation"), testStarted, 0, start.Add(2*time.Minute), testTiming)
+	require.Zero(t, next)
+	require.Equal(t, corev1.PodRunning, st.Phase)
+	require.Equal(t, reasonInvalidFault, st.ContainerStatuses[0].State.Waiting.Reason)
+	require.Equal(t, corev1.ConditionFalse, condition(t, st, corev1.PodReady).Status)
+}
