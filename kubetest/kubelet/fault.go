@@ -52,7 +52,8 @@ var NeverReady = Fault{kind: neverReady}
 var CrashLoop = Fault{kind: crashLoop}
 
 // PartlyReady returns the fault under which at most n of the Pods with the
-// same controller (a ReplicaSet's, a StatefulSet's) are ready at a time;
+// same controller (a Deployment's, across its ReplicaSets, so a rollout
+// doesn't double them; a ReplicaSet's; a StatefulSet's) are ready at a time;
 // the others run but never become ready, as under NeverReady. A Pod
 // without a controller is a group of its own. Which Pods are the ready ones
 // is first come, first served: a ready Pod stays ready, and when one goes

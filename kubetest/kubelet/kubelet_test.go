@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -268,6 +269,40 @@ func TestKubelet_crash_loop_counts_from_when_it_began(t *testing.T) {
 		time.Sleep(25 * time.Second) // the crash loop period is 10s
 		synctest.Wait()
 		require.Equal(t, int32(2), getPod(t, client, "web-1").Status.ContainerStatuses[0].RestartCount)
+	})
+}
+
+// A Deployment being rolled out has two ReplicaSets: under PartlyReady=1
+// one Pod of the two is ready, not one of each, or a Deployment of 2 kept
+// partly available would become Available by being rolled.
+func TestKubelet_partly_ready_counts_a_Deployment_s_ReplicaSets_together(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(t)
+		for _, rs := range []string{"web-old", "web-new"} {
+			_, err := client.AppsV1().ReplicaSets("shop").Create(t.Context(), &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{
+				Name: rs, Namespace: "shop", UID: k8stypes.UID("uid-" + rs),
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web", Controller: new(true)}},
+			}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		startKubelet(t, client)
+		setNamespaceFault(t, client, "PartlyReady=1")
+		ownedBy := func(rs string) func(*corev1.Pod) {
+			return func(p *corev1.Pod) {
+				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs, UID: k8stypes.UID("uid-" + rs), Controller: new(true)}}
+			}
+		}
+		createPod(t, client, "web-old-a", ownedBy("web-old"))
+		createPod(t, client, "web-new-a", ownedBy("web-new"))
+		time.Sleep(readyAfter)
+		synctest.Wait()
+		ready := 0
+		for _, name := range []string{"web-old-a", "web-new-a"} {
+			if podReady(getPod(t, client, name)) {
+				ready++
+			}
+		}
+		require.Equal(t, 1, ready, "one of the Deployment's Pods, across its ReplicaSets")
 	})
 }
 
