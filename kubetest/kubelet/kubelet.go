@@ -307,7 +307,7 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 	run := k.runs[key]
 	if run == nil || run.uid != pod.UID {
 		k.forget(key)
-		run = &podRun{uid: pod.UID, started: started{at: time.Now(), podIP: podIP(k.nextIP), hostIP: hostIP}}
+		run = &podRun{uid: pod.UID, started: started{at: k.startOf(pod, time.Now()), podIP: podIP(k.nextIP), hostIP: hostIP}}
 		k.nextIP++
 		k.runs[key] = run
 	}
@@ -342,6 +342,21 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		k.queue.AddAfter(key, after)
 	}
 	return nil
+}
+
+// startOf returns when the kubelet, seeing pod first at now, started it:
+// now, unless pod runs already, under a kubelet before this one, whose
+// start it keeps, so it stays Running and is not Pending again for
+// ReadyAfter.
+func (k *Kubelet) startOf(pod *corev1.Pod, now time.Time) time.Time {
+	if pod.Status.Phase != corev1.PodRunning || pod.Status.StartTime == nil {
+		return now
+	}
+	at := pod.Status.StartTime.Time
+	if latest := now.Add(-k.cfg.ReadyAfter); at.After(latest) {
+		at = latest // started under a shorter ReadyAfter
+	}
+	return at
 }
 
 // bind binds pod to the kubelet's Node, as the scheduler would.

@@ -306,6 +306,33 @@ func TestKubelet_partly_ready_counts_a_Deployment_s_ReplicaSets_together(t *test
 	})
 }
 
+// A kubelet started again on a Node whose Pods run takes them up as they
+// are, as a real kubelet's restart does: Running and Ready, its IP kept,
+// nothing written; not Pending again for ReadyAfter.
+func TestKubelet_started_again_keeps_running_Pods_running(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(t)
+		first, err := Start(t.Context(), client, Config{ReadyAfter: readyAfter})
+		require.NoError(t, err)
+		createPod(t, client, "web-1")
+		time.Sleep(readyAfter)
+		synctest.Wait()
+		before := getPod(t, client, "web-1")
+		require.True(t, podReady(before))
+		require.NoError(t, first.Stop(t.Context()))
+
+		time.Sleep(time.Minute)
+		writes := statusWrites(client)
+		startKubelet(t, client)
+		synctest.Wait()
+		after := getPod(t, client, "web-1")
+		require.Equal(t, corev1.PodRunning, after.Status.Phase)
+		require.True(t, podReady(after))
+		require.Equal(t, before.Status.PodIP, after.Status.PodIP)
+		require.Equal(t, writes, statusWrites(client), "nothing changed, nothing written")
+	})
+}
+
 func removeName(names []string, name string) []string {
 	var out []string
 	for _, n := range names {
