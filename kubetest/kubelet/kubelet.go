@@ -115,8 +115,9 @@ type podRun struct {
 }
 
 // Start registers the Node and runs the kubelet until Stop, with client. It
-// returns once the Node exists and the kubelet has seen every Pod and
-// namespace, or an error when cfg is wrong, the Node can't be registered,
+// returns once the Node exists and the kubelet has seen every Pod,
+// namespace and ReplicaSet (client must be allowed to list and watch
+// them), or an error when cfg is wrong, the Node can't be registered,
 // or ctx ends first. ctx bounds the start only.
 func Start(ctx context.Context, client kubernetes.Interface, cfg Config) (*Kubelet, error) {
 	cfg, err := cfg.withDefaults()
