@@ -174,12 +174,13 @@ func failed(pod *corev1.Pod, st corev1.PodStatus, running, now time.Time) corev1
 }
 
 // runContainer sets cs to a running container, ready or not, that has
-// run since it last started (running, or now when it was not running).
+// run since it last started (running, or now when it was crashing or held
+// by a bad fault).
 func runContainer(cs *corev1.ContainerStatus, ready bool, running, now time.Time) {
 	since := *stamp(now)
 	if r := cs.State.Running; r != nil {
 		since = r.StartedAt
-	} else if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonCrashLoopBackOff {
+	} else if w := cs.State.Waiting; w == nil || w.Reason != reasonCrashLoopBackOff && w.Reason != reasonInvalidFault {
 		since = *stamp(running) // its first start, maybe seen late
 	}
 	cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: since}}

@@ -313,3 +313,13 @@ func TestStatusAt_a_bad_fault_on_a_running_Pod_keeps_it_Running(t *testing.T) {
 	require.Equal(t, reasonInvalidFault, st.ContainerStatuses[0].State.Waiting.Reason)
 	require.Equal(t, corev1.ConditionFalse, condition(t, st, corev1.PodReady).Status)
 }
+
+// A Pod whose bad fault is put right an hour on starts its containers
+// then: their startedAt is when they started, not when they could have.
+func TestStatusAt_a_Pod_put_right_starts_when_it_is(t *testing.T) {
+	pod := boundPod()
+	pod.Status, _ = statusAt(pod, Fault{}, errors.New("bad annotation"), testStarted, 0, start.Add(time.Hour), testTiming)
+	st, _ := statusAt(pod, Healthy, nil, testStarted, 0, start.Add(2*time.Hour), testTiming)
+	require.Equal(t, corev1.PodRunning, st.Phase)
+	require.Equal(t, metav1.NewTime(start.Add(2*time.Hour).Truncate(time.Second)), st.ContainerStatuses[0].State.Running.StartedAt)
+}
