@@ -21,8 +21,10 @@
 //     Ready condition True. Times are in whole seconds, as the API keeps them.
 //   - A Pod's fault, chosen by FaultAnnotation on the Pod or on its
 //     namespace, makes it never ready (NeverReady), crash-loop (CrashLoop:
-//     its restart count grows every Config.CrashLoopPeriod) or ready only
-//     for the first n Pods of its controller (PartlyReady). A namespace's
+//     its restart count grows every Config.CrashLoopPeriod from when the
+//     fault came; under restartPolicy Never its first crash ends it,
+//     Failed) or ready only for the first n Pods of its controller, a
+//     Deployment's counted across its ReplicaSets (PartlyReady). A namespace's
 //     annotation can change at any time, and its Pods follow.
 //   - A Pod being deleted is deleted at once, as the kubelet does once its
 //     containers have stopped.
@@ -30,7 +32,7 @@
 // What it does not do: run containers or any process, pull images, run
 // probes (readiness is the fault's, not a probe's), mount volumes (a Pod
 // whose PersistentVolumeClaim is never bound runs all the same), run
-// DaemonSet or static Pods, end Pods (a Job's Pod runs forever), report
+// DaemonSet or static Pods, end a healthy Pod (a Job's Pod runs forever), report
 // resource use, serve logs, exec or port-forward, renew a node Lease, or
 // give Services endpoints (no EndpointSlice controller runs either).
 //

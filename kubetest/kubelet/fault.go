@@ -46,11 +46,14 @@ var NeverReady = Fault{kind: neverReady}
 // start, over and over: phase Running, each container waiting with the
 // reason CrashLoopBackOff, its last state terminated with the reason Error,
 // its restart count growing by one every CrashLoopPeriod, and the Pod's
-// Ready and ContainersReady conditions False.
+// Ready and ContainersReady conditions False. A Pod whose restart policy
+// is Never is not restarted: its first crash ends it, phase Failed, each
+// container terminated with exit code 1.
 var CrashLoop = Fault{kind: crashLoop}
 
 // PartlyReady returns the fault under which at most n of the Pods with the
-// same controller (a ReplicaSet's, a StatefulSet's) are ready at a time;
+// same controller (a Deployment's, across its ReplicaSets, so a rollout
+// doesn't double them; a ReplicaSet's; a StatefulSet's) are ready at a time;
 // the others run but never become ready, as under NeverReady. A Pod
 // without a controller is a group of its own. Which Pods are the ready ones
 // is first come, first served: a ready Pod stays ready, and when one goes

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -92,10 +93,13 @@ type Kubelet struct {
 	factory    informers.SharedInformerFactory
 	pods       corelisters.PodLister
 	namespaces corelisters.NamespaceLister
-	queue      workqueue.TypedRateLimitingInterface[string]
-	cancel     context.CancelFunc
-	done       chan struct{} // closed when the worker has returned
-	working    bool          // whether Start started the worker
+	// replicaSets finds the Deployment of a ReplicaSet's Pod, whose
+	// ReplicaSets share PartlyReady's places.
+	replicaSets appslisters.ReplicaSetLister
+	queue       workqueue.TypedRateLimitingInterface[string]
+	cancel      context.CancelFunc
+	done        chan struct{} // closed when the worker has returned
+	working     bool          // whether Start started the worker
 
 	// Only the worker reads and writes these.
 	runs   map[string]*podRun // by the Pod's namespace/name
@@ -105,14 +109,15 @@ type Kubelet struct {
 // podRun is a Pod the kubelet runs.
 type podRun struct {
 	uid   types.UID
-	owner types.UID // its controller's, or its own for a Pod without one
+	owner types.UID // its group's under PartlyReady: see groupOf
 	started
 	ready bool // as last written
 }
 
 // Start registers the Node and runs the kubelet until Stop, with client. It
-// returns once the Node exists and the kubelet has seen every Pod and
-// namespace, or an error when cfg is wrong, the Node can't be registered,
+// returns once the Node exists and the kubelet has seen every Pod,
+// namespace and ReplicaSet (client must be allowed to list and watch
+// them), or an error when cfg is wrong, the Node can't be registered,
 // or ctx ends first. ctx bounds the start only.
 func Start(ctx context.Context, client kubernetes.Interface, cfg Config) (*Kubelet, error) {
 	cfg, err := cfg.withDefaults()
@@ -133,6 +138,8 @@ func Start(ctx context.Context, client kubernetes.Interface, cfg Config) (*Kubel
 		factory:    factory,
 		pods:       podInformer.Lister(),
 		namespaces: nsInformer.Lister(),
+		// Registered before the factory starts, so it is listed too.
+		replicaSets: factory.Apps().V1().ReplicaSets().Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{}),
@@ -291,22 +298,35 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		k.forget(key)
 		return k.remove(ctx, pod)
 	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-		return nil // someone else ended it
+		// Ended, by the kubelet or someone else (an eviction): its
+		// containers run no more, so under PartlyReady its place goes
+		// to another Pod of its controller.
+		k.forget(key)
+		return nil
 	}
 
 	run := k.runs[key]
 	if run == nil || run.uid != pod.UID {
 		k.forget(key)
-		run = &podRun{uid: pod.UID, owner: ownerOf(pod), started: started{at: time.Now(), podIP: podIP(k.nextIP), hostIP: hostIP}}
+		run = &podRun{uid: pod.UID, started: started{at: k.startOf(pod, time.Now()), podIP: podIP(k.nextIP), hostIP: hostIP}}
 		k.nextIP++
 		k.runs[key] = run
 	}
+	// Looked at each time: the Pod's ReplicaSet may be seen after it.
+	run.owner = k.groupOf(pod)
 	var nsAnnotations map[string]string
 	if n, err := k.namespaces.Get(ns); err == nil {
 		nsAnnotations = n.Annotations
 	}
 	fault, bad := faultOf(pod, nsAnnotations)
-	status, after := statusAt(pod, fault, bad, run.started, k.readyPeers(run.owner, key), time.Now(), k.timing)
+	now := time.Now()
+	switch {
+	case bad != nil || fault.kind != crashLoop:
+		run.crashFrom = time.Time{}
+	case run.crashFrom.IsZero():
+		run.crashFrom = now
+	}
+	status, after := statusAt(pod, fault, bad, run.started, k.readyPeers(run.owner, key), now, k.timing)
 	if !apiequality.Semantic.DeepEqual(status, pod.Status) {
 		updated := pod.DeepCopy()
 		updated.Status = status
@@ -323,6 +343,21 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 		k.queue.AddAfter(key, after)
 	}
 	return nil
+}
+
+// startOf returns when the kubelet, seeing pod first at now, started it:
+// now, unless pod runs already, under a kubelet before this one, whose
+// start it keeps, so it stays Running and is not Pending again for
+// ReadyAfter.
+func (k *Kubelet) startOf(pod *corev1.Pod, now time.Time) time.Time {
+	if pod.Status.Phase != corev1.PodRunning || pod.Status.StartTime == nil {
+		return now
+	}
+	at := pod.Status.StartTime.Time
+	if latest := now.Add(-k.cfg.ReadyAfter); at.After(latest) {
+		at = latest // started under a shorter ReadyAfter
+	}
+	return at
 }
 
 // bind binds pod to the kubelet's Node, as the scheduler would.
@@ -386,6 +421,25 @@ func (k *Kubelet) wakePeers(owner types.UID, key string) {
 			k.queue.Add(other)
 		}
 	}
+}
+
+// groupOf returns the UID of the group pod shares PartlyReady's places
+// with: its Deployment's when its controller is a ReplicaSet that a
+// Deployment controls, as the old and new ReplicaSets of a rollout both
+// are; otherwise its controller's (ownerOf).
+func (k *Kubelet) groupOf(pod *corev1.Pod) types.UID {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "ReplicaSet" || ref.APIVersion != "apps/v1" {
+		return ownerOf(pod)
+	}
+	rs, err := k.replicaSets.ReplicaSets(pod.Namespace).Get(ref.Name)
+	if err != nil || rs.UID != ref.UID {
+		return ref.UID // not seen yet, or another of the same name
+	}
+	if d := metav1.GetControllerOf(rs); d != nil {
+		return d.UID
+	}
+	return ref.UID
 }
 
 // ownerOf returns the UID of pod's controller, or pod's own when it has

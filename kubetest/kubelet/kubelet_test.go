@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -214,6 +215,121 @@ func TestKubelet_partly_ready_by_the_namespace_s_annotation(t *testing.T) {
 		setNamespaceFault(t, client, "NeverReady")
 		synctest.Wait()
 		require.Empty(t, readyOnes(), "and they all turn unready with NeverReady")
+	})
+}
+
+// A ready Pod that ends (an eviction, a test, writes its phase Failed)
+// no longer holds a place under PartlyReady: another Pod of its
+// controller becomes ready, as its ReplicaSet's replacement would.
+func TestKubelet_partly_ready_place_freed_by_a_Pod_that_ended(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(t)
+		startKubelet(t, client)
+		setNamespaceFault(t, client, "PartlyReady=1")
+		owned := func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "uid-web", Controller: new(true)}}
+		}
+		createPod(t, client, "web-a", owned)
+		time.Sleep(readyAfter)
+		synctest.Wait()
+		require.True(t, podReady(getPod(t, client, "web-a")))
+		createPod(t, client, "web-b", owned)
+		time.Sleep(readyAfter)
+		synctest.Wait()
+		require.False(t, podReady(getPod(t, client, "web-b")), "web-a holds the one place")
+
+		a := getPod(t, client, "web-a")
+		a.Status.Phase = corev1.PodFailed
+		a.Status.Reason = "Evicted"
+		_, err := client.CoreV1().Pods("shop").UpdateStatus(t.Context(), a, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		synctest.Wait()
+		require.True(t, podReady(getPod(t, client, "web-b")), "web-a's place is free once it failed")
+	})
+}
+
+// A Pod healthy for an hour whose fault becomes CrashLoop starts
+// crashing then: its restart count counts the crashes since, not the
+// periods since it first ran.
+func TestKubelet_crash_loop_counts_from_when_it_began(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(t)
+		startKubelet(t, client)
+		createPod(t, client, "web-1")
+		time.Sleep(readyAfter + time.Hour)
+		synctest.Wait()
+		require.True(t, podReady(getPod(t, client, "web-1")))
+
+		setNamespaceFault(t, client, "CrashLoop")
+		synctest.Wait()
+		cs := getPod(t, client, "web-1").Status.ContainerStatuses[0]
+		require.Equal(t, reasonCrashLoopBackOff, cs.State.Waiting.Reason)
+		require.Zero(t, cs.RestartCount, "its first crash")
+
+		time.Sleep(25 * time.Second) // the crash loop period is 10s
+		synctest.Wait()
+		require.Equal(t, int32(2), getPod(t, client, "web-1").Status.ContainerStatuses[0].RestartCount)
+	})
+}
+
+// A Deployment being rolled out has two ReplicaSets: under PartlyReady=1
+// one Pod of the two is ready, not one of each, or a Deployment of 2 kept
+// partly available would become Available by being rolled.
+func TestKubelet_partly_ready_counts_a_Deployment_s_ReplicaSets_together(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(t)
+		for _, rs := range []string{"web-old", "web-new"} {
+			_, err := client.AppsV1().ReplicaSets("shop").Create(t.Context(), &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{
+				Name: rs, Namespace: "shop", UID: k8stypes.UID("uid-" + rs),
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-web", Controller: new(true)}},
+			}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+		}
+		startKubelet(t, client)
+		setNamespaceFault(t, client, "PartlyReady=1")
+		ownedBy := func(rs string) func(*corev1.Pod) {
+			return func(p *corev1.Pod) {
+				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs, UID: k8stypes.UID("uid-" + rs), Controller: new(true)}}
+			}
+		}
+		createPod(t, client, "web-old-a", ownedBy("web-old"))
+		createPod(t, client, "web-new-a", ownedBy("web-new"))
+		time.Sleep(readyAfter)
+		synctest.Wait()
+		ready := 0
+		for _, name := range []string{"web-old-a", "web-new-a"} {
+			if podReady(getPod(t, client, name)) {
+				ready++
+			}
+		}
+		require.Equal(t, 1, ready, "one of the Deployment's Pods, across its ReplicaSets")
+	})
+}
+
+// A kubelet started again on a Node whose Pods run takes them up as they
+// are, as a real kubelet's restart does: Running and Ready, its IP kept,
+// nothing written; not Pending again for ReadyAfter.
+func TestKubelet_started_again_keeps_running_Pods_running(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(t)
+		first, err := Start(t.Context(), client, Config{ReadyAfter: readyAfter})
+		require.NoError(t, err)
+		createPod(t, client, "web-1")
+		time.Sleep(readyAfter)
+		synctest.Wait()
+		before := getPod(t, client, "web-1")
+		require.True(t, podReady(before))
+		require.NoError(t, first.Stop(t.Context()))
+
+		time.Sleep(time.Minute)
+		writes := statusWrites(client)
+		startKubelet(t, client)
+		synctest.Wait()
+		after := getPod(t, client, "web-1")
+		require.Equal(t, corev1.PodRunning, after.Status.Phase)
+		require.True(t, podReady(after))
+		require.Equal(t, before.Status.PodIP, after.Status.PodIP)
+		require.Equal(t, writes, statusWrites(client), "nothing changed, nothing written")
 	})
 }
 

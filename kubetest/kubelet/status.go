@@ -17,11 +17,15 @@ type timing struct {
 }
 
 // started is what the kubelet remembers of a Pod it runs: when it started
-// it, and the addresses it gave it.
+// it, the addresses it gave it, and when its fault became CrashLoop.
 type started struct {
 	at     time.Time
 	podIP  string
 	hostIP string
+	// crashFrom is when the kubelet first saw the Pod under CrashLoop, zero
+	// while it is under another fault: a Pod that ran for an hour before
+	// starts crashing then, and its restart count grows from then on.
+	crashFrom time.Time
 }
 
 // Reasons the fake kubelet writes, as the real one does, and one of its
@@ -59,7 +63,9 @@ func statusAt(pod *corev1.Pod, f Fault, bad error, s started, readyPeers int, no
 	setCondition(&st, pod.Generation, corev1.PodScheduled, true, "", "", now)
 
 	if bad != nil {
-		st.Phase = corev1.PodPending
+		if st.Phase != corev1.PodRunning {
+			st.Phase = corev1.PodPending // a Running Pod never goes back
+		}
 		waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reasonInvalidFault, Message: bad.Error()}}
 		st.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, st.InitContainerStatuses, func(_ corev1.Container, cs *corev1.ContainerStatus) {
 			cs.State, cs.Ready, cs.Started = waiting, false, new(false)
@@ -93,13 +99,20 @@ func statusAt(pod *corev1.Pod, f Fault, bad error, s started, readyPeers int, no
 	}
 	ready := f.kind == healthy || f.kind == partlyReady && readyPeers < f.readyAtMost
 	crashing := f.kind == crashLoop
+	if crashing && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		return failed(pod, st, running, now), 0
+	}
 	var next time.Duration
 	var restarts int32
 	var lastCrash time.Time
 	if crashing {
-		crashes := now.Sub(running) / t.crashPeriod
+		firstCrash := running
+		if s.crashFrom.After(firstCrash) {
+			firstCrash = s.crashFrom
+		}
+		crashes := now.Sub(firstCrash) / t.crashPeriod
 		restarts = int32(crashes) //nolint:gosec // a test's Pod doesn't crash-loop for 2^31 periods
-		lastCrash = running.Add(crashes * t.crashPeriod)
+		lastCrash = firstCrash.Add(crashes * t.crashPeriod)
 		next = lastCrash.Add(t.crashPeriod).Sub(now)
 	}
 	st.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, st.InitContainerStatuses, func(c corev1.Container, cs *corev1.ContainerStatus) {
@@ -134,13 +147,40 @@ func statusAt(pod *corev1.Pod, f Fault, bad error, s started, readyPeers int, no
 	return st, next
 }
 
+// failed returns st of a crashing pod whose restart policy is Never: the
+// kubelet restarts nothing, so the first crash, at running, ends it. Its
+// containers stay terminated with exit code 1, and the Pod's phase is
+// Failed for good.
+func failed(pod *corev1.Pod, st corev1.PodStatus, running, now time.Time) corev1.PodStatus {
+	st.Phase = corev1.PodFailed
+	crashed := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: 1, Reason: reasonError, StartedAt: *stamp(running), FinishedAt: *stamp(running),
+	}}
+	st.InitContainerStatuses = containerStatuses(pod, pod.Spec.InitContainers, st.InitContainerStatuses, func(c corev1.Container, cs *corev1.ContainerStatus) {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			cs.State = crashed // a sidecar, stopped with the Pod
+		} else if cs.State.Terminated == nil {
+			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 0, Reason: reasonCompleted, StartedAt: *stamp(running), FinishedAt: *stamp(running),
+			}}
+		}
+		cs.Ready, cs.Started = false, new(false)
+	})
+	st.ContainerStatuses = containerStatuses(pod, pod.Spec.Containers, st.ContainerStatuses, func(_ corev1.Container, cs *corev1.ContainerStatus) {
+		cs.State, cs.Ready, cs.Started = crashed, false, new(false)
+	})
+	setReadiness(&st, pod, false, true, false, now)
+	return st
+}
+
 // runContainer sets cs to a running container, ready or not, that has
-// run since it last started (running, or now when it was not running).
+// run since it last started (running, or now when it was crashing or held
+// by a bad fault).
 func runContainer(cs *corev1.ContainerStatus, ready bool, running, now time.Time) {
 	since := *stamp(now)
 	if r := cs.State.Running; r != nil {
 		since = r.StartedAt
-	} else if cs.State.Waiting == nil || cs.State.Waiting.Reason != reasonCrashLoopBackOff {
+	} else if w := cs.State.Waiting; w == nil || w.Reason != reasonCrashLoopBackOff && w.Reason != reasonInvalidFault {
 		since = *stamp(running) // its first start, maybe seen late
 	}
 	cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: since}}

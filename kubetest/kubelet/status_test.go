@@ -261,3 +261,65 @@ func TestOwnerOf_groups_a_controller_s_Pods(t *testing.T) {
 	pod.OwnerReferences = []metav1.OwnerReference{{UID: "rs-1", Controller: new(true)}}
 	require.Equal(t, types.UID("rs-1"), ownerOf(pod))
 }
+
+// A Pod whose restart policy is Never or OnFailure and whose containers
+// crash: under Never the kubelet restarts nothing and the Pod fails, its
+// container terminated with the exit code; under OnFailure it loops as
+// under Always.
+func TestStatusAt_crash_loop_under_each_restart_policy(t *testing.T) {
+	for _, tc := range []struct {
+		policy corev1.RestartPolicy
+		phase  corev1.PodPhase
+		next   time.Duration
+	}{
+		{policy: corev1.RestartPolicyAlways, phase: corev1.PodRunning, next: 5 * time.Second},
+		{policy: corev1.RestartPolicyOnFailure, phase: corev1.PodRunning, next: 5 * time.Second},
+		{policy: corev1.RestartPolicyNever, phase: corev1.PodFailed},
+	} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			pod := boundPod()
+			pod.Spec.RestartPolicy = tc.policy
+			st, next := statusAt(pod, CrashLoop, nil, testStarted, 0, start.Add(27*time.Second), testTiming)
+			require.Equal(t, tc.phase, st.Phase)
+			require.Equal(t, tc.next, next)
+			require.Equal(t, corev1.ConditionFalse, condition(t, st, corev1.PodReady).Status)
+			cs := st.ContainerStatuses[0]
+			require.False(t, cs.Ready)
+			if tc.phase == corev1.PodFailed {
+				require.Zero(t, cs.RestartCount, "nothing restarts")
+				require.NotNil(t, cs.State.Terminated, "%+v", cs.State)
+				require.Equal(t, int32(1), cs.State.Terminated.ExitCode)
+				require.Equal(t, reasonError, cs.State.Terminated.Reason)
+				require.Equal(t, corev1.ConditionFalse, condition(t, st, corev1.PodReadyToStartContainers).Status, "the sandbox is gone")
+				return
+			}
+			require.Equal(t, int32(2), cs.RestartCount)
+			require.Equal(t, reasonCrashLoopBackOff, cs.State.Waiting.Reason)
+		})
+	}
+}
+
+// A running Pod whose fault becomes one that is no Fault (a typo in its
+// namespace's annotation) says why in its containers' state and turns
+// unready, but stays Running: no kubelet moves a Pod back to Pending.
+func TestStatusAt_a_bad_fault_on_a_running_Pod_keeps_it_Running(t *testing.T) {
+	pod := boundPod()
+	pod.Status, _ = statusAt(pod, Healthy, nil, testStarted, 0, start.Add(time.Minute), testTiming)
+	require.Equal(t, corev1.PodRunning, pod.Status.Phase)
+
+	st, next := statusAt(pod, Fault{}, errors.New("bad annotation"), testStarted, 0, start.Add(2*time.Minute), testTiming)
+	require.Zero(t, next)
+	require.Equal(t, corev1.PodRunning, st.Phase)
+	require.Equal(t, reasonInvalidFault, st.ContainerStatuses[0].State.Waiting.Reason)
+	require.Equal(t, corev1.ConditionFalse, condition(t, st, corev1.PodReady).Status)
+}
+
+// A Pod whose bad fault is put right an hour on starts its containers
+// then: their startedAt is when they started, not when they could have.
+func TestStatusAt_a_Pod_put_right_starts_when_it_is(t *testing.T) {
+	pod := boundPod()
+	pod.Status, _ = statusAt(pod, Fault{}, errors.New("bad annotation"), testStarted, 0, start.Add(time.Hour), testTiming)
+	st, _ := statusAt(pod, Healthy, nil, testStarted, 0, start.Add(2*time.Hour), testTiming)
+	require.Equal(t, corev1.PodRunning, st.Phase)
+	require.Equal(t, metav1.NewTime(start.Add(2*time.Hour).Truncate(time.Second)), st.ContainerStatuses[0].State.Running.StartedAt)
+}

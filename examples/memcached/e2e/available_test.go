@@ -25,13 +25,16 @@ import (
 // on a cluster of its own with Kubernetes' Deployment and ReplicaSet
 // controllers and kubetest's fake kubelet, so a Memcached's Pods come
 // alive, or fail as each namespace's fault says, and checks that its
-// Available condition is True only while its Deployment's replicas are
-// all ready: never for Pods that are never ready or crash-loop, and never
-// for a spec whose Deployment hasn't caught up.
+// Available condition is True only while its Deployment has minimum
+// availability: never for Pods that are never ready or crash-loop, and
+// never for a spec whose Deployment hasn't caught up.
 //
 // Every status the Memcacheds ever had is watched, and one rule holds of
 // each: Available True about a generation is written only with
-// readyReplicas equal to that generation's size.
+// readyReplicas equal to that generation's size. That is minimum
+// availability for the sizes here, 3 or fewer, whose default
+// maxUnavailable of 25% rounds down to 0; from 4 on, the Deployment (and
+// so the Memcached) is Available with one replica short.
 func TestAvailable_follows_the_Pods_the_fake_kubelet_runs(t *testing.T) {
 	c := kubetest.Start(t, kubetest.WithWorkloadControllers(), kubetest.WithFakeKubelet(kubelet.Config{}))
 	crd, err := memcached.Memcached.CRD()
