@@ -26,6 +26,7 @@ import (
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/explore"
+	"github.com/loam-dev/loam/kubetest/internal/corpus"
 	"github.com/loam-dev/loam/kubetest/internal/generate"
 	"github.com/loam-dev/loam/kubetest/internal/memcached"
 )
@@ -340,9 +341,15 @@ func TestExplore(t *testing.T) {
 		// seed-1-sequence-2 and seed-1-sequence-14 restart the API
 		// server. A sequence it keeps stays in its own corpus, replayed
 		// here.
-		if *duration > 0 {
+		// A kept sequence replays its restarts whatever cfg.Faults says,
+		// and a restart of the shared cluster is one that the explorers
+		// beside it don't know of: their reads fail, and their waits
+		// aren't stretched for clients catching up. A corpus that
+		// restarts is replayed alone, as it was before.
+		switch {
+		case *duration > 0:
 			cfg.Faults.Restarts = true
-		} else {
+		case !keptRestarts(t, corpus.Dir(t)):
 			t.Parallel()
 		}
 		explore.Run(t, c, cfg)
@@ -355,6 +362,7 @@ func TestExplore(t *testing.T) {
 		for _, found := range []string{"ignores updates", "loses work", "a finalizer that needs its child"} {
 			t.Run(found, func(t *testing.T) {
 				t.Parallel()
+				require.False(t, keptRestarts(t, corpus.Dir(t)), "a sequence kept here runs beside the searches: it mustn't restart the API server")
 				cfg := config(correct, 0)
 				cfg.KeptOnly = true
 				cfg.Sequences = 0
