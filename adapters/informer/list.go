@@ -85,7 +85,7 @@ type compactList struct {
 // DeepCopyObject returns a copy of l, whose items are copies of l's.
 func (l *compactList) DeepCopyObject() runtime.Object {
 	cp := &compactList{TypeMeta: l.TypeMeta, Items: make([]*cached, len(l.Items))}
-	l.ListMeta.DeepCopyInto(&cp.ListMeta)
+	l.DeepCopyInto(&cp.ListMeta)
 	for i, item := range l.Items {
 		cp.Items[i] = item.DeepCopyObject().(*cached)
 	}
@@ -115,7 +115,8 @@ func (s compactSerializer) decodeList(data []byte, defaults *schema.GroupVersion
 // holds a value JSON can't encode, which no decoded object does.
 func (l *compactList) from(u *unstructured.UnstructuredList) error {
 	l.APIVersion, l.Kind = u.GetAPIVersion(), u.GetKind()
-	l.ResourceVersion, l.Continue, l.SelfLink = u.GetResourceVersion(), u.GetContinue(), u.GetSelfLink()
+	l.ResourceVersion, l.Continue = u.GetResourceVersion(), u.GetContinue()
+	l.SelfLink = u.GetSelfLink() //nolint:staticcheck // deprecated, but kept as client-go's list keeps it: the parity fuzz compares them
 	l.RemainingItemCount = u.GetRemainingItemCount()
 	l.Items = make([]*cached, 0, len(u.Items))
 	for i := range u.Items {
@@ -224,7 +225,7 @@ func readListMeta(data []byte, m member, meta *metav1.ListMeta) {
 	case m.key(data, "continue"):
 		meta.Continue = text(v)
 	case m.key(data, "selfLink"):
-		meta.SelfLink = text(v)
+		meta.SelfLink = text(v) //nolint:staticcheck // deprecated, but read as client-go reads it
 	case m.key(data, "remainingItemCount"):
 		// An int64 as sigs.k8s.io/json reads a number into one: an
 		// integer, in range; anything else, such as 1.0, reads as absent.

@@ -19,11 +19,10 @@ type timing struct {
 	began time.Time
 	// part is the part under way, since from, and at the faults counted
 	// when it began.
-	part   string
-	from   time.Time
-	at     faultCounts
-	parts  []string
-	faults faultCounts
+	part  string
+	from  time.Time
+	at    faultCounts
+	parts []string
 }
 
 // faultCounts counts the faults that came: replicas crashed, stale views
