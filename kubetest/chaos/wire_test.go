@@ -51,6 +51,21 @@ func (w *wire) leased(began time.Time, took time.Duration) {
 	w.leaseTook = append(w.leaseTook, took)
 }
 
+// firstLeaseEnd returns when the first Lease request that began at or
+// after from ended, and false when none did.
+func (w *wire) firstLeaseEnd(from time.Time) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first time.Time
+	var end time.Time
+	for i, b := range w.leaseBegan {
+		if !b.Before(from) && (first.IsZero() || b.Before(first)) {
+			first, end = b, b.Add(w.leaseTook[i])
+		}
+	}
+	return end, !first.IsZero()
+}
+
 // leaseTime returns how long the Lease requests that began from from to
 // to took, in all.
 func (w *wire) leaseTime(from, to time.Time) time.Duration {

@@ -265,8 +265,9 @@ func (r *routed) coldCache(t *testing.T) {
 	// webhook. Only the rebuilt storage words v1alpha1's deprecation as
 	// the update set it, even on a Get of no object, which converts
 	// nothing.
+	// The operator, stopped, is no Watched here: it has exited.
 	wait.For(t, patience, func() bool { return r.alphaDeprecated(t) == wantDeprecated },
-		"the API server never rebuilt the Memcacheds' storage after the CRD's update", r)
+		"the API server never rebuilt the Memcacheds' storage after the CRD's update")
 }
 
 // alphaDeprecated reports whether the API server's storage of Memcacheds
