@@ -59,7 +59,13 @@ func TestExplore(t *testing.T) {
 		// steps replayed without faults, which would double make
 		// test's share (issue #41).
 		NoUnfaultedReplays: *exploreDuration == 0,
-		Quiet:              300 * time.Millisecond, Settle: 20 * time.Second,
+		// Nor fresh creates in make test: once (CI, seed-1-sequence-8)
+		// the stepped Memcached still showed its injected fault's
+		// message after Quiet, its retry pending, where the fresh one
+		// didn't; the oracle can't yet tell a pending retry from a
+		// difference (make explore runs it, and may say so).
+		NoFreshCreates: *exploreDuration == 0,
+		Quiet:          300 * time.Millisecond, Settle: 20 * time.Second,
 		Faults: explore.Faults{ScenarioAnnotation: memcached.ScenarioAnnotation, Restarts: true},
 		// A Memcached may name flags, which is there, or a ConfigMap
 		// that isn't.
