@@ -3,7 +3,6 @@ package explore
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -242,13 +241,7 @@ func (e *explorer) unfaulted(t *testing.T, steps []Step, ended map[string]outcom
 	if err != nil {
 		return fmt.Errorf("the same steps without their faults: %w", err)
 	}
-	names := slices.Sorted(maps.Keys(ended))
-	for k := range reference {
-		if _, ok := ended[k]; !ok {
-			names = append(names, k)
-		}
-	}
-	slices.Sort(names)
+	names := sortedUnion(ended, reference)
 	// The first difference, in the objects' order, is the one reported.
 	for _, name := range names {
 		a, aok := ended[name]

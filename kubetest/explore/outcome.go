@@ -280,13 +280,7 @@ func differ(a, b any, path string) (string, any, any, bool) {
 		if !ok {
 			break
 		}
-		keys := slices.Sorted(maps.Keys(at))
-		for k := range bt {
-			if _, ok := at[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
+		keys := sortedUnion(at, bt)
 		for _, k := range keys {
 			av, aok := at[k]
 			bv, bok := bt[k]
@@ -365,4 +359,16 @@ func count(names []string, side string) string {
 		return fmt.Sprintf("0 (%s)", side)
 	}
 	return fmt.Sprintf("%d (%s: %s)", len(names), side, strings.Join(names, ", "))
+}
+
+// sortedUnion returns the keys of a and of b, each once, in order.
+func sortedUnion[A, B any](a map[string]A, b map[string]B) []string {
+	keys := slices.Sorted(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
