@@ -21,8 +21,10 @@ import (
 const controllers = "garbagecollector,clusterrole-aggregation"
 
 // workloadControllers are those WithWorkloadControllers adds: Deployments
-// make ReplicaSets, ReplicaSets and StatefulSets make Pods.
-const workloadControllers = "deployment,replicaset,statefulset"
+// make ReplicaSets, ReplicaSets and StatefulSets make Pods, and every
+// namespace gets the default ServiceAccount its Pods run as, without
+// which the API server refuses a Pod of a namespace made by kubectl.
+const workloadControllers = "deployment,replicaset,statefulset,serviceaccount"
 
 // controllerShutdownTimeout bounds how long stop waits for the controllers.
 const controllerShutdownTimeout = 10 * time.Second

@@ -49,8 +49,10 @@ func (c *Cluster) Namespace(t testing.TB) string {
 			t.Errorf("kubetest: delete namespace %s: %v", created.Name, err)
 		}
 	})
+	// With WithWorkloadControllers, the serviceaccount controller may
+	// have made it first.
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	if _, err := c.admin.CoreV1().ServiceAccounts(created.Name).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+	if _, err := c.admin.CoreV1().ServiceAccounts(created.Name).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("kubetest: create ServiceAccount %s/default: %v", created.Name, err)
 	}
 	return created.Name

@@ -3,6 +3,7 @@ package kubetest_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,6 +51,23 @@ func TestWorkloadsComeAlive(t *testing.T) {
 		scale(t, cs, ns, "web", 1)
 		waitForDeployment(t, cs, ns, "web", "scaled down to 1", func(d *appsv1.Deployment) bool {
 			return d.Status.Replicas == 1 && d.Status.ReadyReplicas == 1 && len(pods(t, cs, ns)) == 1
+		})
+	})
+
+	t.Run("a namespace made by hand gets its default ServiceAccount, so its Pods are made", func(t *testing.T) {
+		// As kubectl create namespace makes one: no kubetest.Namespace,
+		// which makes the ServiceAccount itself. Without the
+		// serviceaccount controller, the ReplicaSet's creates were
+		// refused: "error looking up service account".
+		ns := "by-hand-" + rand.String(6)
+		_, err := cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		})
+		createDeployment(t, cs, ns, "web", 1, nil)
+		waitForDeployment(t, cs, ns, "web", "Available True with 1 ready", func(d *appsv1.Deployment) bool {
+			return available(d) == corev1.ConditionTrue && d.Status.ReadyReplicas == 1
 		})
 	})
 

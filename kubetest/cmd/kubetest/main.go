@@ -37,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	kubeconfig := fs.String("kubeconfig", "", "write the admin kubeconfig to this file, removed at exit (default: kubeconfig in a new temporary directory)")
 	controllerManager := fs.Bool("controller-manager", false, "also run the garbage collector (which notices CRDs applied later within 5s) and ClusterRole aggregation")
-	workloads := fs.Bool("workloads", false, "also run the Deployment, ReplicaSet and StatefulSet controllers and a fake kubelet, so Pods become Running and Ready (no container runs)")
+	workloads := fs.Bool("workloads", false, "also run the Deployment, ReplicaSet, StatefulSet and ServiceAccount controllers and a fake kubelet, so Pods become Running and Ready (no container runs)")
 	authorization := fs.String("authorization", string(kubetest.RBAC), "authorization mode: RBAC or AlwaysAllow")
 	verbosity := fs.Int("v", -1, "write the components' logs to standard error at this klog verbosity (-1: none)")
 	gates := fs.String("feature-gates", "", "feature gates to set, as kube-apiserver's flag reads them, such as ShardedListAndWatch=true")
