@@ -96,8 +96,10 @@ func statusSerializer() runtime.NegotiatedSerializer {
 
 // Writer applies the statuses and the finalizer of one resource's objects.
 type Writer struct {
-	c          Config
-	apiVersion string
+	c Config
+	// head is the start of every body the Writer sends, up to the
+	// object's name: its apiVersion, kind and the metadata's opening.
+	head []byte
 	// prefix is the path of the resource's group version: /api/v1 for the
 	// core group, /apis/<group>/<version> for the others.
 	prefix string
@@ -128,32 +130,20 @@ func New(c Config) (*Writer, error) {
 	if c.GVR.Group == "" {
 		prefix = path.Join("/api", c.GVR.Version)
 	}
-	return &Writer{c: c, apiVersion: c.GVR.GroupVersion().String(), prefix: prefix}, nil
+	return &Writer{c: c, head: envelope(c.GVR.GroupVersion().String(), c.Kind), prefix: prefix}, nil
 }
 
-// metadata is the metadata every apply sends: the object's name and uid,
-// and the finalizers it applies, if any.
-type metadata struct {
-	Name       string    `json:"name"`
-	Namespace  string    `json:"namespace,omitempty"`
-	UID        types.UID `json:"uid"`
-	Finalizers []string  `json:"finalizers,omitempty"`
-}
-
-// body is an apply's body: an object with only the fields the apply sets.
-type body struct {
-	APIVersion string          `json:"apiVersion"`
-	Kind       string          `json:"kind"`
-	Metadata   metadata        `json:"metadata"`
-	Status     json.RawMessage `json:"status,omitempty"`
-}
-
-func (w *Writer) body(key ports.Key, uid types.UID) body {
-	return body{
-		APIVersion: w.apiVersion,
-		Kind:       w.c.Kind,
-		Metadata:   metadata{Name: key.Name, Namespace: key.Namespace, UID: uid},
-	}
+// body returns the body of an apply to the object key and uid, with
+// finalizer among its finalizers when finalizers is true, and status
+// unless it is nil, in a buffer of its own: the transport may read it
+// after the request is answered, and client-go resends it whole on a
+// retry. It fails when status isn't JSON.
+func (w *Writer) body(key ports.Key, uid types.UID, finalizer string, finalizers bool, status []byte) ([]byte, error) {
+	// Room for the whole body unless a string needs escaping: one
+	// allocation, as json.Marshal's result was.
+	size := len(w.head) + len(key.Name) + len(key.Namespace) + len(uid) + len(finalizer) + len(status) +
+		len(`"","namespace":"","uid":"","finalizers":[""]},"status":}`)
+	return appendBody(make([]byte, 0, size), w.head, key, uid, finalizer, finalizers, status)
 }
 
 // ApplyStatus applies status, a JSON object, to the status subresource of
@@ -163,12 +153,12 @@ func (w *Writer) body(key ports.Key, uid types.UID) body {
 // when the answer has none or can't be read. It returns the API server's
 // error, such as a Conflict when the object is gone.
 func (w *Writer) ApplyStatus(ctx context.Context, key ports.Key, uid types.UID, status []byte) ([]byte, error) {
-	if !json.Valid(status) {
+	data, err := w.body(key, uid, "", false, status)
+	// Empty is no JSON either, though body leaves an empty status out.
+	if err != nil || len(status) == 0 {
 		return nil, fmt.Errorf("the status %.40q is not JSON", status)
 	}
-	b := w.body(key, uid)
-	b.Status = status
-	answer, err := w.send(ctx, key, b, true, "status")
+	answer, err := w.send(ctx, key, data, true, "status")
 	if err != nil {
 		return nil, err
 	}
@@ -186,13 +176,13 @@ func (w *Writer) ApplyStatus(ctx context.Context, key ports.Key, uid types.UID, 
 // cache that hasn't yet seen the deletion its previous removal let
 // happen.
 func (w *Writer) ApplyFinalizer(ctx context.Context, key ports.Key, uid types.UID, finalizer string, present bool) error {
-	b := w.body(key, uid)
-	if present {
-		b.Metadata.Finalizers = []string{finalizer}
+	data, err := w.body(key, uid, finalizer, present, nil)
+	if err != nil {
+		return err // no status, so never
 	}
 	// Not forced: finalizers are a set, whose items two managers can share
 	// without conflict, so a conflict is news worth failing on.
-	answer, err := w.send(ctx, key, b, false, "")
+	answer, err := w.send(ctx, key, data, false, "")
 	if err != nil && !present && gone(err) {
 		return nil
 	}
@@ -250,17 +240,13 @@ func gone(err error) bool {
 	return true
 }
 
-// send applies b to the object key, or to its subresource unless that is
-// empty. When the API server accepts the apply, send returns the body of
+// send applies data, an object's JSON, to the object key, or to its
+// subresource unless that is empty. When the API server accepts the apply, send returns the body of
 // its answer, the whole object, unread, for the caller to read what it
 // needs of it and then discard. When it refuses it, send returns the
 // error client-go's clients return: the Status the API server sent, as an
 // *apierrors.StatusError.
-func (w *Writer) send(ctx context.Context, key ports.Key, b body, force bool, subresource string) (io.ReadCloser, error) {
-	data, err := json.Marshal(b)
-	if err != nil {
-		return nil, err
-	}
+func (w *Writer) send(ctx context.Context, key ports.Key, data []byte, force bool, subresource string) (io.ReadCloser, error) {
 	req, err := w.request(key, data, force, subresource)
 	if err != nil {
 		return nil, err

@@ -459,8 +459,10 @@ func TestWriter_retries_as_client_go_does(t *testing.T) {
 func TestWriter_ApplyStatus_refuses_what_isn_t_JSON(t *testing.T) {
 	s := newAPIServer(t)
 	w := newWriter(t, s.config(), memcacheds, "Memcached")
-	_, err := w.ApplyStatus(t.Context(), key, "uid-1", []byte(`{"readyReplicas":`))
-	require.ErrorContains(t, err, "is not JSON")
+	for _, status := range []string{`{"readyReplicas":`, ``, `{} {}`} {
+		_, err := w.ApplyStatus(t.Context(), key, "uid-1", []byte(status))
+		require.ErrorContains(t, err, "is not JSON")
+	}
 	require.Empty(t, s.requests())
 }
 

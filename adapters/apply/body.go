@@ -1,0 +1,126 @@
+package apply
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/loam-dev/loam/ports"
+)
+
+// A Writer's bodies are written by hand rather than by encoding/json: an
+// apply of a status or of the finalizer is always the same object, an
+// envelope of apiVersion, kind and a few fields of metadata around the
+// status, so there is nothing for encoding/json's reflection to find out
+// but the cost of finding it. The status, JSON already, is checked and
+// compacted in one pass, where json.Valid and then json.Marshal of it as
+// a json.RawMessage each passed over it whole. The bytes are those
+// json.Marshal wrote of the struct below, byte for byte, which
+// TestAppendBody and FuzzAppendBody hold the hand encoder to.
+//
+//	type body struct {
+//		APIVersion string `json:"apiVersion"`
+//		Kind       string `json:"kind"`
+//		Metadata   struct {
+//			Name       string    `json:"name"`
+//			Namespace  string    `json:"namespace,omitempty"`
+//			UID        types.UID `json:"uid"`
+//			Finalizers []string  `json:"finalizers,omitempty"`
+//		} `json:"metadata"`
+//		Status json.RawMessage `json:"status,omitempty"`
+//	}
+
+// envelope returns the start of every body a Writer of apiVersion and
+// kind sends, up to the object's name: written once, when the Writer is
+// made.
+func envelope(apiVersion, kind string) []byte {
+	b := append([]byte(nil), `{"apiVersion":`...)
+	b = appendString(b, apiVersion)
+	b = append(b, `,"kind":`...)
+	b = appendString(b, kind)
+	return append(b, `,"metadata":{"name":`...)
+}
+
+// appendBody appends to dst, after head, the envelope of the Writer's
+// bodies, the rest of the body of an apply to the object key and uid:
+// its finalizers when there is one (finalizers is then true), and status
+// unless it is nil, compacted, with <, >, &, U+2028 and U+2029 escaped
+// in its strings as encoding/json escapes them. It fails, with dst as it
+// was, when status isn't JSON.
+func appendBody(dst, head []byte, key ports.Key, uid types.UID, finalizer string, finalizers bool, status []byte) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, head...)
+	dst = appendString(dst, key.Name)
+	if key.Namespace != "" {
+		dst = append(dst, `,"namespace":`...)
+		dst = appendString(dst, key.Namespace)
+	}
+	dst = append(dst, `,"uid":`...)
+	dst = appendString(dst, string(uid))
+	if finalizers {
+		dst = append(dst, `,"finalizers":[`...)
+		dst = appendString(dst, finalizer)
+		dst = append(dst, ']')
+	}
+	dst = append(dst, '}')
+	if len(status) > 0 {
+		dst = append(dst, `,"status":`...)
+		var err error
+		if dst, err = appendRaw(dst, status); err != nil {
+			return dst[:start], err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// appendString appends s to dst as encoding/json writes a string, its
+// HTML characters escaped. A name, a uid, a kind or a finalizer is
+// printable ASCII with nothing to escape, which is appended as it is;
+// anything else is left to encoding/json itself.
+func appendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // a string always encodes
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
+// appendRaw appends raw, a JSON value, to dst as json.Marshal writes a
+// json.RawMessage: compacted, with <, >, &, U+2028 and U+2029 escaped. It
+// fails when raw isn't JSON.
+func appendRaw(dst, raw []byte) ([]byte, error) {
+	start := len(dst)
+	buf := bytes.NewBuffer(dst)
+	if err := json.Compact(buf, raw); err != nil {
+		return dst, err
+	}
+	dst = buf.Bytes()
+	if !needsHTMLEscape(dst[start:]) {
+		return dst, nil
+	}
+	// Rare: a status with an HTML character or a line separator in a
+	// string. HTMLEscape on compact JSON is what json.Marshal writes.
+	compacted := bytes.Clone(dst[start:])
+	buf = bytes.NewBuffer(dst[:start])
+	json.HTMLEscape(buf, compacted)
+	return buf.Bytes(), nil
+}
+
+// needsHTMLEscape reports whether b holds a byte json.HTMLEscape escapes:
+// <, > or &, or the start of U+2028 or U+2029.
+func needsHTMLEscape(b []byte) bool {
+	for i, c := range b {
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return true
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && b[i+2]&^1 == 0xA8:
+			return true
+		}
+	}
+	return false
+}
