@@ -130,7 +130,7 @@ func New(c Config) (*Writer, error) {
 	if c.GVR.Group == "" {
 		prefix = path.Join("/api", c.GVR.Version)
 	}
-	return &Writer{c: c, head: envelope(c.GVR.GroupVersion().String(), c.Kind), prefix: prefix}, nil
+	return &Writer{c: c, head: envelope(c.GVR.Group, c.GVR.Version, c.Kind), prefix: prefix}, nil
 }
 
 // body returns the body of an apply to the object key and uid, with

@@ -31,12 +31,26 @@ import (
 //		Status json.RawMessage `json:"status,omitempty"`
 //	}
 
-// envelope returns the start of every body a Writer of apiVersion and
-// kind sends, up to the object's name: written once, when the Writer is
-// made.
-func envelope(apiVersion, kind string) []byte {
-	b := append([]byte(nil), `{"apiVersion":`...)
-	b = appendString(b, apiVersion)
+// envelope returns the start of every body a Writer of group, version
+// and kind sends, up to the object's name, in one allocation: written
+// once, when the Writer is made, which for Resource.Apply is each apply.
+func envelope(group, version, kind string) []byte {
+	b := make([]byte, 0, len(`{"apiVersion":"/","kind":"","metadata":{"name":`)+len(group)+len(version)+len(kind))
+	b = append(b, `{"apiVersion":`...)
+	// The apiVersion as schema.GroupVersion writes it: the version alone
+	// for the core group.
+	switch {
+	case group == "":
+		b = appendString(b, version)
+	case plain(group) && plain(version):
+		b = append(b, '"')
+		b = append(b, group...)
+		b = append(b, '/')
+		b = append(b, version...)
+		b = append(b, '"')
+	default:
+		b = appendString(b, group+"/"+version)
+	}
 	b = append(b, `,"kind":`...)
 	b = appendString(b, kind)
 	return append(b, `,"metadata":{"name":`...)
@@ -79,15 +93,24 @@ func appendBody(dst, head []byte, key ports.Key, uid types.UID, finalizer string
 // printable ASCII with nothing to escape, which is appended as it is;
 // anything else is left to encoding/json itself.
 func appendString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s) // a string always encodes
-			return append(dst, b...)
-		}
+	if !plain(s) {
+		b, _ := json.Marshal(s) // a string always encodes
+		return append(dst, b...)
 	}
 	dst = append(dst, '"')
 	dst = append(dst, s...)
 	return append(dst, '"')
+}
+
+// plain reports whether encoding/json writes s between quotes as it is:
+// printable ASCII without a quote, a backslash or an HTML character.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // appendRaw appends raw, a JSON value, to dst as json.Marshal writes a

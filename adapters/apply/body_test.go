@@ -3,9 +3,11 @@ package apply
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/loam-dev/loam/ports"
@@ -40,11 +42,17 @@ func marshalled(apiVersion, kind string, key ports.Key, uid types.UID, finalizer
 
 // sameBody checks that the hand encoder writes what json.Marshal wrote,
 // and fails where it failed, appending to a buffer with something in it
-// already, which it leaves alone.
-func sameBody(t *testing.T, apiVersion, kind string, key ports.Key, uid types.UID, finalizer string, finalizers bool, status []byte) {
+// already, which it leaves alone. gv is a group and a version, split at
+// its first slash, or a version alone.
+func sameBody(t *testing.T, gv, kind string, key ports.Key, uid types.UID, finalizer string, finalizers bool, status []byte) {
 	t.Helper()
+	group, version, found := strings.Cut(gv, "/")
+	if !found {
+		group, version = "", gv
+	}
+	apiVersion := schema.GroupVersion{Group: group, Version: version}.String() // as New wrote it
 	want, wantErr := marshalled(apiVersion, kind, key, uid, finalizer, finalizers, status)
-	got, err := appendBody([]byte("before"), envelope(apiVersion, kind), key, uid, finalizer, finalizers, status)
+	got, err := appendBody([]byte("before"), envelope(group, version, kind), key, uid, finalizer, finalizers, status)
 	if wantErr != nil {
 		require.Error(t, err, "json.Valid refuses the status %q", status)
 		require.Equal(t, "before", string(got), "a failed append leaves the buffer as it was")
@@ -127,6 +135,7 @@ func TestAppendBody_writes_what_json_Marshal_wrote(t *testing.T) {
 		{name: "an empty finalizer", apiVersion: "v1", kind: "ConfigMap", key: ports.Key{Name: "a"}, uid: "uid-1", finalizers: true},
 		{name: "cluster-scoped, no uid", apiVersion: "example.com/v1", kind: "Cluster", key: ports.Key{Name: "a"}},
 		{name: "HTML characters everywhere", apiVersion: "<g>/v1", kind: "K&K", key: ports.Key{Namespace: "<ns>", Name: "a&b"}, uid: "<uid>", finalizer: "x/<y>", finalizers: true},
+		{name: "a group of a slash", apiVersion: "/v1", kind: "K", key: ports.Key{Name: "a"}},
 		{name: "quotes, controls and odd bytes", apiVersion: `g"/v1`, kind: "K\\", key: ports.Key{Namespace: "n\ts", Name: "é\u2028"}, uid: "\xff\x00", finalizer: "\x7f\"", finalizers: true},
 	}
 	for _, e := range envelopes {
@@ -139,6 +148,7 @@ func TestAppendBody_writes_what_json_Marshal_wrote(t *testing.T) {
 
 // FuzzAppendBody holds the hand encoder to json.Marshal on any envelope
 // and any status: the same bytes, and a failure where json.Valid failed.
+// Its first argument is a group and a version, as sameBody splits it.
 func FuzzAppendBody(f *testing.F) {
 	f.Add("cache.example.com/v1alpha1", "Memcached", "ns", "a", "uid-1", "", false, []byte(`{"readyReplicas":3}`))
 	f.Add("v1", "ConfigMap", "", "a", "uid-1", "cache.example.com/finalizer", true, []byte(nil))

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/loam-dev/loam/ports"
 )
@@ -102,4 +103,29 @@ func TestWriter_ApplyObject_refuses_what_it_can_t_send(t *testing.T) {
 	_, err = w.ApplyObject(t.Context(), ports.Key{Namespace: "ns", Name: "a/b"}, []byte(`{}`))
 	require.ErrorContains(t, err, `invalid resource name "a/b"`)
 	require.Empty(t, s.requests())
+}
+
+// TestWriter_ApplyObject_returns_an_answer_of_its_own: the answer is read
+// into a buffer kept for the next apply, and the caller's copy is left
+// alone by it.
+func TestWriter_ApplyObject_returns_an_answer_of_its_own(t *testing.T) {
+	s := newAPIServer(t)
+	first := object(t, "a", nil, nil)
+	s.first = []answer{ok(first)}
+	s.answer = ok(object(t, "b", []string{fin}, nil))
+	w := newWriter(t, s.config(), memcacheds, "Memcached")
+	got, err := w.ApplyObject(t.Context(), key, []byte(objectDoc))
+	require.NoError(t, err)
+	again, err := w.ApplyObject(t.Context(), key, []byte(objectDoc))
+	require.NoError(t, err)
+	require.Equal(t, string(first), string(got))
+	require.NotEqual(t, string(got), string(again))
+}
+
+// TestWriter_ApplyObject_an_answer_cut_short fails naming the object: the
+// apply was made, but there is no object to return.
+func TestWriter_ApplyObject_an_answer_cut_short(t *testing.T) {
+	w := newWriter(t, &rest.Config{Host: "https://api.example.com", Transport: cutShort{}, QPS: -1}, memcacheds, "Memcached")
+	_, err := w.ApplyObject(t.Context(), key, []byte(objectDoc))
+	require.EqualError(t, err, "reading the answer to the apply of ns/a: stream reset")
 }
