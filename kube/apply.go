@@ -157,7 +157,9 @@ func OwnerOf(obj metav1.Object, gvk schema.GroupVersionKind) Owner {
 // apierrors.IsConflict and the like read, wrapped with the object's name.
 func (r Resource[Spec, Status]) Apply(ctx context.Context, c *Client, obj Object[Spec, Status], opts ApplyOptions) (Object[Spec, Status], error) {
 	key := ports.Key{Namespace: obj.Namespace, Name: obj.Name}
-	what := fmt.Sprintf("kube: apply of %s %q", schema.GroupKind{Group: r.Group, Kind: r.name()}, key)
+	// The errors' prefix, written only when there is an error: an apply
+	// that succeeds has no use for it.
+	what := applyWhat{r.Group, r.name(), key}
 
 	opts, own := r.managedBy(ctx, obj, opts)
 	doc, mistakes := r.applyBody(c, obj, opts)
@@ -186,6 +188,17 @@ func (r Resource[Spec, Status]) Apply(ctx context.Context, c *Client, obj Object
 		return Object[Spec, Status]{}, fmt.Errorf("%s: decoding the object the API server stored: %w", what, err)
 	}
 	return stored, nil
+}
+
+// applyWhat names the object of an apply in its errors, as
+// "kube: apply of <kind>.<group> \"<namespace>/<name>\"".
+type applyWhat struct {
+	group, kind string
+	key         ports.Key
+}
+
+func (w applyWhat) String() string {
+	return fmt.Sprintf("kube: apply of %s %q", schema.GroupKind{Group: w.group, Kind: w.kind}, w.key)
 }
 
 // managedBy returns opts with the field manager an apply of obj in ctx
