@@ -294,8 +294,11 @@ func (r Resource[Spec, Status]) objectMistakes(obj Object[Spec, Status]) []error
 	case r.Scope == Cluster && obj.Namespace != "":
 		errs = append(errs, fmt.Errorf("the object is in the namespace %q, and %s is cluster-scoped: want none", obj.Namespace, r.name()))
 	}
-	if want := (schema.GroupVersion{Group: r.Group, Version: r.Version}).String(); obj.APIVersion != "" && obj.APIVersion != want {
-		errs = append(errs, fmt.Errorf("the object's apiVersion is %q, and %s's is %q", obj.APIVersion, r.name(), want))
+	// r's apiVersion, written only to compare with the object's own.
+	if obj.APIVersion != "" {
+		if want := (schema.GroupVersion{Group: r.Group, Version: r.Version}).String(); obj.APIVersion != want {
+			errs = append(errs, fmt.Errorf("the object's apiVersion is %q, and %s's is %q", obj.APIVersion, r.name(), want))
+		}
 	}
 	if obj.Kind != "" && obj.Kind != r.Kind {
 		errs = append(errs, fmt.Errorf("the object's kind is %q, and %s's is %q", obj.Kind, r.name(), r.Kind))
