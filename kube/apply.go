@@ -197,6 +197,7 @@ type applyWhat struct {
 	key         ports.Key
 }
 
+// String is the prefix of the apply's errors.
 func (w applyWhat) String() string {
 	return fmt.Sprintf("kube: apply of %s %q", schema.GroupKind{Group: w.group, Kind: w.kind}, w.key)
 }

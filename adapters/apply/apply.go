@@ -241,11 +241,11 @@ func gone(err error) bool {
 }
 
 // send applies data, an object's JSON, to the object key, or to its
-// subresource unless that is empty. When the API server accepts the apply, send returns the body of
-// its answer, the whole object, unread, for the caller to read what it
-// needs of it and then discard. When it refuses it, send returns the
-// error client-go's clients return: the Status the API server sent, as an
-// *apierrors.StatusError.
+// subresource unless that is empty. When the API server accepts the
+// apply, send returns the body of its answer, the whole object, unread,
+// for the caller to read what it needs of it and then discard. When it
+// refuses it, send returns the error client-go's clients return: the
+// Status the API server sent, as an *apierrors.StatusError.
 func (w *Writer) send(ctx context.Context, key ports.Key, data []byte, force bool, subresource string) (io.ReadCloser, error) {
 	req, err := w.request(key, data, force, subresource)
 	if err != nil {
