@@ -135,7 +135,7 @@ func New(c Config) (*Writer, error) {
 
 // body returns the body of an apply to the object key and uid, with
 // finalizer among its finalizers when finalizers is true, and status
-// unless it is nil, in a buffer of its own: the transport may read it
+// unless it is empty, in a buffer of its own: the transport may read it
 // after the request is answered, and client-go resends it whole on a
 // retry. It fails when status isn't JSON.
 func (w *Writer) body(key ports.Key, uid types.UID, finalizer string, finalizers bool, status []byte) ([]byte, error) {

@@ -59,7 +59,7 @@ func envelope(group, version, kind string) []byte {
 // appendBody appends to dst, after head, the envelope of the Writer's
 // bodies, the rest of the body of an apply to the object key and uid:
 // its finalizers when there is one (finalizers is then true), and status
-// unless it is nil, compacted, with <, >, &, U+2028 and U+2029 escaped
+// unless it is empty, compacted, with <, >, &, U+2028 and U+2029 escaped
 // in its strings as encoding/json escapes them. It fails, with dst as it
 // was, when status isn't JSON.
 func appendBody(dst, head []byte, key ports.Key, uid types.UID, finalizer string, finalizers bool, status []byte) ([]byte, error) {
