@@ -61,7 +61,8 @@ func envelope(group, version, kind string) []byte {
 // its finalizers when there is one (finalizers is then true), and status
 // unless it is empty, compacted, with <, >, &, U+2028 and U+2029 escaped
 // in its strings as encoding/json escapes them. It fails, with dst as it
-// was, when status isn't JSON.
+// was, where json.Marshal failed: when status isn't JSON, or nests too
+// deep.
 func appendBody(dst, head []byte, key ports.Key, uid types.UID, finalizer string, finalizers bool, status []byte) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, head...)
@@ -115,7 +116,8 @@ func plain(s string) bool {
 
 // appendRaw appends raw, a JSON value, to dst as json.Marshal writes a
 // json.RawMessage: compacted, with <, >, &, U+2028 and U+2029 escaped. It
-// fails when raw isn't JSON.
+// fails when raw isn't JSON, or nests too deep for json.Marshal to write
+// it as a body's status.
 func appendRaw(dst, raw []byte) ([]byte, error) {
 	start := len(dst)
 	buf := bytes.NewBuffer(dst)
@@ -123,6 +125,16 @@ func appendRaw(dst, raw []byte) ([]byte, error) {
 		return dst, err
 	}
 	dst = buf.Bytes()
+	// Nested 10000 deep, a value passes json.Compact alone but may not
+	// inside the body, one level deeper: json.Marshal refused it there
+	// (as Go 1.27's default encoding/json, on json/v2, does). Only a
+	// status of 20000 bytes or more is so deep, and then json.Marshal
+	// itself decides, so that the one answer stays its own.
+	if len(dst)-start >= 2*maxNesting && nesting(dst[start:]) >= maxNesting {
+		if _, err := json.Marshal(struct{ Status json.RawMessage }{raw}); err != nil {
+			return dst[:start], err
+		}
+	}
 	if !needsHTMLEscape(dst[start:]) {
 		return dst, nil
 	}
@@ -146,4 +158,29 @@ func needsHTMLEscape(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// maxNesting is how deep encoding/json nests a value it writes or checks.
+const maxNesting = 10000
+
+// nesting returns how deep b, compact JSON, nests its arrays and
+// objects, counting no bracket inside a string.
+func nesting(b []byte) int {
+	depth, most := 0, 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			end := stringEnd(b, i)
+			if end < 0 {
+				return most
+			}
+			i = end - 1
+		case '[', '{':
+			depth++
+			most = max(most, depth)
+		case ']', '}':
+			depth--
+		}
+	}
+	return most
 }

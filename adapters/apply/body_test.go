@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strings"
@@ -159,4 +160,26 @@ func FuzzAppendBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, apiVersion, kind, namespace, name, uid, finalizer string, finalizers bool, status []byte) {
 		sameBody(t, apiVersion, kind, ports.Key{Namespace: namespace, Name: name}, types.UID(uid), finalizer, finalizers, status)
 	})
+}
+
+// TestAppendBody_nests_no_deeper_than_json_Marshal: encoding/json refuses
+// to write a value nested more than 10000 deep, and json.Marshal of the
+// body nests the status one level deeper than json.Valid and json.Compact
+// of the status alone see it, so json.Marshal refused some statuses they
+// pass (with GOEXPERIMENT=jsonv2, Go 1.27's default; the status nested
+// 10000 deep). The hand encoder refuses the same ones.
+func TestAppendBody_nests_no_deeper_than_json_Marshal(t *testing.T) {
+	for _, depth := range []int{9999, 10000, 10001} {
+		for name, status := range map[string]string{
+			// A string of brackets, which the nesting doesn't count.
+			"arrays":  strings.Repeat("[", depth) + `"]}\"[{"` + strings.Repeat("]", depth),
+			"objects": strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth),
+		} {
+			key := ports.Key{Namespace: "ns", Name: "a"}
+			want, wantErr := marshalled("g/v1", "K", key, "uid-1", "", false, []byte(status))
+			got, err := appendBody(nil, envelope("g", "v1", "K"), key, "uid-1", "", false, []byte(status))
+			require.Equal(t, wantErr != nil, err != nil, "%s nested %d deep: json.Marshal's error %v, appendBody's %v", name, depth, wantErr, err)
+			require.True(t, bytes.Equal(want, got), "%s nested %d deep: the same bytes", name, depth)
+		}
+	}
 }
