@@ -126,10 +126,10 @@ func appendRaw(dst, raw []byte) ([]byte, error) {
 	}
 	dst = buf.Bytes()
 	// Nested 10000 deep, a value passes json.Compact alone but may not
-	// inside the body, one level deeper: json.Marshal refused it there
-	// (as Go 1.27's default encoding/json, on json/v2, does). Only a
-	// status of 20000 bytes or more is so deep, and then json.Marshal
-	// itself decides, so that the one answer stays its own.
+	// inside the body, one level deeper: Go 1.27's default encoding/json,
+	// on json/v2, refuses it there, and GOEXPERIMENT=nojsonv2's writes
+	// it. Only a status of 20000 bytes or more nests so deep, and then
+	// json.Marshal of it one level down, as in the body, decides.
 	if len(dst)-start >= 2*maxNesting && nesting(dst[start:]) >= maxNesting {
 		if _, err := json.Marshal(struct{ Status json.RawMessage }{raw}); err != nil {
 			return dst[:start], err
