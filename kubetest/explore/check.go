@@ -73,7 +73,7 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 		}
 		quiet := r.quiet(ctx)
 		if quiet >= e.quiet && w.release() {
-			e.stale++
+			r.n.stale++
 			// The operator has done what it does with its stale view:
 			// let it see what it missed, and wait for it to be quiet
 			// again.
