@@ -88,6 +88,8 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			case why != "":
 			case r.syncedAt.IsZero():
 				why = "the operator's caches haven't synced"
+			case len(r.busy) > 0 && w.since() >= e.quiet:
+				why = fmt.Sprintf("the operator is still reconciling %s, having written nothing for %v", strings.Join(r.busy, ", "), w.since().Round(time.Millisecond))
 			default:
 				why = fmt.Sprintf("the operator still writes, the last time %v ago", w.since().Round(time.Millisecond))
 			}

@@ -146,6 +146,9 @@ type replicas struct {
 	// syncedAt is when the running replica was first seen synced, or
 	// zero while it isn't yet.
 	syncedAt time.Time
+	// busy are the objects the running replica was reconciling when
+	// quiet last looked, in the order their reconciles began.
+	busy []string
 	// panics are the panics of the replicas stopped.
 	panics []string
 	// n is what this replay counted: the explorer adds it to its total
@@ -188,10 +191,15 @@ func (r *replicas) start() error {
 
 // quiet returns how long the running replica has been quiet: since the
 // operator's last write, or since the replica was first seen synced,
-// whichever is later, and 0 while it isn't synced. A fresh replica
-// writes nothing until its caches have synced and it has reconciled,
-// which may take longer than Quiet: until then its quiet says nothing.
+// whichever is later, and 0 while it isn't synced or while one of its
+// reconciles is under way. A fresh replica writes nothing until its
+// caches have synced and it has reconciled, which may take longer than
+// Quiet: until then its quiet says nothing. Nor does a reconcile's
+// silence while it works outside the cluster, a CREATE DATABASE, say:
+// what it does there shows in the cluster only once it is done, so
+// Quiet needn't outlast it.
 func (r *replicas) quiet(ctx context.Context) time.Duration {
+	r.busy = nil
 	for _, m := range r.synced {
 		if ok, err := m.Healthy(ctx); !ok || err != nil {
 			r.syncedAt = time.Time{}
@@ -200,6 +208,9 @@ func (r *replicas) quiet(ctx context.Context) time.Duration {
 	}
 	if r.syncedAt.IsZero() {
 		r.syncedAt = time.Now()
+	}
+	if r.busy = underWay(r.app.Telemetry().Running()); len(r.busy) > 0 {
+		return 0
 	}
 	return min(r.w.since(), time.Since(r.syncedAt))
 }
