@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ type Telemetry struct {
 	mu      sync.Mutex
 	spans   []tracetest.SpanStub
 	records []sdklog.Record
+	// running are the spans started and not yet ended, in the order they
+	// started.
+	running []sdktrace.ReadOnlySpan
 	// final is the last collection of metrics, taken by Shutdown.
 	final *metricdata.ResourceMetrics
 }
@@ -108,6 +112,24 @@ func (t *Telemetry) Spans() []tracetest.SpanStub {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]tracetest.SpanStub(nil), t.spans...)
+}
+
+// Running returns the spans that have started and not yet ended, in the
+// order they started, each as it is when Running is called: a span's
+// attributes and events so far, and no end time. A test reads from them
+// what is under way, such as a reconcile that has not returned: one
+// that writes nothing for a while, busy outside the cluster, is not
+// done. A span that never ends stays running; after Shutdown, those
+// still running stay so.
+func (t *Telemetry) Running() []tracetest.SpanStub {
+	t.mu.Lock()
+	running := slices.Clone(t.running)
+	t.mu.Unlock()
+	out := make([]tracetest.SpanStub, len(running))
+	for i, s := range running {
+		out[i] = tracetest.SpanStubFromReadOnlySpan(s)
+	}
+	return out
 }
 
 // SpansNamed returns the spans named name that have ended, in the order
@@ -305,16 +327,23 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// spanKeeper keeps each span as it ends.
+// spanKeeper keeps each span as it ends, and those running until they
+// do.
 type spanKeeper struct{ t *Telemetry }
 
-func (spanKeeper) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (k spanKeeper) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	k.t.mu.Lock()
+	defer k.t.mu.Unlock()
+	k.t.running = append(k.t.running, s)
+}
 
 func (k spanKeeper) OnEnd(s sdktrace.ReadOnlySpan) {
 	stub := tracetest.SpanStubFromReadOnlySpan(s)
+	id := s.SpanContext().SpanID()
 	k.t.mu.Lock()
 	defer k.t.mu.Unlock()
 	k.t.spans = append(k.t.spans, stub)
+	k.t.running = slices.DeleteFunc(k.t.running, func(r sdktrace.ReadOnlySpan) bool { return r.SpanContext().SpanID() == id })
 }
 
 func (spanKeeper) Shutdown(context.Context) error   { return nil }

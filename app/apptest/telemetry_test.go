@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
@@ -36,6 +37,30 @@ func TestTelemetry_keeps_spans_as_they_end(t *testing.T) {
 	require.Len(t, gets, 2)
 	require.Equal(t, spans[2].SpanContext.SpanID(), gets[0].Parent.SpanID())
 	require.Empty(t, tel.SpansNamed("PUT"))
+}
+
+func TestTelemetry_Running_holds_the_spans_not_yet_ended(t *testing.T) {
+	tel := apptest.NewTelemetry()
+	tracer := tel.TracerProvider.Tracer("test")
+	require.Empty(t, tel.Running())
+
+	ctx, parent := tracer.Start(t.Context(), "reconcile", trace.WithAttributes(attribute.String("k", "v")))
+	_, child := tracer.Start(ctx, "GET")
+	running := tel.Running()
+	require.Len(t, running, 2, "each span from its start")
+	require.Equal(t, []string{"reconcile", "GET"}, []string{running[0].Name, running[1].Name}, "in the order they started")
+	require.Equal(t, []attribute.KeyValue{attribute.String("k", "v")}, running[0].Attributes)
+	require.True(t, running[0].EndTime.IsZero())
+
+	child.End()
+	running = tel.Running()
+	require.Len(t, running, 1, "an ended span runs no more")
+	require.Equal(t, "reconcile", running[0].Name)
+	require.Len(t, tel.Spans(), 1)
+
+	parent.End()
+	require.Empty(t, tel.Running())
+	require.Len(t, tel.Spans(), 2)
 }
 
 func TestTelemetry_collects_metrics(t *testing.T) {

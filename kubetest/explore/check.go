@@ -73,7 +73,7 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 		}
 		quiet := r.quiet(ctx)
 		if quiet >= e.quiet && w.release() {
-			e.stale++
+			r.n.stale++
 			// The operator has done what it does with its stale view:
 			// let it see what it missed, and wait for it to be quiet
 			// again.
@@ -88,6 +88,8 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			case why != "":
 			case r.syncedAt.IsZero():
 				why = "the operator's caches haven't synced"
+			case len(r.busy) > 0 && w.since() >= e.quiet:
+				why = fmt.Sprintf("the operator is still reconciling %s, having written nothing for %v", strings.Join(r.busy, ", "), w.since().Round(time.Millisecond))
 			default:
 				why = fmt.Sprintf("the operator still writes, the last time %v ago", w.since().Round(time.Millisecond))
 			}

@@ -267,10 +267,8 @@ func find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T], migrate
 			}
 		}
 	}
-	for _, k := range kept {
-		if f := e.try(t, origin{kept: k.path}, k.steps); f != nil {
-			return f, nil
-		}
+	if f := e.replayKept(t, kept); f != nil {
+		return f, nil
 	}
 	g := e.generator(cfg.Seed)
 	began := time.Now()
@@ -284,9 +282,10 @@ func find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T], migrate
 			return f, nil
 		}
 	}
+	total := e.counted()
 	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean: %s, through %d crashes, %d stale views, %d API server restarts (%v of restarting) and %d failed requests in %v",
-		len(kept), n, cfg.Seed, e.steps, e.tally, e.crashes, e.stale, e.server.count(), e.server.spent().Round(100*time.Millisecond), e.failed, time.Since(start).Round(time.Second))
-	if why := e.tally.empty(); why != "" {
+		len(kept), n, cfg.Seed, e.steps, total.tally, total.crashes, total.stale, e.server.count(), e.server.spent().Round(100*time.Millisecond), total.failed, time.Since(start).Round(time.Second))
+	if why := total.tally.empty(); why != "" {
 		return nil, fmt.Errorf("explore: %w: %s", ErrEmpty, why)
 	}
 	return nil, nil

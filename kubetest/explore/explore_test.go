@@ -504,6 +504,11 @@ func TestExplore(t *testing.T) {
 		differentialSearches(t, c)
 	})
 
+	t.Run("a reconcile at work outside the cluster is waited for", func(t *testing.T) {
+		t.Parallel()
+		reconcileUnderWay(t, c)
+	})
+
 	t.Run("a wrong config is refused with every mistake", func(t *testing.T) {
 		cfg := config(correct, 1)
 		cfg.Build, cfg.Steps, cfg.Quiet, cfg.Faults.ScenarioAnnotation = nil, -1, -time.Second, "no spaces/here"

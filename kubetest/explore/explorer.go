@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -38,12 +39,11 @@ type explorer struct {
 	// loopRate is the rate of reconciles of one object, a second, above
 	// which an operator that writes nothing is in a loop.
 	loopRate float64
-	// crashes counts the replicas crashed, stale the stale views let go,
-	// and failed the requests failed, over every replay; tally the
-	// steps and the reconciles.
-	crashes, stale, failed int
-	tally                  tally
-	faults                 Faults
+	// mu guards total: what every replay that has ended counted, as
+	// replays may run side by side (kept.go).
+	mu     sync.Mutex
+	total  counted
+	faults Faults
 	// server restarts the API server, for every replay.
 	server *restarter
 	// seeds are the objects created in each replay's namespace before

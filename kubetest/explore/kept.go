@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/loam-dev/loam/kubetest/internal/corpus"
@@ -209,4 +210,55 @@ func keep(dir string, f *Failure) (string, error) {
 		return "", err
 	}
 	return corpus.Write(dir, corpus.Name(f.Seed, f.Sequence), []string{f.Error()}, raw)
+}
+
+// keptAtOnce is how many kept sequences replay side by side at most: a
+// replay mostly waits for its operator to settle, and each has a
+// namespace and an operator of its own, as the searches of a test
+// running side by side on one cluster have; more at once would load the
+// machine, and every operator's Lease, for little more gain.
+const keptAtOnce = 4
+
+// replayKept replays kept, and returns the Failure, shrunk, of the first
+// that fails, or nil when none does. Those that restart nothing replay
+// first, side by side, keptAtOnce at a time, and the first of them in
+// kept's order that fails is returned; then those that restart the API
+// server, one at a time, alone. A restart takes every connection away:
+// the explorer's reads, and the watches of every operator, of every
+// replay, which only the replay that began it knows to wait for.
+func (e *explorer) replayKept(t *testing.T, kept []kept) *Failure {
+	t.Helper()
+	failures := make([]*Failure, len(kept))
+	slots := make(chan struct{}, keptAtOnce)
+	var wg sync.WaitGroup
+	for i, k := range kept {
+		if restarts(k.steps) {
+			continue
+		}
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			failures[i] = e.try(t, origin{kept: k.path}, k.steps)
+		})
+	}
+	wg.Wait()
+	for _, f := range failures {
+		if f != nil {
+			return f
+		}
+	}
+	for _, k := range kept {
+		if !restarts(k.steps) {
+			continue
+		}
+		if f := e.try(t, origin{kept: k.path}, k.steps); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// restarts reports whether steps restart the API server.
+func restarts(steps []Step) bool {
+	return slices.ContainsFunc(steps, func(s Step) bool { return s.RestartAfter > 0 })
 }

@@ -43,27 +43,51 @@ type reconcile struct {
 func reconciles(spans []tracetest.SpanStub) []reconcile {
 	var out []reconcile
 	for _, s := range spans {
-		var outcome, namespace, name string
-		for _, a := range s.Attributes {
-			switch a.Key {
-			case telemetry.OutcomeKey:
-				outcome = a.Value.AsString()
-			case telemetry.NamespaceKey:
-				namespace = a.Value.AsString()
-			case telemetry.ObjectNameKey:
-				name = a.Value.AsString()
-			}
-		}
-		if outcome == "" || !strings.HasPrefix(s.Name, "reconcile ") {
+		object, outcome, ok := reconciled(s)
+		if !ok || outcome == "" {
 			continue
-		}
-		object := strings.TrimPrefix(s.Name, "reconcile ") + " " + name
-		if namespace != "" {
-			object = strings.TrimPrefix(s.Name, "reconcile ") + " " + namespace + "/" + name
 		}
 		out = append(out, reconcile{object: object, start: s.StartTime, succeeded: outcome == "success"})
 	}
 	return out
+}
+
+// underWay returns the objects whose reconciles are under way among
+// running, the spans started and not yet ended, in the order they
+// started: a reconcile's span has its outcome only once it ends.
+func underWay(running []tracetest.SpanStub) []string {
+	var out []string
+	for _, s := range running {
+		if object, _, ok := reconciled(s); ok {
+			out = append(out, object)
+		}
+	}
+	return out
+}
+
+// reconciled returns the object s reconciles, by its Kind, namespace and
+// name, and the reconcile's outcome, "" before it ends, when s is the
+// root span of a reconcile, "reconcile <Kind>".
+func reconciled(s tracetest.SpanStub) (object, outcome string, ok bool) {
+	kind, ok := strings.CutPrefix(s.Name, "reconcile ")
+	if !ok || s.Parent.IsValid() {
+		return "", "", false
+	}
+	var namespace, name string
+	for _, a := range s.Attributes {
+		switch a.Key {
+		case telemetry.OutcomeKey:
+			outcome = a.Value.AsString()
+		case telemetry.NamespaceKey:
+			namespace = a.Value.AsString()
+		case telemetry.ObjectNameKey:
+			name = a.Value.AsString()
+		}
+	}
+	if namespace != "" {
+		return kind + " " + namespace + "/" + name, outcome, true
+	}
+	return kind + " " + name, outcome, true
 }
 
 // loops returns, for each object reconciled more than rate times a

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/loam-dev/loam/adapters/telemetry"
 	"github.com/loam-dev/loam/kubetest/internal/generate"
@@ -26,6 +27,20 @@ func TestReconciles(t *testing.T) {
 		{object: "Memcached ns/a", start: at, succeeded: true},
 		{object: "Node n", start: at.Add(time.Second)},
 	}, reconciles(spans), "a reconcile's span has its outcome; a request's has none")
+}
+
+func TestUnderWay(t *testing.T) {
+	at := time.Unix(1000, 0)
+	child := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}})
+	running := []tracetest.SpanStub{
+		{Name: "reconcile Database", StartTime: at, Attributes: []attribute.KeyValue{
+			telemetry.NamespaceKey.String("ns"), telemetry.ObjectNameKey.String("b")}},
+		{Name: "GET", StartTime: at, Attributes: []attribute.KeyValue{telemetry.ObjectNameKey.String("b")}},
+		{Name: "reconcile Database", StartTime: at, Parent: child, Attributes: []attribute.KeyValue{telemetry.ObjectNameKey.String("not a root")}},
+		{Name: "reconcile Node", StartTime: at, Attributes: []attribute.KeyValue{telemetry.ObjectNameKey.String("n")}},
+	}
+	require.Equal(t, []string{"Database ns/b", "Node n"}, underWay(running), "a reconcile's root span, whatever its outcome, while it runs")
+	require.Empty(t, underWay(nil))
 }
 
 func TestLoops(t *testing.T) {

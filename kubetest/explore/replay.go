@@ -47,11 +47,14 @@ func (e *explorer) replay(t *testing.T, steps []Step, refused []string) error {
 // and compares (differential.go), and counts the steps in the tally.
 func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference bool) (_ map[string]outcome, failed error) {
 	t.Helper()
-	tm := e.startTiming("starting")
-	defer func() { tm.log(t, len(steps), failed) }()
 	ctx := t.Context()
 	w := &writes{objects: map[string]object{}, last: time.Now(), explored: e.gvr.GroupResource()}
-	r := &replicas{t: t, e: e, ns: e.cluster.Namespace(t), w: w, server: e.server}
+	r := &replicas{t: t, e: e, w: w, server: e.server}
+	tm := r.startTiming("starting")
+	defer func() { tm.log(t, len(steps), failed) }()
+	// Run last, once the replica has stopped and counted its reconciles.
+	defer func() { e.add(r.n) }()
+	r.ns = e.cluster.Namespace(t)
 	w.restart = func() { r.server.begin(ctx) }
 	defer func() {
 		if err := r.server.wait(context.WithoutCancel(ctx)); err != nil {
@@ -87,7 +90,7 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference b
 			return nil, fmt.Errorf("step %d, %s: %w", i+1, step, err)
 		}
 		if !reference {
-			e.tally.step(step, result)
+			r.n.tally.step(step, result)
 		}
 		if refused != nil {
 			refused[i] = result.refused
@@ -143,8 +146,14 @@ type replicas struct {
 	// syncedAt is when the running replica was first seen synced, or
 	// zero while it isn't yet.
 	syncedAt time.Time
+	// busy are the objects the running replica was reconciling when
+	// quiet last looked, in the order their reconciles began.
+	busy []string
 	// panics are the panics of the replicas stopped.
 	panics []string
+	// n is what this replay counted: the explorer adds it to its total
+	// when the replay ends.
+	n counted
 }
 
 // start starts a fresh replica behind a network of its own, which a
@@ -182,10 +191,15 @@ func (r *replicas) start() error {
 
 // quiet returns how long the running replica has been quiet: since the
 // operator's last write, or since the replica was first seen synced,
-// whichever is later, and 0 while it isn't synced. A fresh replica
-// writes nothing until its caches have synced and it has reconciled,
-// which may take longer than Quiet: until then its quiet says nothing.
+// whichever is later, and 0 while it isn't synced or while one of its
+// reconciles is under way. A fresh replica writes nothing until its
+// caches have synced and it has reconciled, which may take longer than
+// Quiet: until then its quiet says nothing. Nor does a reconcile's
+// silence while it works outside the cluster, a CREATE DATABASE, say:
+// what it does there shows in the cluster only once it is done, so
+// Quiet needn't outlast it.
 func (r *replicas) quiet(ctx context.Context) time.Duration {
+	r.busy = nil
 	for _, m := range r.synced {
 		if ok, err := m.Healthy(ctx); !ok || err != nil {
 			r.syncedAt = time.Time{}
@@ -195,6 +209,9 @@ func (r *replicas) quiet(ctx context.Context) time.Duration {
 	if r.syncedAt.IsZero() {
 		r.syncedAt = time.Now()
 	}
+	if r.busy = underWay(r.app.Telemetry().Running()); len(r.busy) > 0 {
+		return 0
+	}
 	return min(r.w.since(), time.Since(r.syncedAt))
 }
 
@@ -203,11 +220,11 @@ func (r *replicas) quiet(ctx context.Context) time.Duration {
 func (r *replicas) stop() {
 	r.app.Stop()
 	r.panics = append(r.panics, r.app.Telemetry().ExceptionMessages("reconcile panicked")...)
-	r.e.failed += len(r.app.Telemetry().ExceptionMessages(fault.InjectedBody))
+	r.n.failed += len(r.app.Telemetry().ExceptionMessages(fault.InjectedBody))
 	for _, rec := range reconciles(r.app.Telemetry().Spans()) {
-		r.e.tally.reconciles++
+		r.n.tally.reconciles++
 		if rec.succeeded {
-			r.e.tally.succeeded++
+			r.n.tally.succeeded++
 		}
 	}
 }
@@ -219,7 +236,7 @@ func (r *replicas) recover() error {
 	if !r.w.hasCrashed() {
 		return nil
 	}
-	r.e.crashes++
+	r.n.crashes++
 	r.stop()
 	// A fresh replica that started while the API server restarts would
 	// fail its first list and exit, and the kubelet would start it again

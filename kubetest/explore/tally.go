@@ -5,6 +5,44 @@ import (
 	"strings"
 )
 
+// counted is what one replay, or every replay of an exploration, did:
+// the replicas crashed, the stale views let go, the requests failed,
+// and the tally of steps and reconciles.
+type counted struct {
+	crashes, stale, failed int
+	tally                  tally
+}
+
+// add adds what a replay counted, n, to what e's replays have.
+func (e *explorer) add(n counted) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.total.crashes += n.crashes
+	e.total.stale += n.stale
+	e.total.failed += n.failed
+	e.total.tally.add(n.tally)
+}
+
+// counted returns what e's replays that have ended counted.
+func (e *explorer) counted() counted {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.total
+}
+
+// add adds o's counts to c's, keeping c's first refused step when it
+// has one.
+func (c *tally) add(o tally) {
+	c.steps += o.steps
+	c.wasted += o.wasted
+	c.refused += o.refused
+	c.reconciles += o.reconciles
+	c.succeeded += o.succeeded
+	if c.firstRefused == "" {
+		c.firstRefused = o.firstRefused
+	}
+}
+
 // tally counts what an exploration did, over every replay: the steps it
 // made, those the API server refused, and the operator's reconciles, so
 // that a run that explored nothing isn't reported clean (issue #47).

@@ -15,7 +15,7 @@ import (
 // Quiet, and one with a crash, a stale view or a restart longer; a step
 // that fails waits out Settle.
 type timing struct {
-	e     *explorer
+	r     *replicas
 	began time.Time
 	// part is the part under way, since from, and at the faults counted
 	// when it began.
@@ -29,19 +29,22 @@ type timing struct {
 // let go, and API server restarts begun.
 type faultCounts struct{ crashes, stale, restarts int }
 
-func (e *explorer) counts() faultCounts {
-	return faultCounts{crashes: e.crashes, stale: e.stale, restarts: e.server.count()}
+// counts returns the faults that came in r's replay so far, and the API
+// server's restarts begun by any replay: those that restart it replay
+// one at a time (kept.go).
+func (r *replicas) counts() faultCounts {
+	return faultCounts{crashes: r.n.crashes, stale: r.n.stale, restarts: r.server.count()}
 }
 
-// startTiming starts timing a replay, its first part named part.
-func (e *explorer) startTiming(part string) *timing {
+// startTiming starts timing r's replay, its first part named part.
+func (r *replicas) startTiming(part string) *timing {
 	now := time.Now()
-	return &timing{e: e, began: now, part: part, from: now, at: e.counts()}
+	return &timing{r: r, began: now, part: part, from: now, at: r.counts()}
 }
 
 // next ends the part under way and begins the one named part.
 func (tm *timing) next(part string) {
-	now, counts := time.Now(), tm.e.counts()
+	now, counts := time.Now(), tm.r.counts()
 	var faults []string
 	for _, f := range []struct {
 		n    int

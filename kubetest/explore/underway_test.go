@@ -1,0 +1,104 @@
+package explore_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/loam-dev/loam/app"
+	"github.com/loam-dev/loam/kube"
+	"github.com/loam-dev/loam/kubetest"
+	"github.com/loam-dev/loam/kubetest/explore"
+	"github.com/loam-dev/loam/kubetest/internal/memcached"
+)
+
+// slowWorker is a correct operator that works outside the cluster, as
+// the databases example's does in PostgreSQL: a reconcile with work to
+// do reports the Memcached's generation observed, then works for work,
+// writing nothing, then applies the Deployment. Its object is settled,
+// and the operator writes nothing, for longer than Quiet while the work
+// is under way: an explorer that took that silence for quiet would check
+// the invariant before the Deployment came.
+type slowWorker struct {
+	kube    kubernetes.Interface
+	dynamic dynamic.Interface
+	work    time.Duration
+}
+
+func (o slowWorker) Reconcile(ctx context.Context, m memcached.Object) (kube.Result[memcached.Status], error) {
+	st := m.Status
+	d, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || err == nil && !follows(d, m):
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: "Ready", Status: metav1.ConditionFalse, Reason: "Working", ObservedGeneration: m.Generation,
+		})
+		patch, err := json.Marshal(map[string]any{"status": st})
+		if err != nil {
+			return kube.Result[memcached.Status]{}, err
+		}
+		if _, err := o.dynamic.Resource(resource.GVR()).Namespace(m.Namespace).Patch(ctx, m.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+			return kube.Result[memcached.Status]{}, err
+		}
+		// The work itself: the operator's time, not the test's.
+		select {
+		case <-ctx.Done():
+			return kube.Result[memcached.Status]{}, context.Cause(ctx)
+		case <-time.After(o.work):
+		}
+		if _, err := o.kube.AppsV1().Deployments(m.Namespace).Apply(ctx, memcached.Deployment(m),
+			metav1.ApplyOptions{FieldManager: "explore-test", Force: true}); err != nil {
+			return kube.Result[memcached.Status]{}, err
+		}
+	case err != nil:
+		return kube.Result[memcached.Status]{}, err
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: "Ready", Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: m.Generation,
+	})
+	return kube.Result[memcached.Status]{Status: &st}, nil
+}
+
+// reconcileUnderWay explores slowWorker, whose work outlasts Quiet three times
+// over, through a create with no fault: the explorer must wait for the
+// reconcile under way, not check the invariant in its silence.
+func reconcileUnderWay(t *testing.T, c *kubetest.Cluster) {
+	const quiet = 300 * time.Millisecond
+	cfg := config(correct, 1)
+	cfg.Build = func(s *app.Setup, client *kube.Client, ns string) ([]app.Service, error) {
+		k, err := kubernetes.NewForConfig(client.Config())
+		if err != nil {
+			return nil, err
+		}
+		d, err := dynamic.NewForConfig(client.Config())
+		if err != nil {
+			return nil, err
+		}
+		ctrl, err := kube.NewController(s, client, explore.Settings("explore-slow", ns), resource, slowWorker{kube: k, dynamic: d, work: 3 * quiet})
+		if err != nil {
+			return nil, err
+		}
+		return []app.Service{ctrl}, nil
+	}
+	// Sequence 0 of seed 1, of one step, creates explore-0
+	// (quickseeds_test.go); no fault, no fresh create: the work's
+	// silence alone.
+	cfg.Sequences, cfg.Steps, cfg.Quiet = 1, 1, quiet
+	cfg.Faults = explore.Faults{NoCrashes: true, NoStaleViews: true}
+	cfg.NoFreshCreates, cfg.NoUnfaultedReplays = true, true
+	cfg.Corpus = t.TempDir()
+	f, err := explore.Find(t, c, cfg)
+	require.NoError(t, err)
+	if f != nil {
+		t.Fatalf("the explorer checked while a reconcile was under way: %v", f)
+	}
+}
