@@ -103,6 +103,14 @@ const (
 	// server refuses every spec by, and its every reconcile panics: an
 	// exploration of it explores nothing (issue #47).
 	refusesEverySpec
+	// forgetsSkipped acts on what it sees pass by, event by event: when a
+	// spec changes, it announces the change in an annotation and clears
+	// it in its next write, and applies the Deployment only once its
+	// filter has seen the announcement come, or when it first sees the
+	// Memcached. A watch that skips the announcement, as one that
+	// relists after a compaction does, leaves the Deployment as it was
+	// (issue #47). forgets_test.go has its memory.
+	forgetsSkipped
 )
 
 // applied is the annotation losesWork marks a Memcached done with.
@@ -120,6 +128,8 @@ type operator struct {
 	bug     bug
 	// cached is staleView's cache of Deployments.
 	cached *kube.Cache[appsv1.Deployment]
+	// memory is forgetsSkipped's memory of what it has seen.
+	memory *memory
 }
 
 func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Result[memcached.Status], error) {
@@ -133,6 +143,11 @@ func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Resul
 	case ignoresUpdates:
 		_, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
 		apply = apierrors.IsNotFound(err)
+	case forgetsSkipped:
+		var err error
+		if apply, err = o.announce(ctx, m); err != nil {
+			return kube.Result[memcached.Status]{}, err
+		}
 	case losesWork:
 		done := strconv.FormatInt(m.Generation, 10)
 		if m.Annotations[applied] == done {
@@ -158,6 +173,9 @@ func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Resul
 		}
 		if _, err := o.kube.AppsV1().Deployments(m.Namespace).Apply(ctx, d,
 			metav1.ApplyOptions{FieldManager: "explore-test", Force: true}); err != nil && o.bug != dropsErrors {
+			if o.memory != nil {
+				o.memory.again(m)
+			}
 			return kube.Result[memcached.Status]{}, err
 		}
 	}
@@ -233,6 +251,10 @@ func build(b bug) explore.Build {
 			kube.TrustScenario(scenarioAnnotation, func(obj metav1.Object) bool { return obj.GetNamespace() == ns })}
 		if b == dropsErrors {
 			parts = append(parts, kube.FilterUpdates(kube.SkipStatusOnly()))
+		}
+		if b == forgetsSkipped {
+			o.memory = newMemory()
+			parts = append(parts, kube.FilterUpdates(o.memory.filter()))
 		}
 		explored := resource
 		if b == refusesEverySpec {
