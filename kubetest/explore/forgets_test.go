@@ -13,11 +13,11 @@ import (
 	"github.com/loam-dev/loam/kubetest/internal/memcached"
 )
 
-// The annotations forgetsSkipped announces a change of spec with, and
-// marks the generation it announced.
+// The annotations forgetsSkipped notes the generation it works on with,
+// and announces a change of spec with.
 const (
+	noticed   = "explore.loam.dev/noticed-generation"
 	announced = "explore.loam.dev/resizing-to"
-	handled   = "explore.loam.dev/handled-generation"
 )
 
 // memory is forgetsSkipped's memory of the Memcacheds of one replica, by
@@ -71,21 +71,20 @@ func (mem *memory) again(m memcached.Object) {
 	mem.pending[memoryKey(m.Namespace, m.Name)] = true
 }
 
-// announce announces a change of m's spec it hasn't handled, in two
-// writes of m: the announcement, and then its clearing with the
-// generation marked handled. It reports whether the Deployment is to be
-// applied.
+// announce announces a change of m's spec it hasn't noticed, in three
+// writes of m: the generation noticed, the announcement, and then its
+// clearing. It reports whether the Deployment is to be applied.
 func (o operator) announce(ctx context.Context, m memcached.Object) (bool, error) {
 	apply := o.memory.take(m)
 	generation := strconv.FormatInt(m.Generation, 10)
-	if m.Annotations[handled] == generation || m.Annotations[announced] != "" {
-		// Handled, or announced and still to be cleared.
+	if m.Annotations[noticed] == generation {
 		return apply, nil
 	}
 	objects := o.dynamic.Resource(resource.GVR()).Namespace(m.Namespace)
 	for _, annotations := range []map[string]any{
+		{noticed: generation},
 		{announced: strconv.Itoa(int(m.Spec.Size))},
-		{announced: nil, handled: generation},
+		{announced: nil},
 	} {
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 		if err != nil {
