@@ -39,11 +39,11 @@ type explorer struct {
 	// which an operator that writes nothing is in a loop.
 	loopRate float64
 	// crashes counts the replicas crashed, stale the stale views let go,
-	// and failed the requests failed, over every replay; tally the
-	// steps and the reconciles.
-	crashes, stale, failed int
-	tally                  tally
-	faults                 Faults
+	// lost the cuts of lost events, and failed the requests failed, over
+	// every replay; tally the steps and the reconciles.
+	crashes, stale, lost, failed int
+	tally                        tally
+	faults                       Faults
 	// server restarts the API server, for every replay.
 	server *restarter
 	// seeds are the objects created in each replay's namespace before

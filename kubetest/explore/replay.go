@@ -51,6 +51,7 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference b
 	defer func() { tm.log(t, len(steps), failed) }()
 	ctx := t.Context()
 	w := &writes{objects: map[string]object{}, last: time.Now(), explored: e.gvr.GroupResource()}
+	defer func() { e.lost += w.takeCuts() }()
 	r := &replicas{t: t, e: e, ns: e.cluster.Namespace(t), w: w, server: e.server}
 	w.restart = func() { r.server.begin(ctx) }
 	defer func() {
@@ -196,6 +197,14 @@ func (r *replicas) quiet(ctx context.Context) time.Duration {
 		r.syncedAt = time.Now()
 	}
 	return min(r.w.since(), time.Since(r.syncedAt))
+}
+
+// deadline returns when a wait that began at start, and may take Settle,
+// is over: later after an API server's restart (restarter.deadline),
+// and while a relist after lost events is still to come or has just
+// come (writes.deadline).
+func (r *replicas) deadline(start time.Time) time.Time {
+	return r.w.deadline(r.server.deadline(start, r.e.settle), r.e.settle)
 }
 
 // stop stops the running replica, keeping what panicked in it, and
