@@ -165,9 +165,9 @@ type Config[S, T any] struct {
 const ScenarioMember = "loam.explore"
 
 // Faults picks the kinds of fault the explorer injects. The zero Faults
-// injects crashes and stale views, not restarts. A kind turned off
-// leaves the others where they were: the same seed gives the same
-// crashes with stale views or without.
+// injects crashes and stale views, not lost events nor restarts. A kind
+// turned off leaves the others where they were: the same seed gives the
+// same crashes with stale views or without.
 type Faults struct {
 	// NoCrashes and NoStaleViews turn off the operator's crashes and its
 	// stale views.
