@@ -83,7 +83,7 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			quietFrom = time.Now().Add(-quiet)
 			break
 		}
-		if time.Now().After(r.server.deadline(start, e.settle)) {
+		if time.Now().After(r.deadline(start)) {
 			switch {
 			case why != "":
 			case r.syncedAt.IsZero():
@@ -228,7 +228,7 @@ func (e *explorer) deleteAll(ctx context.Context, objects dynamic.ResourceInterf
 		if len(left) == 0 {
 			return nil
 		}
-		if time.Now().After(r.server.deadline(start, e.settle)) {
+		if time.Now().After(r.deadline(start)) {
 			keys := make([]string, 0, len(left))
 			for k := range left {
 				keys = append(keys, k)

@@ -113,7 +113,7 @@ func (e *explorer) settleFresh(ctx context.Context, objects dynamic.ResourceInte
 		if why == "" && r.quiet(ctx) >= e.quiet && !r.w.hasCrashed() {
 			return nil
 		}
-		if time.Now().After(r.server.deadline(start, e.settle)) {
+		if time.Now().After(r.deadline(start)) {
 			if why == "" {
 				why = fmt.Sprintf("the operator still writes, the last time %v ago", r.w.since().Round(time.Millisecond))
 			}
@@ -166,7 +166,7 @@ func (e *explorer) deleteFresh(ctx context.Context, objects dynamic.ResourceInte
 		if len(left) == 0 && r.quiet(ctx) >= e.quiet {
 			return nil
 		}
-		if time.Now().After(r.server.deadline(start, e.settle)) {
+		if time.Now().After(r.deadline(start)) {
 			slices.Sort(left)
 			return fmt.Errorf("the fresh %s %s, deleted, left behind after %v: %v", e.kind, name, time.Since(start).Round(100*time.Millisecond), left)
 		}
@@ -220,7 +220,7 @@ func (e *explorer) outcome(parent *unstructured.Unstructured, written map[string
 // faulted reports whether any of steps has a fault.
 func faulted(steps []Step) bool {
 	return slices.ContainsFunc(steps, func(s Step) bool {
-		return s.CrashAfter != 0 || s.StaleFrom != 0 || s.RestartAfter != 0 || s.FailAt != 0
+		return s.CrashAfter != 0 || s.StaleFrom != 0 || s.LoseFrom != 0 || s.RestartAfter != 0 || s.FailAt != 0
 	})
 }
 

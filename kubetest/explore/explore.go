@@ -18,7 +18,10 @@
 // its network, so nothing more it sends lands, the Lease included, and a
 // fresh replica takes over; a stale view holds back, from its k-th write
 // on, what its watches of every resource but the explored one would tell
-// it, until it has been quiet; and, with Faults.Restarts, an API server
+// it, until it has been quiet; with Faults.LostEvents, lost events end
+// its watches from its k-th write on and answer them, when they watch
+// again, as expired, as after a compaction, so its informers list again
+// and never see the states between; and, with Faults.Restarts, an API server
 // restart right after its k-th write takes every connection and watch
 // away, and brings the server back with every object where it was; and,
 // with Faults.ScenarioAnnotation, transient errors through loam's own
@@ -162,9 +165,9 @@ type Config[S, T any] struct {
 const ScenarioMember = "loam.explore"
 
 // Faults picks the kinds of fault the explorer injects. The zero Faults
-// injects crashes and stale views, not restarts. A kind turned off
-// leaves the others where they were: the same seed gives the same
-// crashes with stale views or without.
+// injects crashes and stale views, not lost events nor restarts. A kind
+// turned off leaves the others where they were: the same seed gives the
+// same crashes with stale views or without.
 type Faults struct {
 	// NoCrashes and NoStaleViews turn off the operator's crashes and its
 	// stale views.
@@ -179,6 +182,16 @@ type Faults struct {
 	// counts the scenario's requests afresh, as a restarted process
 	// does.
 	ScenarioAnnotation string
+	// LostEvents turns on lost events (lost.go): from the operator's
+	// k-th write of a step on, its watches are ended and answered, when
+	// they watch again, as the API server answers a watch from a
+	// resourceVersion compacted away, so that its informers list again
+	// and never see the states between. They are off by default: each
+	// costs the reflectors' backoff before they list again, which grows
+	// while they keep coming, and adding them by default would have
+	// changed every seed's sequences' faults. A kept sequence replays its
+	// lost events whatever the Config.
+	LostEvents bool
 	// Restarts turns on the API server's restarts. They are off by
 	// default because each costs seconds, and more after it: every
 	// client's watches back off while the server is away, client-go's up
@@ -283,8 +296,8 @@ func find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T], migrate
 		}
 	}
 	total := e.counted()
-	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean: %s, through %d crashes, %d stale views, %d API server restarts (%v of restarting) and %d failed requests in %v",
-		len(kept), n, cfg.Seed, e.steps, total.tally, total.crashes, total.stale, e.server.count(), e.server.spent().Round(100*time.Millisecond), total.failed, time.Since(start).Round(time.Second))
+	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean: %s, through %d crashes, %d stale views, %d cuts losing events, %d API server restarts (%v of restarting) and %d failed requests in %v",
+		len(kept), n, cfg.Seed, e.steps, total.tally, total.crashes, total.stale, total.lost, e.server.count(), e.server.spent().Round(100*time.Millisecond), total.failed, time.Since(start).Round(time.Second))
 	if why := total.tally.empty(); why != "" {
 		return nil, fmt.Errorf("explore: %w: %s", ErrEmpty, why)
 	}

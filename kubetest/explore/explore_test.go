@@ -39,7 +39,8 @@ import (
 // the explorer's generation, faults, checks and shrinking, and fails
 // when any of them breaks; and explores the correct operator through
 // sequence 0 of seed 1. The searches inject the default faults, crashes and stale
-// views, and transient errors for the bug that needs them; the correct
+// views, and transient errors or lost events for the bug that needs
+// them; the correct
 // operator is explored with every fault, the API server's restarts
 // included under make explore (no planted bug needs them, and each costs
 // seconds), and replays the sequences that found planted bugs, beside
@@ -103,6 +104,14 @@ const (
 	// server refuses every spec by, and its every reconcile panics: an
 	// exploration of it explores nothing (issue #47).
 	refusesEverySpec
+	// forgetsSkipped acts on what it sees pass by, event by event: when a
+	// spec changes, it announces the change in an annotation and clears
+	// it in its next write, and applies the Deployment only once its
+	// filter has seen the announcement come, or when it first sees the
+	// Memcached. A watch that skips the announcement, as one that
+	// relists after a compaction does, leaves the Deployment as it was
+	// (issue #47). forgets_test.go has its memory.
+	forgetsSkipped
 )
 
 // applied is the annotation losesWork marks a Memcached done with.
@@ -120,6 +129,8 @@ type operator struct {
 	bug     bug
 	// cached is staleView's cache of Deployments.
 	cached *kube.Cache[appsv1.Deployment]
+	// memory is forgetsSkipped's memory of what it has seen.
+	memory *memory
 }
 
 func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Result[memcached.Status], error) {
@@ -133,6 +144,11 @@ func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Resul
 	case ignoresUpdates:
 		_, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
 		apply = apierrors.IsNotFound(err)
+	case forgetsSkipped:
+		var err error
+		if apply, err = o.announce(ctx, m); err != nil {
+			return kube.Result[memcached.Status]{}, err
+		}
 	case losesWork:
 		done := strconv.FormatInt(m.Generation, 10)
 		if m.Annotations[applied] == done {
@@ -158,6 +174,9 @@ func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Resul
 		}
 		if _, err := o.kube.AppsV1().Deployments(m.Namespace).Apply(ctx, d,
 			metav1.ApplyOptions{FieldManager: "explore-test", Force: true}); err != nil && o.bug != dropsErrors {
+			if o.memory != nil {
+				o.memory.again(m)
+			}
 			return kube.Result[memcached.Status]{}, err
 		}
 	}
@@ -233,6 +252,10 @@ func build(b bug) explore.Build {
 			kube.TrustScenario(scenarioAnnotation, func(obj metav1.Object) bool { return obj.GetNamespace() == ns })}
 		if b == dropsErrors {
 			parts = append(parts, kube.FilterUpdates(kube.SkipStatusOnly()))
+		}
+		if b == forgetsSkipped {
+			o.memory = newMemory()
+			parts = append(parts, kube.FilterUpdates(o.memory.filter()))
 		}
 		explored := resource
 		if b == refusesEverySpec {
@@ -329,6 +352,7 @@ func TestExplore(t *testing.T) {
 		cfg.Sequences = 1
 		cfg.Duration = *duration
 		cfg.Faults.ScenarioAnnotation = scenarioAnnotation
+		cfg.Faults.LostEvents = true
 		// make explore's exploration restarts the API server too, so it
 		// runs alone, before the searches. It can't have a cluster of
 		// its own beside them: kube-controller-manager reserves its
@@ -380,8 +404,11 @@ func TestExplore(t *testing.T) {
 	for _, tc := range []struct {
 		bug  bug
 		name string
-		// errors turns transient errors on.
-		errors bool
+		// errors turns transient errors on, and lost lost events.
+		errors, lost bool
+		// differential searches with no invariant: the differential
+		// oracles must find the bug.
+		differential bool
 		// quick is make test's search: the seed whose first sequence of
 		// steps steps holds the bug, no fault but the one it needs (the
 		// schedule comes from the seed).
@@ -461,6 +488,24 @@ func TestExplore(t *testing.T) {
 			require.Contains(t, []generate.Op{generate.Create, generate.Update}, last.Op)
 			require.NotZero(t, last.FailAt, "the lost apply needs a failed request")
 		},
+	}, {
+		bug: forgetsSkipped, name: "an operator that forgets an update when events are skipped", lost: true, differential: true,
+		// create explore-1, update it to size 2, losing events from write 1.
+		quick: search{seed: 191, steps: 2},
+		found: func(t *testing.T, f *explore.Failure) {
+			// An update's announcement lost, or a re-create's, whose name
+			// the operator has seen before.
+			require.Regexp(t, `^after step \d+, (update|create) explore-\d \S+, the operator's watches losing events from its write \d: `+
+				`the Memcached explore-\d and a fresh Memcached of the same spec, explore-\d-fresh, differ: the Deployment `, f.Err.Error())
+			// The failing step loses events (above). The shrinking may keep
+			// steps after it: from seed 2, a replay of fewer steps, the
+			// same faults, passed once (the k-th write counts every write
+			// of the operator, a status write that a change of its
+			// Deployment started included, so the cut may come before the
+			// update's event rather than after).
+			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.LoseFrom > 0 }),
+				"the forgotten update needs lost events")
+		},
 	}} {
 		t.Run(tc.name+" is found, with a minimal sequence", func(t *testing.T) {
 			// The searches run together, on one cluster: each replay has
@@ -484,6 +529,10 @@ func TestExplore(t *testing.T) {
 				cfg.Duration = budget
 				if tc.errors {
 					cfg.Faults.ScenarioAnnotation = scenarioAnnotation
+				}
+				cfg.Faults.LostEvents = tc.lost
+				if tc.differential {
+					cfg.Invariants = nil
 				}
 				f, err := explore.Find(t, c, cfg)
 				require.NoError(t, err)

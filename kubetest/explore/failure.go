@@ -65,6 +65,14 @@ type Step struct {
 	// crash starts with a view that isn't stale, and the step's later
 	// writes count on.
 	StaleFrom int
+	// LoseFrom makes the operator lose events from its LoseFrom-th write
+	// of the step on, counting from 1, as after a compaction (lost.go):
+	// right before that write goes on, every watch of the operator that
+	// has sent its list is ended, what the API server sends on it from
+	// then on dropped, and its watch again answered as expired, so that
+	// its informers list again and see the newest state, none of the
+	// states between. 0 loses nothing.
+	LoseFrom int
 	// RestartAfter restarts the API server right after the operator's
 	// RestartAfter-th write of the step has landed, counting from 1: every
 	// connection and watch goes, and the server comes back on the same
@@ -87,6 +95,9 @@ func (s Step) String() string {
 	out := s.Step.String()
 	if s.StaleFrom > 0 {
 		out += fmt.Sprintf(", the operator's view stale from its write %d", s.StaleFrom)
+	}
+	if s.LoseFrom > 0 {
+		out += fmt.Sprintf(", the operator's watches losing events from its write %d", s.LoseFrom)
 	}
 	if s.CrashAfter > 0 {
 		out += fmt.Sprintf(", crashing the operator right after its write %d", s.CrashAfter)

@@ -24,6 +24,7 @@ type keptStep struct {
 	Spec         map[string]any `json:"spec,omitzero"`
 	CrashAfter   int            `json:"crashAfter,omitempty"`
 	StaleFrom    int            `json:"staleFrom,omitempty"`
+	LoseFrom     int            `json:"loseFrom,omitempty"`
 	RestartAfter int            `json:"restartAfter,omitempty"`
 	FailAt       int            `json:"failAt,omitempty"`
 	FailWith     int            `json:"failWith,omitempty"`
@@ -45,7 +46,7 @@ func encodeSteps(steps []Step) ([]json.RawMessage, error) {
 	for i, s := range steps {
 		b, err := json.Marshal(keptStep{
 			Op: s.Op.String(), Name: s.Name, Spec: s.Spec,
-			CrashAfter: s.CrashAfter, StaleFrom: s.StaleFrom, RestartAfter: s.RestartAfter, FailAt: s.FailAt, FailWith: s.FailWith,
+			CrashAfter: s.CrashAfter, StaleFrom: s.StaleFrom, LoseFrom: s.LoseFrom, RestartAfter: s.RestartAfter, FailAt: s.FailAt, FailWith: s.FailWith,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("step %d, %s: %w", i+1, s, err)
@@ -86,7 +87,7 @@ func decodeSteps(raw []json.RawMessage) ([]Step, error) {
 		for _, f := range []struct {
 			name string
 			v    int
-		}{{"crashAfter", k.CrashAfter}, {"staleFrom", k.StaleFrom}, {"restartAfter", k.RestartAfter}, {"failAt", k.FailAt}} {
+		}{{"crashAfter", k.CrashAfter}, {"staleFrom", k.StaleFrom}, {"loseFrom", k.LoseFrom}, {"restartAfter", k.RestartAfter}, {"failAt", k.FailAt}} {
 			if f.v < 0 {
 				mistakes = append(mistakes, fmt.Sprintf("%s %d: want 0 (none) or more", f.name, f.v))
 			}
@@ -101,7 +102,7 @@ func decodeSteps(raw []json.RawMessage) ([]Step, error) {
 		spec, _ := numbers(k.Spec).(map[string]any)
 		steps[i] = Step{
 			Step:       generate.Step{Op: op, Name: k.Name, Spec: spec},
-			CrashAfter: k.CrashAfter, StaleFrom: k.StaleFrom, RestartAfter: k.RestartAfter, FailAt: k.FailAt, FailWith: k.FailWith,
+			CrashAfter: k.CrashAfter, StaleFrom: k.StaleFrom, LoseFrom: k.LoseFrom, RestartAfter: k.RestartAfter, FailAt: k.FailAt, FailWith: k.FailWith,
 		}
 	}
 	return steps, errors.Join(errs...)

@@ -27,12 +27,13 @@ func keptExplorer(t *testing.T, faults Faults) *explorer {
 func TestSteps_encode_and_decode(t *testing.T) {
 	steps := []Step{
 		{Step: generate.Step{Op: generate.Create, Name: "a", Spec: map[string]any{"size": int64(2), "ratio": 0.5, "tags": []any{"x", int64(3)}, "on": true}}, CrashAfter: 2, StaleFrom: 1},
-		{Step: generate.Step{Op: generate.Update, Name: "a", Spec: map[string]any{}}, RestartAfter: 3, FailAt: 4, FailWith: 503},
+		{Step: generate.Step{Op: generate.Update, Name: "a", Spec: map[string]any{}}, LoseFrom: 2, RestartAfter: 3, FailAt: 4, FailWith: 503},
 		{Step: generate.Step{Op: generate.Delete, Name: "a"}, FailAt: 1},
 	}
 	raw, err := encodeSteps(steps)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"op":"create","name":"a","spec":{"on":true,"ratio":0.5,"size":2,"tags":["x",3]},"crashAfter":2,"staleFrom":1}`, string(raw[0]))
+	require.JSONEq(t, `{"op":"update","name":"a","spec":{},"loseFrom":2,"restartAfter":3,"failAt":4,"failWith":503}`, string(raw[1]))
 	require.JSONEq(t, `{"op":"delete","name":"a","failAt":1}`, string(raw[2]), "a fault that isn't there isn't written")
 	back, err := decodeSteps(raw)
 	require.NoError(t, err)
@@ -40,11 +41,11 @@ func TestSteps_encode_and_decode(t *testing.T) {
 
 	_, err = decodeSteps([]json.RawMessage{
 		json.RawMessage(`{"op":"make","name":"a"}`),
-		json.RawMessage(`{"op":"update","crashAfter":-1,"failWith":500}`),
+		json.RawMessage(`{"op":"update","crashAfter":-1,"loseFrom":-2,"failWith":500}`),
 		json.RawMessage(`{"op":"delete","name":"a","later":1}`),
 	})
 	require.EqualError(t, err, "step 1: op \"make\": want create, update or delete\n"+
-		"step 2: no name; no spec, which a create or an update needs; crashAfter -1: want 0 (none) or more; failWith 500 without failAt\n"+
+		"step 2: no name; no spec, which a create or an update needs; crashAfter -1: want 0 (none) or more; loseFrom -2: want 0 (none) or more; failWith 500 without failAt\n"+
 		"step 3: json: unknown field \"later\"")
 }
 
@@ -109,6 +110,30 @@ func TestKept_corpora(t *testing.T) {
 			require.Equal(t, want, kept[0].steps)
 		})
 	}
+}
+
+// TestKept_before_lost_events checks that a kept sequence written before
+// lost events, whose steps have no loseFrom, reads as it did, losing
+// nothing, and that one written since replays its lost events whatever
+// the Config.
+func TestKept_before_lost_events(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "seed-3-sequence-1"), []byte("# kept before lost events\n"+
+		`{"op":"create","name":"explore-0","spec":{"size":2},"staleFrom":1}`+"\n"+
+		`{"op":"update","name":"explore-0","spec":{"size":3},"crashAfter":2}`+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "seed-4-sequence-0"), []byte("# kept since\n"+
+		`{"op":"update","name":"explore-0","spec":{"size":1},"loseFrom":1}`+"\n"), 0o644))
+	kept, err := keptExplorer(t, Faults{}).readKept(dir, true)
+	require.NoError(t, err)
+	require.Len(t, kept, 2)
+	require.Equal(t, []Step{
+		{Step: generate.Step{Op: generate.Create, Name: "explore-0", Spec: map[string]any{"size": int64(2)}}, StaleFrom: 1},
+		{Step: generate.Step{Op: generate.Update, Name: "explore-0", Spec: map[string]any{"size": int64(3)}}, CrashAfter: 2},
+	}, kept[0].steps)
+	require.Equal(t, []Step{
+		{Step: generate.Step{Op: generate.Update, Name: "explore-0", Spec: map[string]any{"size": int64(1)}}, LoseFrom: 1},
+	}, kept[1].steps, "lost events replay with Faults.LostEvents off")
+	require.Equal(t, "update explore-0 {\"size\":1}, the operator's watches losing events from its write 1", kept[1].steps[0].String())
 }
 
 func TestKeep(t *testing.T) {

@@ -55,6 +55,8 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference b
 	// Run last, once the replica has stopped and counted its reconciles.
 	defer func() { e.add(r.n) }()
 	r.ns = e.cluster.Namespace(t)
+	// Before the add above, which runs last.
+	defer func() { r.n.lost += w.takeCuts() }()
 	w.restart = func() { r.server.begin(ctx) }
 	defer func() {
 		if err := r.server.wait(context.WithoutCancel(ctx)); err != nil {
@@ -213,6 +215,14 @@ func (r *replicas) quiet(ctx context.Context) time.Duration {
 		return 0
 	}
 	return min(r.w.since(), time.Since(r.syncedAt))
+}
+
+// deadline returns when a wait that began at start, and may take Settle,
+// is over: later after an API server's restart (restarter.deadline),
+// and while a relist after lost events is still to come or has just
+// come (writes.deadline).
+func (r *replicas) deadline(start time.Time) time.Time {
+	return r.w.deadline(r.server.deadline(start, r.e.settle), r.e.settle)
 }
 
 // stop stops the running replica, keeping what panicked in it, and

@@ -9,7 +9,9 @@ import (
 )
 
 // The fault schedule: each step crashes the operator with probability
-// 1/faultOdds, makes its view stale with probability 1/faultOdds, and
+// 1/faultOdds, makes its view stale with probability 1/faultOdds, makes
+// it lose events with probability 1/faultOdds, when lost events are on,
+// and
 // restarts the API server with probability 1/restartOdds, each at one of
 // the operator's first maxWrite writes of the step, picked uniformly;
 // and fails one of the first maxWrite requests for the step's object
@@ -21,12 +23,14 @@ const (
 	faultOdds   = 2
 	restartOdds = 8
 	maxWrite    = 4
-	// staleStream and restartStream pick the stale views and restarts
-	// from streams of their own, so that adding each left every seed's
+	// staleStream, restartStream, failStream and loseStream pick the
+	// stale views, restarts, failed requests and lost events from
+	// streams of their own, so that adding each left every seed's
 	// earlier faults as they were.
 	staleStream   = 0x5374616c65
 	restartStream = 0x52657374617274
 	failStream    = 0x4661696c
+	loseStream    = 0x4c6f7365
 )
 
 // failures are the errors a failed request meets: an API server that
@@ -43,6 +47,7 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 	stale := rand.New(rand.NewPCG(seed, uint64(sequence)^staleStream))
 	restarts := rand.New(rand.NewPCG(seed, uint64(sequence)^restartStream))
 	fails := rand.New(rand.NewPCG(seed, uint64(sequence)^failStream))
+	loses := rand.New(rand.NewPCG(seed, uint64(sequence)^loseStream))
 	steps := make([]Step, len(changes))
 	for i, c := range changes {
 		steps[i].Step = c
@@ -51,6 +56,7 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 		steps[i].RestartAfter = drawWrite(restarts, restartOdds)
 		steps[i].FailAt = drawWrite(fails, faultOdds)
 		steps[i].FailWith = failures[fails.IntN(len(failures))]
+		steps[i].LoseFrom = drawWrite(loses, faultOdds)
 		// Drawn and then dropped, so that the draws of the next steps
 		// stay the same.
 		if on.NoCrashes {
@@ -61,6 +67,9 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 		}
 		if !on.Restarts {
 			steps[i].RestartAfter = 0
+		}
+		if !on.LostEvents {
+			steps[i].LoseFrom = 0
 		}
 		if on.ScenarioAnnotation == "" || steps[i].FailAt == 0 {
 			steps[i].FailAt, steps[i].FailWith = 0, 0
@@ -87,6 +96,7 @@ func withoutFaults(steps []Step, fails func([]Step) bool) []Step {
 		for _, fault := range []func(*Step) *int{
 			func(s *Step) *int { return &s.CrashAfter },
 			func(s *Step) *int { return &s.StaleFrom },
+			func(s *Step) *int { return &s.LoseFrom },
 			func(s *Step) *int { return &s.RestartAfter },
 			func(s *Step) *int { return &s.FailAt },
 		} {

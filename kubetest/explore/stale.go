@@ -2,6 +2,7 @@ package explore
 
 import (
 	"bytes"
+	"context"
 	"maps"
 	"net/http"
 	"slices"
@@ -34,7 +35,13 @@ import (
 // order, and written when it is let go.
 type stream struct {
 	rw http.ResponseWriter
-	mu sync.Mutex
+	// path is the collection watched, and explored is set when it is the
+	// explored resource's, which a stale view never holds back.
+	path     string
+	explored bool
+	// cancel ends the request to the API server, when the stream is cut.
+	cancel context.CancelFunc
+	mu     sync.Mutex
 	// held is set while the stream is held back; kept is what came
 	// meanwhile.
 	held bool
@@ -43,10 +50,13 @@ type stream struct {
 	// must not be written.
 	ended bool
 	// listing is set while the stream sends its initial list, which is
-	// never held back; tail is the end of what it last wrote, in which
-	// the bookmark's mark may have begun.
+	// never held back nor cut; tail is the end of what it last wrote, in
+	// which the bookmark's mark may have begun.
 	listing bool
 	tail    []byte
+	// isCut is set once lost events have cut the stream (lost.go): what
+	// comes on it is dropped. headed is set once its status was written.
+	isCut, headed bool
 }
 
 // initialEventsEnd is what the bookmark ending a streamed list carries
@@ -61,6 +71,12 @@ func (s *stream) Header() http.Header { return s.rw.Header() }
 func (s *stream) WriteHeader(code int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.isCut {
+		// The proxy's answer to a request cut short: the stream's own
+		// answer is written once its handler returns (writes.serve).
+		return
+	}
+	s.headed = true
 	s.rw.WriteHeader(code)
 }
 
@@ -69,6 +85,10 @@ func (s *stream) WriteHeader(code int) {
 func (s *stream) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.isCut {
+		return len(p), nil
+	}
+	s.headed = true
 	if s.listing {
 		s.listed(p)
 		return s.rw.Write(p)
@@ -96,6 +116,9 @@ func (s *stream) listed(p []byte) {
 func (s *stream) Flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.isCut {
+		return
+	}
 	_ = http.NewResponseController(s.rw).Flush()
 }
 
@@ -128,8 +151,9 @@ func (s *stream) end() {
 }
 
 // watching returns the stream r's response is to be written through,
-// registered with w, when r is a watch a stale view holds back: of any
-// resource but the explored one. It returns nil for any other request.
+// registered with w, when r is a watch: a stale view holds back those of
+// every resource but the explored one, and lost events cut them all. It
+// returns nil for any other request.
 func (w *writes) watching(rw http.ResponseWriter, r *http.Request) *stream {
 	if r.Method != http.MethodGet {
 		return nil
@@ -138,14 +162,14 @@ func (w *writes) watching(rw http.ResponseWriter, r *http.Request) *stream {
 		return nil
 	}
 	o, ok := objectAt(r.URL.Path)
-	if !ok || o.gvr.GroupResource() == w.explored {
+	if !ok {
 		return nil
 	}
 	initial, _ := strconv.ParseBool(r.URL.Query().Get("sendInitialEvents"))
-	s := &stream{rw: rw, listing: initial}
+	s := &stream{rw: rw, path: r.URL.Path, explored: o.gvr.GroupResource() == w.explored, listing: initial}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s.held = w.holding
+	s.held = w.holding && !s.explored
 	w.streams[s] = struct{}{}
 	return s
 }
@@ -163,7 +187,9 @@ func (w *writes) unwatch(s *stream) {
 func (w *writes) holdLocked() {
 	w.holding = true
 	for s := range w.streams {
-		s.hold()
+		if !s.explored {
+			s.hold()
+		}
 	}
 }
 

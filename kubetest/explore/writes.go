@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"context"
 	"maps"
 	"net/http"
 	"strings"
@@ -20,9 +21,9 @@ type writes struct {
 	objects map[string]object
 	// explored is the explored resource, whose watch is never held back.
 	explored schema.GroupResource
-	// step counts the writes of the current step; crashAfter, staleFrom
-	// and restartAfter are its faults.
-	step, crashAfter, staleFrom, restartAfter int
+	// step counts the writes of the current step; crashAfter, staleFrom,
+	// loseFrom and restartAfter are its faults.
+	step, crashAfter, staleFrom, loseFrom, restartAfter int
 	// restart begins a restart of the API server.
 	restart func()
 	// seenKinds are the kinds of the objects the operator wrote, as the
@@ -32,6 +33,14 @@ type writes struct {
 	// and holding is set while it does.
 	streams map[*stream]struct{}
 	holding bool
+	// expired counts, by collection, the watches lost events cut whose
+	// watch again is still to be answered as expired, and relisting
+	// those whose relist is still to come (lost.go); cuts counts the
+	// cuts, cutAt is when the last was, and relistedAt when the last
+	// relist came.
+	expired, relisting map[string]int
+	cuts               int
+	cutAt, relistedAt  time.Time
 	// crash is the running replica's network, which a crash cuts; crashed
 	// is set once it has, and refuses whatever the replica still sends.
 	crash   func()
@@ -43,17 +52,18 @@ type writes struct {
 func (w *writes) arm(s Step) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.step, w.crashAfter, w.staleFrom, w.restartAfter = 0, s.CrashAfter, s.StaleFrom, s.RestartAfter
+	w.step, w.crashAfter, w.staleFrom, w.loseFrom, w.restartAfter = 0, s.CrashAfter, s.StaleFrom, s.LoseFrom, s.RestartAfter
 }
 
 // replica sets the network of a new replica, which a crash cuts. The
-// new replica's view isn't stale; the crashed one's watches are gone
-// with it.
+// new replica's view isn't stale, and it has lost no event; the crashed
+// one's watches are gone with it.
 func (w *writes) replica(cut func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.crash, w.crashed, w.crashAfter = cut, false, 0
 	w.holding, w.streams = false, map[*stream]struct{}{}
+	w.expired, w.relisting = map[string]int{}, map[string]int{}
 }
 
 // hasCrashed reports whether the running replica has crashed.
@@ -113,15 +123,37 @@ func objectAt(path string) (object, bool) {
 // the write it crashes after has landed, it crashes the replica, and
 // once the write the API server restarts after has, it begins the
 // restart. A watch's response goes through a stream a stale view can
-// hold back.
+// hold back and lost events can cut; a watch again after a cut is
+// answered as expired (lost.go).
 func (w *writes) serve(rw http.ResponseWriter, r *http.Request, next http.Handler) {
 	pass, crash, restart := w.saw(r)
 	if !pass {
 		panic(http.ErrAbortHandler)
 	}
+	if w.expire(r) {
+		writeExpired(rw, r)
+		return
+	}
 	if s := w.watching(rw, r); s != nil {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		s.setCancel(cancel)
+		r = r.WithContext(ctx)
 		defer w.unwatch(s)
-		rw = s
+		defer func() {
+			// A stream cut while the proxy copied it is aborted by the
+			// proxy; the API server would have ended it, as the
+			// handler returning does.
+			if v := recover(); v != nil && (v != http.ErrAbortHandler || !s.wasCut()) {
+				panic(v)
+			}
+			if s.unanswered() {
+				w.answered(s.path)
+				writeExpired(s.rw, r)
+			}
+		}()
+		next.ServeHTTP(s, r)
+		return
 	}
 	next.ServeHTTP(rw, r)
 	if restart {
@@ -168,12 +200,21 @@ func (w *writes) saw(r *http.Request) (pass, crash, restart bool) {
 	if w.step == w.staleFrom {
 		w.holdLocked()
 	}
+	if w.step == w.loseFrom {
+		w.cutLocked()
+	}
 	return true, w.step == w.crashAfter, w.step == w.restartAfter
 }
 
+// since returns how long ago the operator last wrote, or 0 while a
+// relist after lost events is still to come: until it has seen the
+// newest state, its quiet says nothing.
 func (w *writes) since() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.awaitingLocked() && time.Since(w.cutAt) < afterCut {
+		return 0
+	}
 	return time.Since(w.last)
 }
 
