@@ -29,6 +29,7 @@ import (
 	"github.com/loam-dev/loam/kubetest/internal/corpus"
 	"github.com/loam-dev/loam/kubetest/internal/generate"
 	"github.com/loam-dev/loam/kubetest/internal/memcached"
+	"github.com/loam-dev/loam/kubetest/kubelet"
 )
 
 // The flags make explore sets: each planted bug searched for from seeds
@@ -88,7 +89,7 @@ const (
 	// second Deployment.
 	staleView
 	// dropsErrors drops the error of the Deployment's apply: it reports
-	// the Memcached Ready all the same, so nothing tries again until the
+	// the Memcached Applied all the same, so nothing tries again until the
 	// Memcached changes. Its status writes reconcile nothing, as the
 	// Memcached example's don't: planted first without that, the bug
 	// was never seen, since the pass its own status write started
@@ -103,6 +104,12 @@ const (
 	// server refuses every spec by, and its every reconcile panics: an
 	// exploration of it explores nothing (issue #47).
 	refusesEverySpec
+	// availableEarly reports the Memcached Available as soon as its
+	// Deployment exists, whether its Pods are ready or not: no check of
+	// the Memcached's own finds it, only one of its Deployment's health,
+	// once the fake kubelet keeps the Pods from becoming ready (issue
+	// #47).
+	availableEarly
 )
 
 // applied is the annotation losesWork marks a Memcached done with.
@@ -124,15 +131,24 @@ type operator struct {
 
 func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Result[memcached.Status], error) {
 	apply := true
+	// current is the Deployment as the apply left it, or as read when
+	// there is none, for the Available condition.
+	var current *appsv1.Deployment
 	switch o.bug {
 	case refusesEverySpec:
 		panic("planted: every reconcile panics")
 	case loops:
 		d, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
 		apply = err != nil || !follows(d, m)
+		if err == nil {
+			current = d
+		}
 	case ignoresUpdates:
-		_, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
+		d, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
 		apply = apierrors.IsNotFound(err)
+		if err == nil {
+			current = d
+		}
 	case losesWork:
 		done := strconv.FormatInt(m.Generation, 10)
 		if m.Annotations[applied] == done {
@@ -156,20 +172,53 @@ func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Resul
 		if o.bug == notIdempotent {
 			d.WithAnnotations(map[string]string{"explore.loam.dev/reconciled-at": time.Now().Format(time.RFC3339Nano)})
 		}
-		if _, err := o.kube.AppsV1().Deployments(m.Namespace).Apply(ctx, d,
-			metav1.ApplyOptions{FieldManager: "explore-test", Force: true}); err != nil && o.bug != dropsErrors {
+		applied, err := o.kube.AppsV1().Deployments(m.Namespace).Apply(ctx, d,
+			metav1.ApplyOptions{FieldManager: "explore-test", Force: true})
+		switch {
+		case err == nil:
+			current = applied
+		case o.bug != dropsErrors:
 			return kube.Result[memcached.Status]{}, err
+		}
+	} else if current == nil {
+		d, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return kube.Result[memcached.Status]{}, err
+		}
+		if err == nil {
+			current = d
 		}
 	}
 	st := m.Status
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: "Ready", Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: m.Generation,
+		Type: "Applied", Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: m.Generation,
 	})
+	meta.SetStatusCondition(&st.Conditions, availability(current, m.Generation, o.bug == availableEarly))
 	result := kube.Result[memcached.Status]{Status: &st}
 	if o.bug == loops {
 		result.After = 5 * time.Millisecond
 	}
 	return result, nil
+}
+
+// availability is the Memcached's Available condition, as the Memcached
+// example's: its Deployment d's own, once the Deployment controller has
+// observed d's latest spec, and Unknown until then or while there is no
+// d. early plants availableEarly: True as soon as d exists.
+func availability(d *appsv1.Deployment, generation int64, early bool) metav1.Condition {
+	c := metav1.Condition{Type: "Available", Status: metav1.ConditionUnknown, Reason: "DeploymentPending", ObservedGeneration: generation}
+	switch {
+	case d == nil:
+	case early:
+		c.Status, c.Reason = metav1.ConditionTrue, "DeploymentExists"
+	case d.Status.ObservedGeneration >= d.Generation:
+		for _, dc := range d.Status.Conditions {
+			if dc.Type == appsv1.DeploymentAvailable {
+				c.Status, c.Reason = metav1.ConditionStatus(dc.Status), cmp.Or(dc.Reason, c.Reason)
+			}
+		}
+	}
+	return c
 }
 
 // follows reports whether d is the Deployment m controls, of m's size and
@@ -286,7 +335,11 @@ func startCluster(t *testing.T) *kubetest.Cluster {
 	require.NoError(t, err)
 	refusingCRD, err := refusing.CRD()
 	require.NoError(t, err)
-	return kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithCRDs(crd, refusingCRD))
+	// The workload controllers and the fake kubelet bring the
+	// Deployments' Pods alive, so that the operator's Available
+	// condition has something to follow, and the kubelet's faults
+	// something to break.
+	return kubetest.Start(t, kubetest.WithWorkloadControllers(), kubetest.WithFakeKubelet(kubelet.Config{}), kubetest.WithCRDs(crd, refusingCRD))
 }
 
 // search is where a make test search for a planted bug starts: a seed,
