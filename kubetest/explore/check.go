@@ -71,6 +71,11 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			}
 			why = collecting(w.kinds(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written), written, list.Items)
 		}
+		if why == "" {
+			if why, err = e.worldSettled(ctx, ns, &r.world); err != nil {
+				return err
+			}
+		}
 		quiet := r.quiet(ctx)
 		if quiet >= e.quiet && w.release() {
 			e.stale++
@@ -104,6 +109,10 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			errs = append(errs, fmt.Errorf("invariant %q: %w", inv.Name, err))
 		}
 	}
+	unhealthy, err := e.health(ctx, ns)
+	if err != nil {
+		return err
+	}
 	before, err := e.versions(ctx, w)
 	if err != nil {
 		return err
@@ -116,6 +125,9 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 	after, err := e.versions(ctx, w)
 	if err != nil {
 		return err
+	}
+	if err := e.stillUnhealthy(ctx, ns, unhealthy); err != nil {
+		errs = append(errs, err)
 	}
 	if changed := oracle.Changed(before, after); len(changed) > 0 {
 		slices.Sort(changed)

@@ -40,7 +40,8 @@ import (
 // the explorer's generation, faults, checks and shrinking, and fails
 // when any of them breaks; and explores the correct operator through
 // sequence 0 of seed 1. The searches inject the default faults, crashes and stale
-// views, and transient errors for the bug that needs them; the correct
+// views, transient errors for the bug that needs them, and the kubelet's
+// faults, with no invariant, for the bug only the health oracle sees; the correct
 // operator is explored with every fault, the API server's restarts
 // included under make explore (no planted bug needs them, and each costs
 // seconds), and replays the sequences that found planted bugs, beside
@@ -382,6 +383,9 @@ func TestExplore(t *testing.T) {
 		cfg.Sequences = 1
 		cfg.Duration = *duration
 		cfg.Faults.ScenarioAnnotation = scenarioAnnotation
+		// The kubelet's faults, which the health oracle checks the
+		// operator's Available condition under.
+		cfg.Faults.Kubelet = true
 		// make explore's exploration restarts the API server too, so it
 		// runs alone, before the searches. It can't have a cluster of
 		// its own beside them: kube-controller-manager reserves its
@@ -435,6 +439,9 @@ func TestExplore(t *testing.T) {
 		name string
 		// errors turns transient errors on.
 		errors bool
+		// kubelet turns the kubelet's faults on, and the invariants off:
+		// the health oracle finds the bug with none.
+		kubelet bool
 		// quick is make test's search: the seed whose first sequence of
 		// steps steps holds the bug, no fault but the one it needs (the
 		// schedule comes from the seed).
@@ -514,6 +521,16 @@ func TestExplore(t *testing.T) {
 			require.Contains(t, []generate.Op{generate.Create, generate.Update}, last.Op)
 			require.NotZero(t, last.FailAt, "the lost apply needs a failed request")
 		},
+	}, {
+		bug: availableEarly, name: "an operator that reports Available before its Deployment is", kubelet: true,
+		// create explore-0, the kubelet's Pods NeverReady.
+		quick: search{seed: 23, steps: 1},
+		found: func(t *testing.T, f *explore.Failure) {
+			require.ErrorContains(t, f.Err, "the health oracle: the Memcached explore-")
+			require.Regexp(t, `says Available True while the Deployment explore-\d it controls isn't available: Available False \(MinimumReplicasUnavailable: `, f.Err.Error())
+			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.Kubelet != "" && s.Kubelet != "Healthy" }),
+				"the Pods must be kept from becoming ready: healthy, they are soon ready, and the bug unseen")
+		},
 	}} {
 		t.Run(tc.name+" is found, with a minimal sequence", func(t *testing.T) {
 			// The searches run together, on one cluster: each replay has
@@ -537,6 +554,9 @@ func TestExplore(t *testing.T) {
 				cfg.Duration = budget
 				if tc.errors {
 					cfg.Faults.ScenarioAnnotation = scenarioAnnotation
+				}
+				if tc.kubelet {
+					cfg.Faults.Kubelet, cfg.Invariants = true, nil
 				}
 				f, err := explore.Find(t, c, cfg)
 				require.NoError(t, err)
@@ -563,6 +583,11 @@ func TestExplore(t *testing.T) {
 		cfg.KeptOnly = true
 		_, err := explore.Find(t, c, cfg)
 		require.ErrorContains(t, err, "explore.Config.Build is nil\nexplore.Config.Steps -1: want 0 (the default) or more\nexplore.Config.Quiet -1s: want 0 (the default) or more\nexplore.Config.KeptOnly with Sequences 2 and Duration 0s: KeptOnly replays no new sequence, so leave both 0\nexplore.Config.Faults.ScenarioAnnotation \"no spaces/here\": ")
+
+		cfg = config(correct, 1)
+		cfg.HealthConditions = []string{"Available", ""}
+		_, err = explore.Find(t, c, cfg)
+		require.ErrorContains(t, err, "explore.Config.HealthConditions[1]: empty, want a condition type such as Available")
 
 		cfg = config(correct, 1)
 		cfg.KeptOnly, cfg.Sequences = true, 0

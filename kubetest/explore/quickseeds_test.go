@@ -25,15 +25,18 @@ func TestQuickSeeds(t *testing.T) {
 		seed   uint64
 		steps  int
 		errors bool
-		want   []string
+		// kubelet turns the kubelet's faults on.
+		kubelet bool
+		want    []string
 	}{
-		{"ignores updates", 23, 2, false, []string{`create explore-0 {"size":2}`, `update explore-0 {"image":"memcached:","size":3}`}},
-		{"not idempotent", 1, 1, false, []string{`create explore-0 {"size":1}`}},
-		{"loops", 1, 1, false, []string{`create explore-0 {"size":1}`}},
-		{"loses work", 9, 1, false, []string{`create explore-0 {"size":1}, crashing the operator right after its write 2`}},
-		{"a finalizer that needs its child", 53, 2, false, []string{`create explore-0 {"image":"memcached:","size":3}`, `delete explore-0, crashing the operator right after its write 1`}},
-		{"a stale view", 25, 1, false, []string{`create explore-0 {"image":"memcached:","size":3}, the operator's view stale from its write 1`}},
-		{"drops an error", 18, 1, true, []string{`create explore-1 {"size":2}, failing the operator's request 2 for it as if the API server were unreachable`}},
+		{"ignores updates", 23, 2, false, false, []string{`create explore-0 {"size":2}`, `update explore-0 {"image":"memcached:","size":3}`}},
+		{"not idempotent", 1, 1, false, false, []string{`create explore-0 {"size":1}`}},
+		{"loops", 1, 1, false, false, []string{`create explore-0 {"size":1}`}},
+		{"loses work", 9, 1, false, false, []string{`create explore-0 {"size":1}, crashing the operator right after its write 2`}},
+		{"a finalizer that needs its child", 53, 2, false, false, []string{`create explore-0 {"image":"memcached:","size":3}`, `delete explore-0, crashing the operator right after its write 1`}},
+		{"a stale view", 25, 1, false, false, []string{`create explore-0 {"image":"memcached:","size":3}, the operator's view stale from its write 1`}},
+		{"drops an error", 18, 1, true, false, []string{`create explore-1 {"size":2}, failing the operator's request 2 for it as if the API server were unreachable`}},
+		{"reports Available early", 23, 1, false, true, []string{`create explore-0 {"size":2}, the kubelet's Pods NeverReady from then on`}},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
 			changes, err := generate.New(tc.seed).Steps(&spec, names, tc.steps)
@@ -42,6 +45,7 @@ func TestQuickSeeds(t *testing.T) {
 			if tc.errors {
 				faults.ScenarioAnnotation = "explore.loam.dev/scenario"
 			}
+			faults.Kubelet = tc.kubelet
 			var got []string
 			for _, s := range schedule(tc.seed, 0, changes, faults) {
 				got = append(got, s.String())

@@ -77,6 +77,9 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference b
 		if err := r.server.wait(ctx); err != nil {
 			return nil, err
 		}
+		if err := e.setKubelet(ctx, r.ns, step.Kubelet); err != nil {
+			return nil, fmt.Errorf("step %d, %s: %w", i+1, step, err)
+		}
 		r.w.arm(step)
 		scenario, err := e.scenario(i, step)
 		if err != nil {
@@ -145,6 +148,8 @@ type replicas struct {
 	syncedAt time.Time
 	// panics are the panics of the replicas stopped.
 	panics []string
+	// world is what the checks last saw of the Pods and workloads.
+	world world
 }
 
 // start starts a fresh replica behind a network of its own, which a

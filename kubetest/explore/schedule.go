@@ -43,6 +43,7 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 	stale := rand.New(rand.NewPCG(seed, uint64(sequence)^staleStream))
 	restarts := rand.New(rand.NewPCG(seed, uint64(sequence)^restartStream))
 	fails := rand.New(rand.NewPCG(seed, uint64(sequence)^failStream))
+	kubelets := rand.New(rand.NewPCG(seed, uint64(sequence)^kubeletStream))
 	steps := make([]Step, len(changes))
 	for i, c := range changes {
 		steps[i].Step = c
@@ -51,6 +52,7 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 		steps[i].RestartAfter = drawWrite(restarts, restartOdds)
 		steps[i].FailAt = drawWrite(fails, faultOdds)
 		steps[i].FailWith = failures[fails.IntN(len(failures))]
+		steps[i].Kubelet = drawKubelet(kubelets)
 		// Drawn and then dropped, so that the draws of the next steps
 		// stay the same.
 		if on.NoCrashes {
@@ -64,6 +66,9 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 		}
 		if on.ScenarioAnnotation == "" || steps[i].FailAt == 0 {
 			steps[i].FailAt, steps[i].FailWith = 0, 0
+		}
+		if !on.Kubelet {
+			steps[i].Kubelet = ""
 		}
 	}
 	return steps
@@ -98,6 +103,13 @@ func withoutFaults(steps []Step, fails func([]Step) bool) []Step {
 			if try[i].FailAt == 0 {
 				try[i].FailWith = 0
 			}
+			if fails(try) {
+				steps = try
+			}
+		}
+		if steps[i].Kubelet != "" {
+			try := slices.Clone(steps)
+			try[i].Kubelet = ""
 			if fails(try) {
 				steps = try
 			}

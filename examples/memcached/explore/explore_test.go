@@ -25,6 +25,7 @@ import (
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/explore"
+	"github.com/loam-dev/loam/kubetest/kubelet"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, kubetest.GoleakOptions()...) }
@@ -42,12 +43,16 @@ var exploreDuration = flag.Duration("explore.duration", 0, "explore the operator
 // TestExplore explores the operator's two controllers, as Init makes
 // them, with kubetest's explorer: generated changes to Memcacheds, crashes
 // after the operator's writes, stale views, API server restarts,
-// transient errors through the operator's own failure injection, and the
-// checks below after each step.
+// transient errors through the operator's own failure injection, the
+// fake kubelet's faults (Pods never ready, crash-looping, ready in part),
+// and the checks below after each step, the health oracle's among them.
 func TestExplore(t *testing.T) {
 	crd, err := memcached.Memcached.CRD()
 	require.NoError(t, err)
-	c := kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithCRDs(crd))
+	// The workload controllers and the fake kubelet bring the
+	// Deployments' Pods alive, and the kubelet's faults keep them from
+	// it, so that the Available condition is explored (issue #47).
+	c := kubetest.Start(t, kubetest.WithWorkloadControllers(), kubetest.WithFakeKubelet(kubelet.Config{}), kubetest.WithCRDs(crd))
 	explore.Run(t, c, explore.Config[memcached.MemcachedSpec, memcached.MemcachedStatus]{
 		Resource:   memcached.Memcached,
 		Build:      exploreBuild,
@@ -66,7 +71,7 @@ func TestExplore(t *testing.T) {
 		// difference (make explore runs it, and may say so).
 		NoFreshCreates: *exploreDuration == 0,
 		Quiet:          300 * time.Millisecond, Settle: 20 * time.Second,
-		Faults: explore.Faults{ScenarioAnnotation: memcached.ScenarioAnnotation, Restarts: true},
+		Faults: explore.Faults{ScenarioAnnotation: memcached.ScenarioAnnotation, Restarts: true, Kubelet: true},
 		// A Memcached may name flags, which is there, or a ConfigMap
 		// that isn't.
 		ConfigMaps: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "flags"}, Data: map[string]string{"m": "64", "c": "512"}}},
