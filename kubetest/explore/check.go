@@ -71,8 +71,11 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			}
 			why = collecting(w.kinds(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written), written, list.Items)
 		}
+		// What the Pods and workloads are still to do, which the
+		// operator's own writes go on causing while it writes.
+		world := ""
 		if why == "" {
-			if why, err = e.worldSettled(ctx, ns, &r.world); err != nil {
+			if world, err = e.worldSettled(ctx, ns, &r.world); err != nil {
 				return err
 			}
 		}
@@ -84,7 +87,7 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			// again.
 			continue
 		}
-		if why == "" && quiet >= e.quiet && !w.hasCrashed() {
+		if why == "" && world == "" && quiet >= e.quiet && !w.hasCrashed() {
 			quietFrom = time.Now().Add(-quiet)
 			break
 		}
@@ -93,6 +96,8 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			case why != "":
 			case r.syncedAt.IsZero():
 				why = "the operator's caches haven't synced"
+			case world != "" && quiet >= e.quiet:
+				why = world
 			default:
 				why = fmt.Sprintf("the operator still writes, the last time %v ago", w.since().Round(time.Millisecond))
 			}

@@ -169,6 +169,14 @@ func (e *explorer) stillUnhealthy(ctx context.Context, ns string, before map[str
 	return fmt.Errorf("the health oracle: %s", strings.Join(found, "; "))
 }
 
+// worldQuiet is how many Quiets the Pods and workloads must have stayed
+// as they are before a step settles: the operator's reaction to the
+// last change, a watch event, a reconcile and a write, must come within
+// it. With one, a loaded machine (a load average of 3 to 9 on two cores,
+// eight replays side by side) once let a fresh object be compared before
+// its operator had written that its Deployment had become available.
+const worldQuiet = 2
+
 // world is what the explorer last saw of the Pods and workloads of a
 // replay's namespace, and since when: they change by themselves, as the
 // kubelet starts Pods and the workload controllers count them, and the
@@ -182,7 +190,8 @@ type world struct {
 // settled, or "" when they have, on a cluster with the workload
 // controllers: a Pod still Pending, which the fake kubelet starts after
 // its delay; a Deployment, ReplicaSet or StatefulSet whose controller is
-// still to observe its latest spec; or any of them changed within Quiet.
+// still to observe its latest spec; or any of them changed within
+// worldQuiet Quiets.
 // A Pod's restarts, which a CrashLoop fault counts up for ever, are no
 // change: its phase and readiness are.
 func (e *explorer) worldSettled(ctx context.Context, ns string, w *world) (string, error) {
@@ -226,7 +235,7 @@ func (e *explorer) worldSettled(ctx context.Context, ns string, w *world) (strin
 	if seen := b.String(); seen != w.seen || w.since.IsZero() {
 		w.seen, w.since = seen, now
 	}
-	if why == "" && now.Sub(w.since) < e.quiet {
+	if why == "" && now.Sub(w.since) < worldQuiet*e.quiet {
 		why = fmt.Sprintf("the Pods and workloads changed %v ago", now.Sub(w.since).Round(time.Millisecond))
 	}
 	return why, nil
