@@ -416,7 +416,7 @@ func TestExplore(t *testing.T) {
 		// Each sequence, kept in its subtest's corpus, restarts nothing,
 		// so the replays run beside the searches, each on its own.
 		t.Parallel()
-		for _, found := range []string{"ignores updates", "loses work", "a finalizer that needs its child"} {
+		for _, found := range []string{"ignores updates", "loses work", "a finalizer that needs its child", "reports Available early"} {
 			t.Run(found, func(t *testing.T) {
 				t.Parallel()
 				require.False(t, keptRestarts(t, corpus.Dir(t)), "a sequence kept here runs beside the searches: it mustn't restart the API server")
