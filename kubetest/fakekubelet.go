@@ -55,3 +55,14 @@ func (k *fakeKubelet) stop(ctx context.Context) error {
 	k.http.CloseIdleConnections()
 	return err
 }
+
+// RunsFakeKubelet reports whether c runs the fake kubelet
+// (WithFakeKubelet), so that a tool that sets kubelet.FaultAnnotation,
+// such as kubetest/explore's kubelet faults, can say which option is
+// missing rather than wait for Pods that never change.
+func (c *Cluster) RunsFakeKubelet() bool { return c.settings.kubelet != nil }
+
+// RunsWorkloadControllers reports whether c runs the Deployment,
+// ReplicaSet and StatefulSet controllers (WithWorkloadControllers): on a
+// cluster without them no Deployment has Pods, or a status to judge it by.
+func (c *Cluster) RunsWorkloadControllers() bool { return c.settings.workloads }

@@ -71,6 +71,14 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			}
 			why = collecting(w.kinds(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written), written, list.Items)
 		}
+		// What the Pods and workloads are still to do, which the
+		// operator's own writes go on causing while it writes.
+		world := ""
+		if why == "" {
+			if world, err = e.worldSettled(ctx, ns, &r.world); err != nil {
+				return err
+			}
+		}
 		quiet := r.quiet(ctx)
 		if quiet >= e.quiet && w.release() {
 			r.n.stale++
@@ -79,7 +87,7 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			// again.
 			continue
 		}
-		if why == "" && quiet >= e.quiet && !w.hasCrashed() {
+		if why == "" && world == "" && quiet >= e.quiet && !w.hasCrashed() {
 			quietFrom = time.Now().Add(-quiet)
 			break
 		}
@@ -90,6 +98,8 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 				why = "the operator's caches haven't synced"
 			case len(r.busy) > 0 && w.since() >= e.quiet:
 				why = fmt.Sprintf("the operator is still reconciling %s, having written nothing for %v", strings.Join(r.busy, ", "), w.since().Round(time.Millisecond))
+			case world != "" && quiet >= e.quiet:
+				why = world
 			default:
 				why = fmt.Sprintf("the operator still writes, the last time %v ago", w.since().Round(time.Millisecond))
 			}
@@ -106,6 +116,10 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			errs = append(errs, fmt.Errorf("invariant %q: %w", inv.Name, err))
 		}
 	}
+	unhealthy, err := e.health(ctx, ns)
+	if err != nil {
+		return err
+	}
 	before, err := e.versions(ctx, w)
 	if err != nil {
 		return err
@@ -118,6 +132,9 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 	after, err := e.versions(ctx, w)
 	if err != nil {
 		return err
+	}
+	if err := e.stillUnhealthy(ctx, ns, unhealthy); err != nil {
+		errs = append(errs, err)
 	}
 	if changed := oracle.Changed(before, after); len(changed) > 0 {
 		slices.Sort(changed)

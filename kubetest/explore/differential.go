@@ -110,6 +110,11 @@ func (e *explorer) settleFresh(ctx context.Context, objects dynamic.ResourceInte
 			return fmt.Errorf("reading the fresh %s %s: %w", e.kind, name, err)
 		}
 		why := e.settled(u)
+		if why == "" {
+			if why, err = e.worldSettled(ctx, r.ns, &r.world); err != nil {
+				return err
+			}
+		}
 		if why == "" && r.quiet(ctx) >= e.quiet && !r.w.hasCrashed() {
 			return nil
 		}
@@ -217,7 +222,8 @@ func (e *explorer) outcome(parent *unstructured.Unstructured, written map[string
 	return o
 }
 
-// faulted reports whether any of steps has a fault.
+// faulted reports whether any of steps has a fault of the operator's:
+// the kubelet's are the world's, which the replay without faults keeps.
 func faulted(steps []Step) bool {
 	return slices.ContainsFunc(steps, func(s Step) bool {
 		return s.CrashAfter != 0 || s.StaleFrom != 0 || s.LoseFrom != 0 || s.RestartAfter != 0 || s.FailAt != 0
@@ -235,7 +241,8 @@ func (e *explorer) unfaulted(t *testing.T, steps []Step, ended map[string]outcom
 	}
 	without := make([]Step, len(steps))
 	for i, s := range steps {
-		without[i] = Step{Step: s.Step}
+		// The kubelet's faults are the world's: they stay.
+		without[i] = Step{Step: s.Step, Kubelet: s.Kubelet}
 	}
 	reference, err := e.run(t, without, nil, true)
 	if err != nil {

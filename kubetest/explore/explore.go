@@ -27,6 +27,16 @@
 // with Faults.ScenarioAnnotation, transient errors through loam's own
 // failure injection answer the operator's k-th request for the step's
 // object with an error, as an overloaded or unreachable API server would.
+//
+// With Faults.Kubelet, on a cluster with kubetest's fake kubelet and
+// workload controllers, a step may also change the world under the
+// operator: the kubelet's fault for the replay's namespace, so that the
+// Pods of its Deployments and StatefulSets never become ready,
+// crash-loop, become ready in part, or come alive again. A step settles
+// only once those Pods and workloads have; and the health oracle, on by
+// default, fails a step after which an explored object says it is
+// Available (or Ready) while a Deployment or StatefulSet it controls
+// isn't (health.go).
 package explore
 
 import (
@@ -153,6 +163,15 @@ type Config[S, T any] struct {
 	// that replays a sequence that had faults without them and compares
 	// where the two end. Each costs time: see differential.go.
 	NoFreshCreates, NoUnfaultedReplays bool
+	// NoHealthOracle turns off the health oracle (health.go): after each
+	// step, an explored object with a condition of one of
+	// HealthConditions' types True, while a Deployment or StatefulSet it
+	// controls isn't available, fails the step. HealthConditions are
+	// those types: Available and Ready when nil. The oracle judges only
+	// on a cluster with kubetest.WithWorkloadControllers, whose
+	// Deployments have a status.
+	NoHealthOracle   bool
+	HealthConditions []string
 	// External is what the operator keeps outside the cluster, if
 	// anything: how each replay names it apart, and what must hold of
 	// it after the final delete.
@@ -165,9 +184,10 @@ type Config[S, T any] struct {
 const ScenarioMember = "loam.explore"
 
 // Faults picks the kinds of fault the explorer injects. The zero Faults
-// injects crashes and stale views, not lost events nor restarts. A kind
-// turned off leaves the others where they were: the same seed gives the
-// same crashes with stale views or without.
+// injects crashes and stale views, not lost events, restarts, transient
+// errors or kubelet faults. A kind turned off leaves the others where
+// they were: the same seed gives the same crashes with stale views or
+// without.
 type Faults struct {
 	// NoCrashes and NoStaleViews turn off the operator's crashes and its
 	// stale views.
@@ -192,6 +212,16 @@ type Faults struct {
 	// changed every seed's sequences' faults. A kept sequence replays its
 	// lost events whatever the Config.
 	LostEvents bool
+	// Kubelet turns on the kubelet's faults (kubeletfaults.go): a step
+	// may, right before its change, set the replay's namespace's
+	// kubelet.FaultAnnotation, so that the Pods of every Deployment and
+	// StatefulSet there never become ready, crash-loop, become ready only
+	// one or two of each, or, with Healthy, all come alive again. They
+	// are the world's state, not the operator's fault: the differential
+	// oracles compare under the same one. The cluster must run the fake
+	// kubelet and the workload controllers (kubetest.WithFakeKubelet,
+	// kubetest.WithWorkloadControllers).
+	Kubelet bool
 	// Restarts turns on the API server's restarts. They are off by
 	// default because each costs seconds, and more after it: every
 	// client's watches back off while the server is away, client-go's up
@@ -296,8 +326,8 @@ func find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T], migrate
 		}
 	}
 	total := e.counted()
-	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean: %s, through %d crashes, %d stale views, %d cuts losing events, %d API server restarts (%v of restarting) and %d failed requests in %v",
-		len(kept), n, cfg.Seed, e.steps, total.tally, total.crashes, total.stale, total.lost, e.server.count(), e.server.spent().Round(100*time.Millisecond), total.failed, time.Since(start).Round(time.Second))
+	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean: %s, through %d crashes, %d stale views, %d cuts losing events, %d API server restarts (%v of restarting), %d failed requests and %d kubelet faults in %v",
+		len(kept), n, cfg.Seed, e.steps, total.tally, total.crashes, total.stale, total.lost, e.server.count(), e.server.spent().Round(100*time.Millisecond), total.failed, total.tally.kubelet, time.Since(start).Round(time.Second))
 	if why := total.tally.empty(); why != "" {
 		return nil, fmt.Errorf("explore: %w: %s", ErrEmpty, why)
 	}

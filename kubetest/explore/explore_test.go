@@ -29,6 +29,7 @@ import (
 	"github.com/loam-dev/loam/kubetest/internal/corpus"
 	"github.com/loam-dev/loam/kubetest/internal/generate"
 	"github.com/loam-dev/loam/kubetest/internal/memcached"
+	"github.com/loam-dev/loam/kubetest/kubelet"
 )
 
 // The flags make explore sets: each planted bug searched for from seeds
@@ -39,8 +40,9 @@ import (
 // the explorer's generation, faults, checks and shrinking, and fails
 // when any of them breaks; and explores the correct operator through
 // sequence 0 of seed 1. The searches inject the default faults, crashes and stale
-// views, and transient errors or lost events for the bug that needs
-// them; the correct
+// views, transient errors or lost events for the bug that needs them,
+// and the kubelet's faults, with no invariant, for the bug only the
+// health oracle sees; the correct
 // operator is explored with every fault, the API server's restarts
 // included under make explore (no planted bug needs them, and each costs
 // seconds), and replays the sequences that found planted bugs, beside
@@ -89,7 +91,7 @@ const (
 	// second Deployment.
 	staleView
 	// dropsErrors drops the error of the Deployment's apply: it reports
-	// the Memcached Ready all the same, so nothing tries again until the
+	// the Memcached Applied all the same, so nothing tries again until the
 	// Memcached changes. Its status writes reconcile nothing, as the
 	// Memcached example's don't: planted first without that, the bug
 	// was never seen, since the pass its own status write started
@@ -112,6 +114,12 @@ const (
 	// relists after a compaction does, leaves the Deployment as it was
 	// (issue #47). forgets_test.go has its memory.
 	forgetsSkipped
+	// availableEarly reports the Memcached Available as soon as its
+	// Deployment exists, whether its Pods are ready or not: no check of
+	// the Memcached's own finds it, only one of its Deployment's health,
+	// once the fake kubelet keeps the Pods from becoming ready (issue
+	// #47).
+	availableEarly
 )
 
 // applied is the annotation losesWork marks a Memcached done with.
@@ -135,15 +143,24 @@ type operator struct {
 
 func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Result[memcached.Status], error) {
 	apply := true
+	// current is the Deployment as the apply left it, or as read when
+	// there is none, for the Available condition.
+	var current *appsv1.Deployment
 	switch o.bug {
 	case refusesEverySpec:
 		panic("planted: every reconcile panics")
 	case loops:
 		d, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
 		apply = err != nil || !follows(d, m)
+		if err == nil {
+			current = d
+		}
 	case ignoresUpdates:
-		_, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
+		d, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
 		apply = apierrors.IsNotFound(err)
+		if err == nil {
+			current = d
+		}
 	case forgetsSkipped:
 		var err error
 		if apply, err = o.announce(ctx, m); err != nil {
@@ -172,18 +189,31 @@ func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Resul
 		if o.bug == notIdempotent {
 			d.WithAnnotations(map[string]string{"explore.loam.dev/reconciled-at": time.Now().Format(time.RFC3339Nano)})
 		}
-		if _, err := o.kube.AppsV1().Deployments(m.Namespace).Apply(ctx, d,
-			metav1.ApplyOptions{FieldManager: "explore-test", Force: true}); err != nil && o.bug != dropsErrors {
+		applied, err := o.kube.AppsV1().Deployments(m.Namespace).Apply(ctx, d,
+			metav1.ApplyOptions{FieldManager: "explore-test", Force: true})
+		switch {
+		case err == nil:
+			current = applied
+		case o.bug != dropsErrors:
 			if o.memory != nil {
 				o.memory.again(m)
 			}
 			return kube.Result[memcached.Status]{}, err
 		}
+	} else if current == nil {
+		d, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return kube.Result[memcached.Status]{}, err
+		}
+		if err == nil {
+			current = d
+		}
 	}
 	st := m.Status
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: "Ready", Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: m.Generation,
+		Type: "Applied", Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: m.Generation,
 	})
+	meta.SetStatusCondition(&st.Conditions, availability(current, m.Generation, o.bug == availableEarly))
 	result := kube.Result[memcached.Status]{Status: &st}
 	if o.bug == loops {
 		result.After = 5 * time.Millisecond
@@ -309,7 +339,11 @@ func startCluster(t *testing.T) *kubetest.Cluster {
 	require.NoError(t, err)
 	refusingCRD, err := refusing.CRD()
 	require.NoError(t, err)
-	return kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithCRDs(crd, refusingCRD))
+	// The workload controllers and the fake kubelet bring the
+	// Deployments' Pods alive, so that the operator's Available
+	// condition has something to follow, and the kubelet's faults
+	// something to break.
+	return kubetest.Start(t, kubetest.WithWorkloadControllers(), kubetest.WithFakeKubelet(kubelet.Config{}), kubetest.WithCRDs(crd, refusingCRD))
 }
 
 // search is where a make test search for a planted bug starts: a seed,
@@ -353,6 +387,9 @@ func TestExplore(t *testing.T) {
 		cfg.Duration = *duration
 		cfg.Faults.ScenarioAnnotation = scenarioAnnotation
 		cfg.Faults.LostEvents = true
+		// The kubelet's faults, which the health oracle checks the
+		// operator's Available condition under.
+		cfg.Faults.Kubelet = true
 		// make explore's exploration restarts the API server too, so it
 		// runs alone, before the searches. It can't have a cluster of
 		// its own beside them: kube-controller-manager reserves its
@@ -383,7 +420,7 @@ func TestExplore(t *testing.T) {
 		// Each sequence, kept in its subtest's corpus, restarts nothing,
 		// so the replays run beside the searches, each on its own.
 		t.Parallel()
-		for _, found := range []string{"ignores updates", "loses work", "a finalizer that needs its child"} {
+		for _, found := range []string{"ignores updates", "loses work", "a finalizer that needs its child", "reports Available early"} {
 			t.Run(found, func(t *testing.T) {
 				t.Parallel()
 				require.False(t, keptRestarts(t, corpus.Dir(t)), "a sequence kept here runs beside the searches: it mustn't restart the API server")
@@ -409,6 +446,9 @@ func TestExplore(t *testing.T) {
 		// differential searches with no invariant: the differential
 		// oracles must find the bug.
 		differential bool
+		// kubelet turns the kubelet's faults on, and the invariants off:
+		// the health oracle finds the bug with none.
+		kubelet bool
 		// quick is make test's search: the seed whose first sequence of
 		// steps steps holds the bug, no fault but the one it needs (the
 		// schedule comes from the seed).
@@ -506,6 +546,16 @@ func TestExplore(t *testing.T) {
 			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.LoseFrom > 0 }),
 				"the forgotten update needs lost events")
 		},
+	}, {
+		bug: availableEarly, name: "an operator that reports Available before its Deployment is", kubelet: true,
+		// create explore-0, the kubelet's Pods NeverReady.
+		quick: search{seed: 23, steps: 1},
+		found: func(t *testing.T, f *explore.Failure) {
+			require.ErrorContains(t, f.Err, "the health oracle: the Memcached explore-")
+			require.Regexp(t, `says Available True while the Deployment explore-\d it controls isn't available: Available False \(MinimumReplicasUnavailable: `, f.Err.Error())
+			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.Kubelet != "" && s.Kubelet != "Healthy" }),
+				"the Pods must be kept from becoming ready: healthy, they are soon ready, and the bug unseen")
+		},
 	}} {
 		t.Run(tc.name+" is found, with a minimal sequence", func(t *testing.T) {
 			// The searches run together, on one cluster: each replay has
@@ -533,6 +583,9 @@ func TestExplore(t *testing.T) {
 				cfg.Faults.LostEvents = tc.lost
 				if tc.differential {
 					cfg.Invariants = nil
+				}
+				if tc.kubelet {
+					cfg.Faults.Kubelet, cfg.Invariants = true, nil
 				}
 				f, err := explore.Find(t, c, cfg)
 				require.NoError(t, err)
@@ -564,6 +617,11 @@ func TestExplore(t *testing.T) {
 		cfg.KeptOnly = true
 		_, err := explore.Find(t, c, cfg)
 		require.ErrorContains(t, err, "explore.Config.Build is nil\nexplore.Config.Steps -1: want 0 (the default) or more\nexplore.Config.Quiet -1s: want 0 (the default) or more\nexplore.Config.KeptOnly with Sequences 2 and Duration 0s: KeptOnly replays no new sequence, so leave both 0\nexplore.Config.Faults.ScenarioAnnotation \"no spaces/here\": ")
+
+		cfg = config(correct, 1)
+		cfg.HealthConditions = []string{"Available", ""}
+		_, err = explore.Find(t, c, cfg)
+		require.ErrorContains(t, err, "explore.Config.HealthConditions[1]: empty, want a condition type such as Available")
 
 		cfg = config(correct, 1)
 		cfg.KeptOnly, cfg.Sequences = true, 0

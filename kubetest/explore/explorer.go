@@ -62,6 +62,14 @@ type explorer struct {
 	// externalSpec and gone are the Config's External.
 	externalSpec func(namespace, name string, spec map[string]any)
 	gone         []Invariant
+	// workloads is set when the cluster runs the workload controllers,
+	// and kubeletNeeds says what it lacks for kubelet faults (health.go,
+	// kubeletfaults.go); noHealth and healthTypes are the health
+	// oracle's Config.
+	workloads    bool
+	kubeletNeeds string
+	noHealth     bool
+	healthTypes  []string
 }
 
 // newExplorer returns cfg made ready to replay on c, or an error naming
@@ -146,6 +154,14 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 	if err != nil {
 		errs = append(errs, err)
 	}
+	if err := kubeletMistakes(c, cfg.Faults); err != nil {
+		errs = append(errs, err)
+	}
+	for i, typ := range cfg.HealthConditions {
+		if typ == "" {
+			errs = append(errs, fmt.Errorf("explore.Config.HealthConditions[%d]: empty, want a condition type such as Available", i))
+		}
+	}
 	objects := cmp.Or(cfg.Objects, 2)
 	names := make([]string, max(objects, 0))
 	for i := range names {
@@ -160,6 +176,11 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		annotation: cfg.Faults.ScenarioAnnotation, codec: codec, seeds: seedObjects, refs: refs,
 		volatile: volatiles, noFresh: cfg.NoFreshCreates, noUnfaulted: cfg.NoUnfaultedReplays,
 		externalSpec: cfg.External.Spec, gone: cfg.External.Gone,
+		workloads: c.RunsWorkloadControllers(), kubeletNeeds: kubeletNeeds(c),
+		noHealth: cfg.NoHealthOracle, healthTypes: cfg.HealthConditions,
+	}
+	if e.healthTypes == nil {
+		e.healthTypes = defaultHealthConditions
 	}
 	if !ok {
 		return nil, errors.Join(errs...)

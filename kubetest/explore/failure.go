@@ -88,11 +88,21 @@ type Step struct {
 	// FailWith is the HTTP status FailAt's request is answered with, or
 	// 0 for a request that fails as if the API server were unreachable.
 	FailWith int
+	// Kubelet is the kubelet fault set on the replay's namespace right
+	// before the step's change, which stays until a later step changes
+	// it: NeverReady, CrashLoop, PartlyReady=n, Healthy for none, or ""
+	// to leave it as it was (kubeletfaults.go). It is the world's state,
+	// not the operator's fault: the sequence replayed without its
+	// faults keeps it.
+	Kubelet string
 }
 
 // String says what the step changes, and its fault.
 func (s Step) String() string {
 	out := s.Step.String()
+	if s.Kubelet != "" {
+		out += ", the kubelet's Pods " + s.Kubelet + " from then on"
+	}
 	if s.StaleFrom > 0 {
 		out += fmt.Sprintf(", the operator's view stale from its write %d", s.StaleFrom)
 	}

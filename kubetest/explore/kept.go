@@ -28,6 +28,7 @@ type keptStep struct {
 	RestartAfter int            `json:"restartAfter,omitempty"`
 	FailAt       int            `json:"failAt,omitempty"`
 	FailWith     int            `json:"failWith,omitempty"`
+	Kubelet      string         `json:"kubelet,omitempty"`
 }
 
 // parseOp returns the Op a kept step names, as Op's String names it.
@@ -47,6 +48,7 @@ func encodeSteps(steps []Step) ([]json.RawMessage, error) {
 		b, err := json.Marshal(keptStep{
 			Op: s.Op.String(), Name: s.Name, Spec: s.Spec,
 			CrashAfter: s.CrashAfter, StaleFrom: s.StaleFrom, LoseFrom: s.LoseFrom, RestartAfter: s.RestartAfter, FailAt: s.FailAt, FailWith: s.FailWith,
+			Kubelet: s.Kubelet,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("step %d, %s: %w", i+1, s, err)
@@ -95,6 +97,11 @@ func decodeSteps(raw []json.RawMessage) ([]Step, error) {
 		if k.FailWith != 0 && k.FailAt == 0 {
 			mistakes = append(mistakes, fmt.Sprintf("failWith %d without failAt", k.FailWith))
 		}
+		if k.Kubelet != "" {
+			if _, err := annotationValue(k.Kubelet); err != nil {
+				mistakes = append(mistakes, err.Error())
+			}
+		}
 		if len(mistakes) > 0 {
 			errs = append(errs, fmt.Errorf("step %d: %s", i+1, strings.Join(mistakes, "; ")))
 			continue
@@ -103,6 +110,7 @@ func decodeSteps(raw []json.RawMessage) ([]Step, error) {
 		steps[i] = Step{
 			Step:       generate.Step{Op: op, Name: k.Name, Spec: spec},
 			CrashAfter: k.CrashAfter, StaleFrom: k.StaleFrom, LoseFrom: k.LoseFrom, RestartAfter: k.RestartAfter, FailAt: k.FailAt, FailWith: k.FailWith,
+			Kubelet: k.Kubelet,
 		}
 	}
 	return steps, errors.Join(errs...)
@@ -171,6 +179,9 @@ func (e *explorer) readKept(dir string, regenerate bool) ([]kept, error) {
 					break
 				}
 			}
+		}
+		if err := keptKubeletMistake(f.Path, k.steps, e.kubeletNeeds); err != nil {
+			errs = append(errs, err)
 		}
 		out = append(out, k)
 	}

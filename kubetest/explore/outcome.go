@@ -91,11 +91,15 @@ func outcomeOf(parent *unstructured.Unstructured, written map[string]*unstructur
 	return out
 }
 
+// revisionAnnotation is the Deployment controller's number of a
+// Deployment's rollout.
+const revisionAnnotation = "deployment.kubernetes.io/revision"
+
 // normaliseOwned returns a copy of u without what two objects of the
 // same spec differ by only because they are two, or because of when
 // they were written: its uid, resourceVersion, creationTimestamp,
-// managedFields, generation and namespace, its owners' uids, and its
-// name's generated suffix. Its status goes too: an owned object's
+// managedFields, generation and namespace, its owners' uids, its
+// name's generated suffix, and a Deployment's revision annotation. Its status goes too: an owned object's
 // status is written by its own controller (a Deployment's by the
 // Deployment controller), in its own time, not by the operator.
 func normaliseOwned(u *unstructured.Unstructured) map[string]any {
@@ -110,6 +114,15 @@ func normaliseOwned(u *unstructured.Unstructured) map[string]any {
 	}
 	for _, k := range []string{"uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "namespace", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"} {
 		delete(meta, k)
+	}
+	// The Deployment controller numbers a Deployment's rollouts in an
+	// annotation of its own: a count of the road taken, not the
+	// operator's doing.
+	if annotations, _ := meta["annotations"].(map[string]any); annotations != nil {
+		delete(annotations, revisionAnnotation)
+		if len(annotations) == 0 {
+			delete(meta, "annotations")
+		}
 	}
 	refs, _ := meta["ownerReferences"].([]any)
 	for _, r := range refs {

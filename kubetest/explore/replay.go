@@ -82,6 +82,9 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference b
 		if err := r.server.wait(ctx); err != nil {
 			return nil, err
 		}
+		if err := e.setKubelet(ctx, r.ns, step.Kubelet); err != nil {
+			return nil, fmt.Errorf("step %d, %s: %w", i+1, step, err)
+		}
 		r.w.arm(step)
 		scenario, err := e.scenario(i, step)
 		if err != nil {
@@ -156,6 +159,8 @@ type replicas struct {
 	// n is what this replay counted: the explorer adds it to its total
 	// when the replay ends.
 	n counted
+	// world is what the checks last saw of the Pods and workloads.
+	world world
 }
 
 // start starts a fresh replica behind a network of its own, which a

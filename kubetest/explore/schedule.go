@@ -48,6 +48,7 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 	restarts := rand.New(rand.NewPCG(seed, uint64(sequence)^restartStream))
 	fails := rand.New(rand.NewPCG(seed, uint64(sequence)^failStream))
 	loses := rand.New(rand.NewPCG(seed, uint64(sequence)^loseStream))
+	kubelets := rand.New(rand.NewPCG(seed, uint64(sequence)^kubeletStream))
 	steps := make([]Step, len(changes))
 	for i, c := range changes {
 		steps[i].Step = c
@@ -57,6 +58,7 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 		steps[i].FailAt = drawWrite(fails, faultOdds)
 		steps[i].FailWith = failures[fails.IntN(len(failures))]
 		steps[i].LoseFrom = drawWrite(loses, faultOdds)
+		steps[i].Kubelet = drawKubelet(kubelets)
 		// Drawn and then dropped, so that the draws of the next steps
 		// stay the same.
 		if on.NoCrashes {
@@ -73,6 +75,9 @@ func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []S
 		}
 		if on.ScenarioAnnotation == "" || steps[i].FailAt == 0 {
 			steps[i].FailAt, steps[i].FailWith = 0, 0
+		}
+		if !on.Kubelet {
+			steps[i].Kubelet = ""
 		}
 	}
 	return steps
@@ -108,6 +113,13 @@ func withoutFaults(steps []Step, fails func([]Step) bool) []Step {
 			if try[i].FailAt == 0 {
 				try[i].FailWith = 0
 			}
+			if fails(try) {
+				steps = try
+			}
+		}
+		if steps[i].Kubelet != "" {
+			try := slices.Clone(steps)
+			try[i].Kubelet = ""
 			if fails(try) {
 				steps = try
 			}

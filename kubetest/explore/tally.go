@@ -57,11 +57,16 @@ type tally struct {
 	// reconciles counts the operator's reconciles, in every replica, and
 	// succeeded those that succeeded.
 	reconciles, succeeded int
+	// kubelet counts the steps that set a kubelet fault.
+	kubelet int
 }
 
 // step counts step, tried, and what became of its change.
 func (c *tally) step(step Step, m made) {
 	c.steps++
+	if step.Kubelet != "" {
+		c.kubelet++
+	}
 	switch {
 	case m.wasted:
 		c.wasted++
