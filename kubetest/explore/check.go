@@ -50,11 +50,18 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 		quietFrom time.Time
 	)
 	for {
+		wasDown := r.down(ctx)
 		list, err := objects.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
 		why = ""
+		switch {
+		case err != nil && !wasDown && !r.down(ctx):
+			return err
+		case err != nil:
+			// The operator is down, and with it the webhooks that may
+			// convert what the explorer reads (down.go): not settled.
+			why = fmt.Sprintf("reading the %ss while the operator is down: %v", e.kind, err)
+			list = &unstructured.UnstructuredList{}
+		}
 		for i := range list.Items {
 			if list.Items[i].GetDeletionTimestamp() != nil {
 				why = list.Items[i].GetName() + ": still being deleted"

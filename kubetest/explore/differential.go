@@ -220,7 +220,7 @@ func (e *explorer) outcome(parent *unstructured.Unstructured, written map[string
 // faulted reports whether any of steps has a fault.
 func faulted(steps []Step) bool {
 	return slices.ContainsFunc(steps, func(s Step) bool {
-		return s.CrashAfter != 0 || s.StaleFrom != 0 || s.RestartAfter != 0 || s.FailAt != 0
+		return s.CrashAfter != 0 || s.StaleFrom != 0 || s.RestartAfter != 0 || s.FailAt != 0 || s.Down
 	})
 }
 

@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/loam-dev/loam/app/fault/jsonscenario"
@@ -62,6 +66,11 @@ type explorer struct {
 	// externalSpec and gone are the Config's External.
 	externalSpec func(namespace, name string, spec map[string]any)
 	gone         []Invariant
+	// otherVersions are the Config's Versions by name, versionNames
+	// their names in order, and files the Config's Files.
+	otherVersions map[string]version
+	versionNames  []string
+	files         map[string][]byte
 }
 
 // newExplorer returns cfg made ready to replay on c, or an error naming
@@ -146,6 +155,22 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 	if err != nil {
 		errs = append(errs, err)
 	}
+	var versions map[string]version
+	var versionNames []string
+	if len(cfg.Versions) > 0 {
+		disco, err := discovery.NewDiscoveryClientForConfig(c.RESTConfig())
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if versions, versionNames, err = versionsOf(cfg, disco); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Files)) {
+		if !filepath.IsLocal(filepath.FromSlash(name)) {
+			errs = append(errs, fmt.Errorf("explore.Config.Files %q: want a path relative to the Host's directory, inside it", name))
+		}
+	}
 	objects := cmp.Or(cfg.Objects, 2)
 	names := make([]string, max(objects, 0))
 	for i := range names {
@@ -160,6 +185,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		annotation: cfg.Faults.ScenarioAnnotation, codec: codec, seeds: seedObjects, refs: refs,
 		volatile: volatiles, noFresh: cfg.NoFreshCreates, noUnfaulted: cfg.NoUnfaultedReplays,
 		externalSpec: cfg.External.Spec, gone: cfg.External.Gone,
+		otherVersions: versions, versionNames: versionNames, files: cfg.Files,
 	}
 	if !ok {
 		return nil, errors.Join(errs...)

@@ -80,11 +80,20 @@ type Step struct {
 	// FailWith is the HTTP status FailAt's request is answered with, or
 	// 0 for a request that fails as if the API server were unreachable.
 	FailWith int
+	// Down makes the step's change while the operator is down: the
+	// running replica crashes before it, and a fresh one starts once it
+	// has been tried; a change the API server refused then, as it
+	// refuses what the operator's own webhooks admit while they are
+	// down, is made again once the fresh replica is up (down.go).
+	Down bool
 }
 
 // String says what the step changes, and its fault.
 func (s Step) String() string {
 	out := s.Step.String()
+	if s.Down {
+		out += ", made while the operator is down"
+	}
 	if s.StaleFrom > 0 {
 		out += fmt.Sprintf(", the operator's view stale from its write %d", s.StaleFrom)
 	}

@@ -18,11 +18,30 @@ type tally struct {
 	// reconciles counts the operator's reconciles, in every replica, and
 	// succeeded those that succeeded.
 	reconciles, succeeded int
+	// versioned counts the changes made in another version than the
+	// explored one; down the steps made while the operator was down, and
+	// downRefused those of them the API server refused then, to make
+	// again once it was back, the first of them firstDownRefused, with
+	// why (down.go).
+	versioned, down, downRefused int
+	firstDownRefused             string
 }
 
 // step counts step, tried, and what became of its change.
 func (c *tally) step(step Step, m made) {
 	c.steps++
+	if m.down {
+		c.down++
+	}
+	if m.downRefused != "" {
+		c.downRefused++
+		if c.firstDownRefused == "" {
+			c.firstDownRefused = fmt.Sprintf("%s: %s", step.Step, m.downRefused)
+		}
+	}
+	if step.Version != "" && !m.wasted && m.refused == "" {
+		c.versioned++
+	}
 	switch {
 	case m.wasted:
 		c.wasted++
@@ -34,10 +53,23 @@ func (c *tally) step(step Step, m made) {
 	}
 }
 
-// String says how many steps were tried, wasted and refused, and how
-// many reconciles ran and succeeded.
+// String says how many steps were tried, wasted and refused, how many
+// reconciles ran and succeeded, and, when there were any, how many
+// changes were made in another version and how many steps while the
+// operator was down.
 func (c tally) String() string {
-	return fmt.Sprintf("%d steps (%d refused by the API server, %d wasted), %d reconciles (%d succeeded)", c.steps, c.refused, c.wasted, c.reconciles, c.succeeded)
+	out := fmt.Sprintf("%d steps (%d refused by the API server, %d wasted), %d reconciles (%d succeeded)", c.steps, c.refused, c.wasted, c.reconciles, c.succeeded)
+	if c.versioned > 0 {
+		out += fmt.Sprintf(", %d changes made in another version", c.versioned)
+	}
+	if c.down > 0 {
+		out += fmt.Sprintf(", %d steps made while the operator was down (%d refused then, and made once it was back", c.down, c.downRefused)
+		if c.firstDownRefused != "" {
+			out += "; the first: " + c.firstDownRefused
+		}
+		out += ")"
+	}
+	return out
 }
 
 // empty says why the exploration counted explored next to nothing, or ""
