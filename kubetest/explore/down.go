@@ -16,9 +16,10 @@ import (
 // admits what they would have changed or denied. A step with Down is
 // made while the operator is down: the running replica crashes before
 // the step's change, which is tried at once. A change the API server
-// refuses then is made again once a fresh replica is up, as a user's
-// kubectl apply, or a CD pipeline, tries again; the tally counts both,
-// and a change still refused once the operator is back fails the step.
+// refuses then, or while a replica that crashed during the change is
+// down, is made again once a fresh replica is up, as a user's kubectl
+// apply, or a CD pipeline, tries again; the tally counts both, and a
+// change still refused once the operator is back fails the step.
 
 // downOdds is the odds, 1 in downOdds, of a step made while the operator
 // is down, when Faults.Down is on; downStream draws them from a stream
@@ -55,21 +56,23 @@ type writeTo struct {
 
 // change makes step's change, with scenario, as do does, in the version
 // the step is written in. A step made while the operator is down crashes
-// the running replica first, and a change the API server refuses then
-// is made again once a fresh replica is up.
+// the running replica first. A change the API server refuses while the
+// operator is down, so made or because the operator crashed while the
+// change was made (a crash at its write after the first of a delete's
+// two requests, say), is made again once a fresh replica is up.
 func (e *explorer) change(ctx context.Context, r *replicas, step Step, scenario string) (made, error) {
 	to, g, err := e.writer(r.ns, e.external(r.ns, step.Step))
 	if err != nil {
 		return made{}, err
 	}
-	if !step.Down {
-		return e.do(ctx, to, r.ns, g, scenario)
+	if step.Down {
+		r.w.down()
 	}
-	r.w.down()
+	wasDown := r.down(ctx)
 	m, err := e.do(ctx, to, r.ns, g, scenario)
-	m.down = true
-	if err == nil {
-		return m, nil
+	m.down = step.Down
+	if err == nil || !wasDown && !r.down(ctx) {
+		return m, err
 	}
 	why := err.Error()
 	if err := r.recover(); err != nil {
@@ -80,7 +83,7 @@ func (e *explorer) change(ctx context.Context, r *replicas, step Step, scenario 
 		m, err = e.do(ctx, to, r.ns, g, scenario)
 		return err
 	})
-	m.down, m.downRefused = true, why
+	m.down, m.downRefused = step.Down, why
 	return m, err
 }
 

@@ -144,8 +144,10 @@ type replicas struct {
 	app    *apptest.App
 	synced []health.Monitor
 	// syncedAt is when the running replica was first seen synced, or
-	// zero while it isn't yet.
-	syncedAt time.Time
+	// zero while it isn't yet; startedAt when it started, and wasSynced
+	// whether it has ever been seen synced.
+	syncedAt, startedAt time.Time
+	wasSynced           bool
 	// panics are the panics of the replicas stopped.
 	panics []string
 }
@@ -179,7 +181,7 @@ func (r *replicas) start() error {
 		return services, err
 	}, apptest.WithHost(host), apptest.WithAppOptions(options...))
 	a.Setup()
-	r.app, r.synced, r.syncedAt = a, synced, time.Time{}
+	r.app, r.synced, r.syncedAt, r.startedAt, r.wasSynced = a, synced, time.Time{}, time.Now(), false
 	if !built {
 		return fmt.Errorf("the Build failed: %s", wait.Report("the operator", a, a.Telemetry()))
 	}
@@ -199,7 +201,7 @@ func (r *replicas) quiet(ctx context.Context) time.Duration {
 		}
 	}
 	if r.syncedAt.IsZero() {
-		r.syncedAt = time.Now()
+		r.syncedAt, r.wasSynced = time.Now(), true
 	}
 	return min(r.w.since(), time.Since(r.syncedAt))
 }
@@ -255,6 +257,18 @@ func (r *replicas) pause(ctx context.Context) error {
 			// Cut off by its crash since the recover above, it lost its
 			// Lease and exited, as a crashed replica may.
 			return r.recover()
+		}
+		if !r.wasSynced && r.server.during(r.startedAt) {
+			// A restart of the API server began as it started (a crash
+			// and a restart at writes of one step race), and its first
+			// list failed: it exited, as a Pod's process would, and the
+			// kubelet would start it again. It starts once the server
+			// is back.
+			r.stop()
+			if err := r.server.wait(ctx); err != nil {
+				return err
+			}
+			return r.start()
 		}
 		return fmt.Errorf("the operator exited with %d: %s", r.app.Wait(), wait.Report("the operator", r.app, r.app.Telemetry()))
 	case <-time.After(100 * time.Millisecond):

@@ -20,9 +20,9 @@ type tally struct {
 	reconciles, succeeded int
 	// versioned counts the changes made in another version than the
 	// explored one; down the steps made while the operator was down, and
-	// downRefused those of them the API server refused then, to make
-	// again once it was back, the first of them firstDownRefused, with
-	// why (down.go).
+	// downRefused the changes the API server refused while it was down,
+	// those steps' or a step's that met a crash, to make again once it
+	// was back, the first of them firstDownRefused, with why (down.go).
 	versioned, down, downRefused int
 	firstDownRefused             string
 }
@@ -63,11 +63,10 @@ func (c tally) String() string {
 		out += fmt.Sprintf(", %d changes made in another version", c.versioned)
 	}
 	if c.down > 0 {
-		out += fmt.Sprintf(", %d steps made while the operator was down (%d refused then, and made once it was back", c.down, c.downRefused)
-		if c.firstDownRefused != "" {
-			out += "; the first: " + c.firstDownRefused
-		}
-		out += ")"
+		out += fmt.Sprintf(", %d steps made while the operator was down", c.down)
+	}
+	if c.downRefused > 0 {
+		out += fmt.Sprintf(", %d changes refused while it was down and made once it was back (the first: %s)", c.downRefused, c.firstDownRefused)
 	}
 	return out
 }

@@ -134,7 +134,7 @@ func TestTally_counts_versions_and_downs(t *testing.T) {
 	c.step(Step{Step: generate.Step{Op: generate.Update, Name: "a", Version: "v2"}}, made{refused: "invalid"})
 	c.step(Step{Step: generate.Step{Op: generate.Update, Name: "a"}, Down: true}, made{down: true})
 	require.Equal(t, `3 steps (1 refused by the API server, 0 wasted), 0 reconciles (0 succeeded), 1 changes made in another version, `+
-		`2 steps made while the operator was down (1 refused then, and made once it was back; the first: create a {"size":1} in v2: Internal error occurred: failed calling webhook)`, c.String())
+		`2 steps made while the operator was down, 1 changes refused while it was down and made once it was back (the first: create a {"size":1} in v2: Internal error occurred: failed calling webhook)`, c.String())
 	require.Equal(t, "3 steps (0 refused by the API server, 0 wasted), 0 reconciles (0 succeeded)", tally{steps: 3}.String(), "without either, as before")
 }
 
