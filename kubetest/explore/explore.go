@@ -23,7 +23,11 @@
 // away, and brings the server back with every object where it was; and,
 // with Faults.ScenarioAnnotation, transient errors through loam's own
 // failure injection answer the operator's k-th request for the step's
-// object with an error, as an overloaded or unreachable API server would.
+// object with an error, as an overloaded or unreachable API server would;
+// and, with Faults.Down, a step's change is made while the operator is
+// down, its webhooks down with it (down.go). With Config.Versions, steps
+// are written in other versions of the resource too, and a versions'
+// oracle checks the conversion (versions.go).
 package explore
 
 import (
