@@ -72,11 +72,20 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			}
 		}
 		if why == "" {
+			wasDown := r.down(ctx)
 			written, err := e.read(ctx, w)
-			if err != nil {
+			switch {
+			case err != nil && !wasDown && !r.down(ctx):
 				return err
+			case err != nil:
+				// What the operator wrote may be of the explored
+				// resource, its status, read through its webhooks'
+				// conversion: not settled while they are down.
+				why = fmt.Sprintf("reading what the operator wrote while it is down: %v", err)
 			}
-			why = collecting(w.kinds(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written), written, list.Items)
+			if why == "" {
+				why = collecting(w.kinds(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written), written, list.Items)
+			}
 		}
 		quiet := r.quiet(ctx)
 		if quiet >= e.quiet && w.release() {
