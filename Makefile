@@ -262,7 +262,9 @@ chaos:
 # kubetest/explore's test operator searched for from 5 seeds, and the
 # correct operators, that test's and the Memcached and databases
 # examples' (the last against the local PostgreSQL), explored for ten
-# minutes each, with the API server's restarts and transient errors too. `make test` searches for each bug from the one seed whose first
+# minutes each, with the API server's restarts and transient errors too,
+# and the Memcached example again with its webhooks served by its
+# replicas (TestExploreWebhooks). `make test` searches for each bug from the one seed whose first
 # sequence, of one or two steps, holds it, and explores the kept
 # sequences and one more (docs/testing.md). EXPLORE_SEEDS and
 # EXPLORE_DURATION override the two.
@@ -270,7 +272,7 @@ EXPLORE_SEEDS ?= 5
 EXPLORE_DURATION ?= 10m
 explore:
 	cd kubetest && go test -count=1 -timeout 90m -v -run TestExplore ./explore -args -explore.seeds=$(EXPLORE_SEEDS) -explore.duration=$(EXPLORE_DURATION)
-	cd examples && go test -count=1 -timeout 30m -v -run TestExplore ./memcached/explore -args -explore.duration=$(EXPLORE_DURATION)
+	cd examples && go test -count=1 -timeout 50m -v -run TestExplore ./memcached/explore -args -explore.duration=$(EXPLORE_DURATION)
 	cd examples && go test -count=1 -timeout 30m -v -run TestExplore ./databases/explore -args -explore.duration=$(EXPLORE_DURATION)
 
 tools: $(GOLANGCI_LINT)

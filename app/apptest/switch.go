@@ -11,9 +11,10 @@ import (
 
 // Switch is an app.Network in front of another, whose connections a test
 // can cut, as a pod cut off from the network sees it: Cut closes every
-// connection the Switch has made and refuses every dial and listen until
-// Restore. It is how a test takes a replica away from the API server
-// without stopping it, or stops one without letting it release anything.
+// connection the Switch has made or its listeners have accepted, and
+// refuses every dial and listen until Restore. It is how a test takes a
+// replica away from the API server without stopping it, or stops one
+// without letting it release anything.
 //
 // The zero Switch is ready to use and dials through the real network
 // (app.OSHost's), for tests of an App against a real server such as
@@ -71,7 +72,28 @@ func (s *Switch) Listen(ctx context.Context, network, address string) (net.Liste
 	if !s.keep(ln) {
 		return nil, down
 	}
-	return ln, nil
+	return &switchListener{Listener: ln, s: s}, nil
+}
+
+// switchListener is a listener a Switch made: what it accepts, the next
+// Cut closes too, as a pod cut off from the network loses the
+// connections others made to it.
+type switchListener struct {
+	net.Listener
+	s *Switch
+}
+
+// Accept accepts a connection, and fails with ENETDOWN, closing it, when
+// a Cut came while it was accepted.
+func (l *switchListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if !l.s.keep(c) {
+		return nil, &net.OpError{Op: "accept", Net: l.Addr().Network(), Addr: l.Addr(), Err: syscall.ENETDOWN}
+	}
+	return c, nil
 }
 
 func (s *Switch) isCut() bool {
@@ -94,8 +116,9 @@ func (s *Switch) keep(c interface{ Close() error }) bool {
 	return true
 }
 
-// Cut closes every connection and listener the Switch has made, and
-// refuses every dial and listen until Restore.
+// Cut closes every connection and listener the Switch has made, and every
+// connection its listeners have accepted, and refuses every dial and
+// listen until Restore.
 func (s *Switch) Cut() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -58,3 +58,40 @@ func TestSwitch_Cut_closes_what_it_made_and_refuses_until_Restore(t *testing.T) 
 		synctest.Wait()
 	})
 }
+
+// A pod cut off from the network loses the connections others made to
+// it too: Cut closes what the Switch's listeners accepted, so a server
+// behind a cut Switch, a replica's webhooks, is unreachable at once, not
+// only to new dials.
+func TestSwitch_Cut_closes_the_connections_its_listeners_accepted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		n := apptest.NewNetwork()
+		s := &apptest.Switch{Network: n}
+		ln, err := s.Listen(ctx, "tcp", "10.0.0.2:9443")
+		require.NoError(t, err)
+		accepted := make(chan struct{})
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			close(accepted)
+			_, _ = io.Copy(c, c)
+		}()
+		c, err := n.Dial(ctx, "tcp", "10.0.0.2:9443")
+		require.NoError(t, err)
+		defer func() { _ = c.Close() }()
+		<-accepted
+		_, err = c.Write([]byte("hi"))
+		require.NoError(t, err)
+		buf := make([]byte, 2)
+		_, err = io.ReadFull(c, buf)
+		require.NoError(t, err)
+
+		s.Cut()
+		_, err = c.Read(buf)
+		require.Error(t, err, "the connection its listener accepted is closed")
+		synctest.Wait()
+	})
+}

@@ -85,7 +85,11 @@ var Memcached = kube.Resource[MemcachedSpec, MemcachedStatus]{
 	Rules: []kube.TypeRules{
 		kube.Rules(&spec,
 			kube.Field(&spec.Size).Minimum(1).Maximum(3).Description("How many memcached pods run."),
-			kube.Field(&spec.Image).Pattern(regexp.MustCompile(`^memcached:`)).Default(DefaultImage),
+			// memcached's own images, with a tag v1beta1's schema allows
+			// too: the API server stores v1beta1, whose schema refuses a
+			// malformed image such as "memcached:", which this pattern's
+			// first form, ^memcached:, let through (issue #47).
+			kube.Field(&spec.Image).Pattern(memcachedImage).Default(DefaultImage),
 			// A ConfigMap's name is a DNS subdomain: the API server refuses
 			// any other at once, rather than the Memcached waiting for a
 			// ConfigMap that can never exist.
@@ -98,6 +102,12 @@ var Memcached = kube.Resource[MemcachedSpec, MemcachedStatus]{
 		),
 	},
 }
+
+// memcachedImage is the image of a v1alpha1 Memcached: memcached's own
+// repository on Docker Hub, and a tag as imageReference, v1beta1's
+// pattern, has one, so that every image v1alpha1 admits v1beta1 admits
+// too (TestImage_v1alpha1_admits_only_images_v1beta1_admits).
+var memcachedImage = regexp.MustCompile(`^memcached:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 
 // configMapName is what a ConfigMap's name may be: a DNS subdomain, as
 // Kubernetes validates it.

@@ -50,11 +50,18 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 		quietFrom time.Time
 	)
 	for {
+		wasDown := r.down(ctx)
 		list, err := objects.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
 		why = ""
+		switch {
+		case err != nil && !wasDown && !r.down(ctx):
+			return err
+		case err != nil:
+			// The operator is down, and with it the webhooks that may
+			// convert what the explorer reads (down.go): not settled.
+			why = fmt.Sprintf("reading the %ss while the operator is down: %v", e.kind, err)
+			list = &unstructured.UnstructuredList{}
+		}
 		for i := range list.Items {
 			if list.Items[i].GetDeletionTimestamp() != nil {
 				why = list.Items[i].GetName() + ": still being deleted"
@@ -65,11 +72,20 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			}
 		}
 		if why == "" {
+			wasDown := r.down(ctx)
 			written, err := e.read(ctx, w)
-			if err != nil {
+			switch {
+			case err != nil && !wasDown && !r.down(ctx):
 				return err
+			case err != nil:
+				// What the operator wrote may be of the explored
+				// resource, its status, read through its webhooks'
+				// conversion: not settled while they are down.
+				why = fmt.Sprintf("reading what the operator wrote while it is down: %v", err)
 			}
-			why = collecting(w.kinds(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written), written, list.Items)
+			if why == "" {
+				why = collecting(w.kinds(schema.GroupKind{Group: e.gvr.Group, Kind: e.kind}, written), written, list.Items)
+			}
 		}
 		// What the Pods and workloads are still to do, which the
 		// operator's own writes go on causing while it writes.

@@ -226,7 +226,7 @@ func (e *explorer) outcome(parent *unstructured.Unstructured, written map[string
 // the kubelet's are the world's, which the replay without faults keeps.
 func faulted(steps []Step) bool {
 	return slices.ContainsFunc(steps, func(s Step) bool {
-		return s.CrashAfter != 0 || s.StaleFrom != 0 || s.LoseFrom != 0 || s.RestartAfter != 0 || s.FailAt != 0
+		return s.CrashAfter != 0 || s.StaleFrom != 0 || s.LoseFrom != 0 || s.RestartAfter != 0 || s.FailAt != 0 || s.Down
 	})
 }
 

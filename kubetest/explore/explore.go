@@ -26,7 +26,11 @@
 // away, and brings the server back with every object where it was; and,
 // with Faults.ScenarioAnnotation, transient errors through loam's own
 // failure injection answer the operator's k-th request for the step's
-// object with an error, as an overloaded or unreachable API server would.
+// object with an error, as an overloaded or unreachable API server would;
+// and, with Faults.Down, a step's change is made while the operator is
+// down, its webhooks down with it (down.go). With Config.Versions, steps
+// are written in other versions of the resource too, and a versions'
+// oracle checks the conversion (versions.go).
 //
 // With Faults.Kubelet, on a cluster with kubetest's fake kubelet and
 // workload controllers, a step may also change the world under the
@@ -176,6 +180,18 @@ type Config[S, T any] struct {
 	// anything: how each replay names it apart, and what must hold of
 	// it after the final delete.
 	External External
+	// Versions are other served versions of Resource, each with the
+	// conversion of a spec to it (VersionOf): each step is written in
+	// Resource's version or one of these, uniformly, and after a step
+	// written in another, the versions' oracle checks that the object
+	// reads back in Resource's version as the same spec written there
+	// does (versions.go). Everything else reads Resource's version.
+	Versions []Version[S]
+	// Files are the files of each replica's Host, by slash-separated
+	// paths relative to its directory, which is its working directory:
+	// what Build's Setup reads through its Host, such as the serving
+	// certificate of the operator's webhooks (kube.NewWebhooks).
+	Files map[string][]byte
 }
 
 // ScenarioMember is the W3C baggage member the explorer's scenarios
@@ -222,6 +238,14 @@ type Faults struct {
 	// kubelet and the workload controllers (kubetest.WithFakeKubelet,
 	// kubetest.WithWorkloadControllers).
 	Kubelet bool
+	// Down turns on steps made while the operator is down: with
+	// probability 1/4, a step crashes the running replica before its
+	// change, which is tried at once, and starts a fresh one after. An
+	// operator that serves webhooks takes them down with it, so the API
+	// server refuses, with failurePolicy Fail, what they admit: such a
+	// change is made again once the fresh replica is up, and counted
+	// (down.go).
+	Down bool
 	// Restarts turns on the API server's restarts. They are off by
 	// default because each costs seconds, and more after it: every
 	// client's watches back off while the server is away, client-go's up
@@ -269,9 +293,11 @@ var ErrEmpty = errors.New("the exploration explored next to nothing")
 // every mistake, when cfg is wrong: a Resource with no CRD, no spec or
 // no status that records an observed generation, no Build, a negative
 // count, duration or rate, a Volatile entry that doesn't parse,
-// KeptOnly with Sequences or Duration, a kept
-// sequence that doesn't read or that fails requests without
-// Faults.ScenarioAnnotation, or KeptOnly with none kept. When none
+// KeptOnly with Sequences or Duration, a Versions entry that is wrong or
+// that the cluster doesn't serve, a File outside the Host's directory, a
+// kept sequence that doesn't read, that fails requests without
+// Faults.ScenarioAnnotation or that writes in a version no Versions
+// names, or KeptOnly with none kept. When none
 // fails, it returns an error wrapping ErrEmpty when most steps were
 // refused by the API server, or no reconcile succeeded. c should run
 // the garbage collector (kubetest.WithControllerManager), or children
@@ -321,7 +347,7 @@ func find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T], migrate
 		if err != nil {
 			return nil, fmt.Errorf("sequence %d of seed %d: %w", n, cfg.Seed, err)
 		}
-		if f := e.try(t, origin{seed: cfg.Seed, sequence: n}, schedule(cfg.Seed, n, changes, e.faults)); f != nil {
+		if f := e.try(t, origin{seed: cfg.Seed, sequence: n}, e.extend(cfg.Seed, n, schedule(cfg.Seed, n, changes, e.faults))); f != nil {
 			return f, nil
 		}
 	}
@@ -343,7 +369,7 @@ func (e *explorer) sequence(seed uint64, n int) ([]Step, error) {
 			return nil, fmt.Errorf("sequence %d of seed %d: %w", i, seed, err)
 		}
 		if i == n {
-			return schedule(seed, n, changes, e.faults), nil
+			return e.extend(seed, n, schedule(seed, n, changes, e.faults)), nil
 		}
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/loam-dev/loam/app/fault/jsonscenario"
@@ -70,6 +74,11 @@ type explorer struct {
 	kubeletNeeds string
 	noHealth     bool
 	healthTypes  []string
+	// otherVersions are the Config's Versions by name, versionNames
+	// their names in order, and files the Config's Files.
+	otherVersions map[string]version
+	versionNames  []string
+	files         map[string][]byte
 }
 
 // newExplorer returns cfg made ready to replay on c, or an error naming
@@ -162,6 +171,22 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 			errs = append(errs, fmt.Errorf("explore.Config.HealthConditions[%d]: empty, want a condition type such as Available", i))
 		}
 	}
+	var versions map[string]version
+	var versionNames []string
+	if len(cfg.Versions) > 0 {
+		disco, err := discovery.NewDiscoveryClientForConfig(c.RESTConfig())
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if versions, versionNames, err = versionsOf(cfg, disco); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Files)) {
+		if !filepath.IsLocal(filepath.FromSlash(name)) {
+			errs = append(errs, fmt.Errorf("explore.Config.Files %q: want a path relative to the Host's directory, inside it", name))
+		}
+	}
 	objects := cmp.Or(cfg.Objects, 2)
 	names := make([]string, max(objects, 0))
 	for i := range names {
@@ -178,6 +203,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		externalSpec: cfg.External.Spec, gone: cfg.External.Gone,
 		workloads: c.RunsWorkloadControllers(), kubeletNeeds: kubeletNeeds(c),
 		noHealth: cfg.NoHealthOracle, healthTypes: cfg.HealthConditions,
+		otherVersions: versions, versionNames: versionNames, files: cfg.Files,
 	}
 	if e.healthTypes == nil {
 		e.healthTypes = defaultHealthConditions

@@ -95,6 +95,12 @@ type Step struct {
 	// not the operator's fault: the sequence replayed without its
 	// faults keeps it.
 	Kubelet string
+	// Down makes the step's change while the operator is down: the
+	// running replica crashes before it, and a fresh one starts once it
+	// has been tried; a change the API server refused then, as it
+	// refuses what the operator's own webhooks admit while they are
+	// down, is made again once the fresh replica is up (down.go).
+	Down bool
 }
 
 // String says what the step changes, and its fault.
@@ -102,6 +108,9 @@ func (s Step) String() string {
 	out := s.Step.String()
 	if s.Kubelet != "" {
 		out += ", the kubelet's Pods " + s.Kubelet + " from then on"
+	}
+	if s.Down {
+		out += ", made while the operator is down"
 	}
 	if s.StaleFrom > 0 {
 		out += fmt.Sprintf(", the operator's view stale from its write %d", s.StaleFrom)

@@ -29,6 +29,10 @@ type keptStep struct {
 	FailAt       int            `json:"failAt,omitempty"`
 	FailWith     int            `json:"failWith,omitempty"`
 	Kubelet      string         `json:"kubelet,omitempty"`
+	// Version is the version the change is written in, "" the explored
+	// one; Down makes it while the operator is down.
+	Version string `json:"version,omitempty"`
+	Down    bool   `json:"down,omitempty"`
 }
 
 // parseOp returns the Op a kept step names, as Op's String names it.
@@ -48,7 +52,7 @@ func encodeSteps(steps []Step) ([]json.RawMessage, error) {
 		b, err := json.Marshal(keptStep{
 			Op: s.Op.String(), Name: s.Name, Spec: s.Spec,
 			CrashAfter: s.CrashAfter, StaleFrom: s.StaleFrom, LoseFrom: s.LoseFrom, RestartAfter: s.RestartAfter, FailAt: s.FailAt, FailWith: s.FailWith,
-			Kubelet: s.Kubelet,
+			Kubelet: s.Kubelet, Version: s.Version, Down: s.Down,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("step %d, %s: %w", i+1, s, err)
@@ -108,9 +112,9 @@ func decodeSteps(raw []json.RawMessage) ([]Step, error) {
 		}
 		spec, _ := numbers(k.Spec).(map[string]any)
 		steps[i] = Step{
-			Step:       generate.Step{Op: op, Name: k.Name, Spec: spec},
+			Step:       generate.Step{Op: op, Name: k.Name, Spec: spec, Version: k.Version},
 			CrashAfter: k.CrashAfter, StaleFrom: k.StaleFrom, LoseFrom: k.LoseFrom, RestartAfter: k.RestartAfter, FailAt: k.FailAt, FailWith: k.FailWith,
-			Kubelet: k.Kubelet,
+			Kubelet: k.Kubelet, Down: k.Down,
 		}
 	}
 	return steps, errors.Join(errs...)
@@ -153,7 +157,8 @@ type kept struct {
 // it always was, when regenerate is set, and left without steps
 // otherwise. It returns an error naming every kept sequence that doesn't
 // read, or that fails requests while transient errors are off: without
-// Faults.ScenarioAnnotation, the explorer has no way to fail them.
+// Faults.ScenarioAnnotation, the explorer has no way to fail them; or
+// that writes a step in a version no Config.Versions names.
 func (e *explorer) readKept(dir string, regenerate bool) ([]kept, error) {
 	files, err := corpus.Read(dir)
 	out := make([]kept, 0, len(files))
@@ -171,6 +176,12 @@ func (e *explorer) readKept(dir string, regenerate bool) ([]kept, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("kept sequence %s: %w", f.Path, err))
 			continue
+		}
+		for i, s := range k.steps {
+			if _, ok := e.otherVersions[s.Version]; s.Version != "" && !ok {
+				errs = append(errs, fmt.Errorf("kept sequence %s: step %d is written in %s, which no explore.Config.Versions names", f.Path, i+1, s.Version))
+				break
+			}
 		}
 		if e.annotation == "" {
 			for i, s := range k.steps {

@@ -1,8 +1,10 @@
 package explore
 
 import (
+	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -100,5 +102,38 @@ func TestTally_empty(t *testing.T) {
 			c.reconciles, c.succeeded = 5, tc.ok
 			require.Equal(t, tc.want, c.empty())
 		})
+	}
+}
+
+// TestTally_add_sums_every_count: a count added to the tally but not to
+// add is lost whenever replays run side by side (kept.go), as the
+// kubelet faults' and the down steps' were once.
+func TestTally_add_sums_every_count(t *testing.T) {
+	var one tally
+	v := reflect.ValueOf(&one).Elem()
+	for i := range v.NumField() {
+		// The fields are unexported: set them through their address.
+		f := reflect.NewAt(v.Field(i).Type(), unsafe.Pointer(v.Field(i).UnsafeAddr())).Elem()
+		switch f.Kind() {
+		case reflect.Int:
+			f.SetInt(1)
+		case reflect.String:
+			f.SetString("first")
+		default:
+			t.Fatalf("tally.%s: a %s; say here how add combines it", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	var sum tally
+	sum.add(one)
+	sum.add(one)
+	s := reflect.ValueOf(sum)
+	for i := range s.NumField() {
+		name := s.Type().Field(i).Name
+		switch f := s.Field(i); f.Kind() {
+		case reflect.Int:
+			require.EqualValues(t, 2, f.Int(), "tally.add doesn't add tally.%s", name)
+		case reflect.String:
+			require.Equal(t, "first", f.String(), "tally.add doesn't keep the first tally.%s", name)
+		}
 	}
 }

@@ -90,7 +90,7 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference b
 		if err != nil {
 			return nil, err
 		}
-		result, err := e.do(ctx, objects, r.ns, e.external(r.ns, step.Step), scenario)
+		result, err := e.change(ctx, r, step, scenario)
 		if err != nil {
 			return nil, fmt.Errorf("step %d, %s: %w", i+1, step, err)
 		}
@@ -99,6 +99,9 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference b
 		}
 		if refused != nil {
 			refused[i] = result.refused
+		}
+		if err := e.agree(ctx, r, e.external(r.ns, step.Step), result); err != nil {
+			return nil, fmt.Errorf("step %d, %s: %w", i+1, step, err)
 		}
 		if err := e.check(ctx, r); err != nil {
 			return nil, fmt.Errorf("after step %d, %s: %w", i+1, step, err)
@@ -149,8 +152,10 @@ type replicas struct {
 	app    *apptest.App
 	synced []health.Monitor
 	// syncedAt is when the running replica was first seen synced, or
-	// zero while it isn't yet.
-	syncedAt time.Time
+	// zero while it isn't yet; startedAt when it started, and wasSynced
+	// whether it has ever been seen synced.
+	syncedAt, startedAt time.Time
+	wasSynced           bool
 	// busy are the objects the running replica was reconciling when
 	// quiet last looked, in the order their reconciles began.
 	busy []string
@@ -168,7 +173,10 @@ type replicas struct {
 func (r *replicas) start() error {
 	network := &apptest.Switch{}
 	r.w.replica(network.Cut)
-	options := []app.Option{app.WithHost(app.Host{Network: network})}
+	// Each replica's Host holds the Config's Files, afresh, as a
+	// restarted Pod's mounts do.
+	host := apptest.NewHost(r.t, apptest.WithFiles(r.e.files))
+	options := []app.Option{app.WithHost(app.Host{Network: network, FS: host.FS()})}
 	if r.e.codec != nil {
 		options = append(options, app.WithFaults(fault.Settings{Decoder: r.e.codec}))
 	}
@@ -187,9 +195,9 @@ func (r *replicas) start() error {
 			}
 		}
 		return services, err
-	}, apptest.WithAppOptions(options...))
+	}, apptest.WithHost(host), apptest.WithAppOptions(options...))
 	a.Setup()
-	r.app, r.synced, r.syncedAt = a, synced, time.Time{}
+	r.app, r.synced, r.syncedAt, r.startedAt, r.wasSynced = a, synced, time.Time{}, time.Now(), false
 	if !built {
 		return fmt.Errorf("the Build failed: %s", wait.Report("the operator", a, a.Telemetry()))
 	}
@@ -214,7 +222,7 @@ func (r *replicas) quiet(ctx context.Context) time.Duration {
 		}
 	}
 	if r.syncedAt.IsZero() {
-		r.syncedAt = time.Now()
+		r.syncedAt, r.wasSynced = time.Now(), true
 	}
 	if r.busy = underWay(r.app.Telemetry().Running()); len(r.busy) > 0 {
 		return 0
@@ -282,6 +290,18 @@ func (r *replicas) pause(ctx context.Context) error {
 			// Lease and exited, as a crashed replica may.
 			return r.recover()
 		}
+		if !r.wasSynced && r.server.during(r.startedAt) {
+			// A restart of the API server began as it started (a crash
+			// and a restart at writes of one step race), and its first
+			// list failed: it exited, as a Pod's process would, and the
+			// kubelet would start it again. It starts once the server
+			// is back.
+			r.stop()
+			if err := r.server.wait(ctx); err != nil {
+				return err
+			}
+			return r.start()
+		}
 		return fmt.Errorf("the operator exited with %d: %s", r.app.Wait(), wait.Report("the operator", r.app, r.app.Telemetry()))
 	case <-time.After(100 * time.Millisecond):
 		return nil
@@ -308,19 +328,20 @@ func (e *explorer) scenario(i int, step Step) (string, error) {
 	return baggage.FromContext(ctx).String(), nil
 }
 
-// do makes one step's change, with scenario in the explored object's
+// do makes one step's change, to, with scenario in the explored object's
 // annotation, or none when it is "", when transient errors are on. A
 // step the cluster's state makes pointless, as a shrunk sequence may hold
 // (an update of an object that isn't there), is skipped: wasted, not
 // failed. A spec the API server refuses (a CEL rule the generator
-// doesn't solve) is skipped too. do says which it was, for the explorer
-// to count.
-func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns string, step generate.Step, scenario string) (made, error) {
+// doesn't solve, an admission webhook's denial) is skipped too. do says
+// which it was, for the explorer to count.
+func (e *explorer) do(ctx context.Context, to writeTo, ns string, step generate.Step, scenario string) (made, error) {
 	var err error
+	objects := to.objects
 	switch step.Op {
 	case generate.Create:
 		u := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": e.apiVersion, "kind": e.kind,
+			"apiVersion": to.apiVersion, "kind": e.kind,
 			"metadata": map[string]any{"name": step.Name, "namespace": ns},
 			"spec":     step.Spec,
 		}}
@@ -356,7 +377,7 @@ func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns
 		err = objects.Delete(ctx, step.Name, metav1.DeleteOptions{})
 	}
 	switch {
-	case apierrors.IsInvalid(err):
+	case refusal(err):
 		return made{refused: err.Error()}, nil
 	case apierrors.IsNotFound(err):
 		return made{wasted: true}, nil
@@ -366,10 +387,14 @@ func (e *explorer) do(ctx context.Context, objects dynamic.ResourceInterface, ns
 
 // made is what became of a step's change: made, wasted on an object that
 // wasn't there, was being deleted or was there already, or refused by
-// the API server, and why.
+// the API server, and why; and, for a step made while the operator was
+// down, down, with why the API server refused it then, when it did, in
+// downRefused (down.go).
 type made struct {
-	wasted  bool
-	refused string
+	wasted      bool
+	refused     string
+	down        bool
+	downRefused string
 }
 
 // updateSpec replaces name's whole spec, and its scenario annotation

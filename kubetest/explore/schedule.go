@@ -124,6 +124,13 @@ func withoutFaults(steps []Step, fails func([]Step) bool) []Step {
 				steps = try
 			}
 		}
+		if steps[i].Down {
+			try := slices.Clone(steps)
+			try[i].Down = false
+			if fails(try) {
+				steps = try
+			}
+		}
 	}
 	return steps
 }

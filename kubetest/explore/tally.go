@@ -39,8 +39,15 @@ func (c *tally) add(o tally) {
 	c.refused += o.refused
 	c.reconciles += o.reconciles
 	c.succeeded += o.succeeded
+	c.kubelet += o.kubelet
+	c.versioned += o.versioned
+	c.down += o.down
+	c.downRefused += o.downRefused
 	if c.firstRefused == "" {
 		c.firstRefused = o.firstRefused
+	}
+	if c.firstDownRefused == "" {
+		c.firstDownRefused = o.firstDownRefused
 	}
 }
 
@@ -59,6 +66,13 @@ type tally struct {
 	reconciles, succeeded int
 	// kubelet counts the steps that set a kubelet fault.
 	kubelet int
+	// versioned counts the changes made in another version than the
+	// explored one; down the steps made while the operator was down, and
+	// downRefused the changes the API server refused while it was down,
+	// those steps' or a step's that met a crash, to make again once it
+	// was back, the first of them firstDownRefused, with why (down.go).
+	versioned, down, downRefused int
+	firstDownRefused             string
 }
 
 // step counts step, tried, and what became of its change.
@@ -66,6 +80,18 @@ func (c *tally) step(step Step, m made) {
 	c.steps++
 	if step.Kubelet != "" {
 		c.kubelet++
+	}
+	if m.down {
+		c.down++
+	}
+	if m.downRefused != "" {
+		c.downRefused++
+		if c.firstDownRefused == "" {
+			c.firstDownRefused = fmt.Sprintf("%s: %s", step.Step, m.downRefused)
+		}
+	}
+	if step.Version != "" && !m.wasted && m.refused == "" {
+		c.versioned++
 	}
 	switch {
 	case m.wasted:
@@ -78,10 +104,22 @@ func (c *tally) step(step Step, m made) {
 	}
 }
 
-// String says how many steps were tried, wasted and refused, and how
-// many reconciles ran and succeeded.
+// String says how many steps were tried, wasted and refused, how many
+// reconciles ran and succeeded, and, when there were any, how many
+// changes were made in another version and how many steps while the
+// operator was down.
 func (c tally) String() string {
-	return fmt.Sprintf("%d steps (%d refused by the API server, %d wasted), %d reconciles (%d succeeded)", c.steps, c.refused, c.wasted, c.reconciles, c.succeeded)
+	out := fmt.Sprintf("%d steps (%d refused by the API server, %d wasted), %d reconciles (%d succeeded)", c.steps, c.refused, c.wasted, c.reconciles, c.succeeded)
+	if c.versioned > 0 {
+		out += fmt.Sprintf(", %d changes made in another version", c.versioned)
+	}
+	if c.down > 0 {
+		out += fmt.Sprintf(", %d steps made while the operator was down", c.down)
+	}
+	if c.downRefused > 0 {
+		out += fmt.Sprintf(", %d changes refused while it was down and made once it was back (the first: %s)", c.downRefused, c.firstDownRefused)
+	}
+	return out
 }
 
 // empty says why the exploration counted explored next to nothing, or ""

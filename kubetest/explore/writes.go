@@ -45,6 +45,9 @@ type writes struct {
 	// is set once it has, and refuses whatever the replica still sends.
 	crash   func()
 	crashed bool
+	// keepFaults is set when the replica crashed before a step's change
+	// (down.go): the fresh one keeps the step's faults.
+	keepFaults bool
 }
 
 // arm sets the faults of the step about to be made, counting its writes
@@ -57,11 +60,19 @@ func (w *writes) arm(s Step) {
 
 // replica sets the network of a new replica, which a crash cuts. The
 // new replica's view isn't stale, and it has lost no event; the crashed
-// one's watches are gone with it.
+// one's watches are gone with it. It doesn't crash at the step's crash,
+// which came, unless its predecessor crashed before the step's change
+// (down): then the step's faults are still to come, and its writes count
+// from none.
 func (w *writes) replica(cut func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.crash, w.crashed, w.crashAfter = cut, false, 0
+	w.crash, w.crashed = cut, false
+	if w.keepFaults {
+		w.keepFaults, w.step = false, 0
+	} else {
+		w.crashAfter = 0
+	}
 	w.holding, w.streams = false, map[*stream]struct{}{}
 	w.expired, w.relisting = map[string]int{}, map[string]int{}
 }

@@ -38,19 +38,29 @@ type Step struct {
 	Name string
 	// Spec is the object's whole spec, for a create or an update.
 	Spec map[string]any
+	// Version is the version of the resource the change is written in,
+	// when it is another than the one whose schema Spec follows: the
+	// explorer converts Spec to it. "" is that one. The generator leaves
+	// it "": the explorer draws it.
+	Version string
 }
 
 // String prints the Step as a failure's report does: the Op, the name,
-// and the spec as JSON.
+// the spec as JSON and, when it is written in another version, "in" and
+// the version.
 func (s Step) String() string {
+	in := ""
+	if s.Version != "" {
+		in = " in " + s.Version
+	}
 	if s.Op == Delete {
-		return fmt.Sprintf("delete %s", s.Name)
+		return fmt.Sprintf("delete %s%s", s.Name, in)
 	}
 	b, err := json.Marshal(s.Spec)
 	if err != nil {
-		return fmt.Sprintf("%s %s %v", s.Op, s.Name, s.Spec)
+		return fmt.Sprintf("%s %s %v%s", s.Op, s.Name, s.Spec, in)
 	}
-	return fmt.Sprintf("%s %s %s", s.Op, s.Name, b)
+	return fmt.Sprintf("%s %s %s%s", s.Op, s.Name, b, in)
 }
 
 // Steps returns n changes to objects named from names, each valid where
