@@ -611,6 +611,11 @@ func TestExplore(t *testing.T) {
 		reconcileUnderWay(t, c)
 	})
 
+	t.Run("a reconcile that never ends fails at Settle, named", func(t *testing.T) {
+		t.Parallel()
+		reconcileNeverEnds(t, c)
+	})
+
 	t.Run("a wrong config is refused with every mistake", func(t *testing.T) {
 		cfg := config(correct, 1)
 		cfg.Build, cfg.Steps, cfg.Quiet, cfg.Faults.ScenarioAnnotation = nil, -1, -time.Second, "no spaces/here"

@@ -242,43 +242,68 @@ func keep(dir string, f *Failure) (string, error) {
 // machine, and every operator's Lease, for little more gain.
 const keptAtOnce = 4
 
-// replayKept replays kept, and returns the Failure, shrunk, of the first
+// replayKept replays all, and returns the Failure, shrunk, of the first
 // that fails, or nil when none does. Those that restart nothing replay
 // first, side by side, keptAtOnce at a time, and the first of them in
-// kept's order that fails is returned; then those that restart the API
+// all's order that fails is returned; then those that restart the API
 // server, one at a time, alone. A restart takes every connection away:
 // the explorer's reads, and the watches of every operator, of every
 // replay, which only the replay that began it knows to wait for.
-func (e *explorer) replayKept(t *testing.T, kept []kept) *Failure {
+func (e *explorer) replayKept(t *testing.T, all []kept) *Failure {
 	t.Helper()
-	failures := make([]*Failure, len(kept))
-	slots := make(chan struct{}, keptAtOnce)
-	var wg sync.WaitGroup
-	for i, k := range kept {
+	try := func(k kept) *Failure { return e.try(t, origin{kept: k.path}, k.steps) }
+	var alone []kept
+	side := slices.DeleteFunc(slices.Clone(all), func(k kept) bool {
 		if restarts(k.steps) {
-			continue
+			alone = append(alone, k)
+			return true
 		}
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			failures[i] = e.try(t, origin{kept: k.path}, k.steps)
-		})
-	}
-	wg.Wait()
-	for _, f := range failures {
+		return false
+	})
+	for _, f := range sideBySide(t.Name(), side, keptAtOnce, try) {
 		if f != nil {
 			return f
 		}
 	}
-	for _, k := range kept {
-		if !restarts(k.steps) {
-			continue
-		}
-		if f := e.try(t, origin{kept: k.path}, k.steps); f != nil {
+	for _, k := range alone {
+		if f := sideBySide(t.Name(), []kept{k}, 1, try)[0]; f != nil {
 			return f
 		}
 	}
 	return nil
+}
+
+// errStopped is the Err of a kept sequence whose replay stopped its
+// goroutine, by t.FatalF or t.FailNow deep down (a namespace the API
+// server didn't create, say): its log says why.
+var errStopped = errors.New("its replay stopped the test: see the log above")
+
+// sideBySide tries each of seqs, atOnce at a time, and returns the
+// Failures, in seqs' order, nil for those that passed. A try that
+// stops its goroutine, as t.FailNow does off the test's own, fails with
+// errStopped, naming its sequence: the test, marked failed, goes on,
+// and the sequence that failed it would otherwise go unnamed among
+// those replayed beside it.
+func sideBySide(test string, seqs []kept, atOnce int, try func(kept) *Failure) []*Failure {
+	failures := make([]*Failure, len(seqs))
+	slots := make(chan struct{}, atOnce)
+	var wg sync.WaitGroup
+	for i, k := range seqs {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			returned := false
+			defer func() {
+				if !returned {
+					failures[i] = &Failure{Kept: k.path, Steps: k.steps, Of: len(k.steps), Err: errStopped, Test: test}
+				}
+			}()
+			failures[i] = try(k)
+			returned = true
+		})
+	}
+	wg.Wait()
+	return failures
 }
 
 // restarts reports whether steps restart the API server.

@@ -72,7 +72,18 @@ func (o slowWorker) Reconcile(ctx context.Context, m memcached.Object) (kube.Res
 // over, through a create with no fault: the explorer must wait for the
 // reconcile under way, not check the invariant in its silence.
 func reconcileUnderWay(t *testing.T, c *kubetest.Cluster) {
-	const quiet = 300 * time.Millisecond
+	f, err := explore.Find(t, c, underWayConfig(t, 900*time.Millisecond))
+	require.NoError(t, err)
+	if f != nil {
+		t.Fatalf("the explorer checked while a reconcile was under way: %v", f)
+	}
+}
+
+// underWayConfig explores slowWorker, each reconcile with work to do
+// working for work, through sequence 0 of seed 1, of one step, which
+// creates explore-0 (quickseeds_test.go): no fault, no fresh create, the
+// work's silence alone. Quiet is 300 ms.
+func underWayConfig(t *testing.T, work time.Duration) explore.Config[memcached.Spec, memcached.Status] {
 	cfg := config(correct, 1)
 	cfg.Build = func(s *app.Setup, client *kube.Client, ns string) ([]app.Service, error) {
 		k, err := kubernetes.NewForConfig(client.Config())
@@ -83,22 +94,34 @@ func reconcileUnderWay(t *testing.T, c *kubetest.Cluster) {
 		if err != nil {
 			return nil, err
 		}
-		ctrl, err := kube.NewController(s, client, explore.Settings("explore-slow", ns), resource, slowWorker{kube: k, dynamic: d, work: 3 * quiet})
+		// A replica stopped waits for its reconciles in flight for
+		// DrainTimeout, 15 s by default, before it cancels them: the
+		// shortest, RetryPeriod, for the work that never ends.
+		settings := explore.Settings("explore-slow", ns)
+		settings.LeaderElection.DrainTimeout = settings.LeaderElection.RetryPeriod
+		ctrl, err := kube.NewController(s, client, settings, resource, slowWorker{kube: k, dynamic: d, work: work})
 		if err != nil {
 			return nil, err
 		}
 		return []app.Service{ctrl}, nil
 	}
-	// Sequence 0 of seed 1, of one step, creates explore-0
-	// (quickseeds_test.go); no fault, no fresh create: the work's
-	// silence alone.
-	cfg.Sequences, cfg.Steps, cfg.Quiet = 1, 1, quiet
+	cfg.Sequences, cfg.Steps, cfg.Quiet = 1, 1, 300*time.Millisecond
 	cfg.Faults = explore.Faults{NoCrashes: true, NoStaleViews: true}
 	cfg.NoFreshCreates, cfg.NoUnfaultedReplays = true, true
 	cfg.Corpus = t.TempDir()
+	return cfg
+}
+
+// reconcileNeverEnds explores slowWorker whose work never ends within
+// Settle: the explorer mustn't wait for it past Settle, and its failure
+// says what the operator is still at.
+func reconcileNeverEnds(t *testing.T, c *kubetest.Cluster) {
+	cfg := underWayConfig(t, time.Hour)
+	cfg.Settle = 2 * time.Second
 	f, err := explore.Find(t, c, cfg)
 	require.NoError(t, err)
-	if f != nil {
-		t.Fatalf("the explorer checked while a reconcile was under way: %v", f)
-	}
+	require.NotNil(t, f, "a reconcile that never ends is no quiet")
+	t.Logf("%v", f)
+	require.ErrorContains(t, f.Err, "not settled within")
+	require.ErrorContains(t, f.Err, "the operator is still reconciling Memcached ")
 }
