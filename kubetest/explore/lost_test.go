@@ -211,3 +211,25 @@ func TestSchedule_lost_events_leave_the_other_faults(t *testing.T) {
 	require.Equal(t, without, with)
 	require.NotZero(t, lost, "some steps lose events")
 }
+
+// A reflector whose cut watch had sent nothing and lasted under a second
+// takes it for a very short watch (client-go's VeryShortWatchError): it
+// lists again at once, with no watch again from its resourceVersion. Its
+// relist settles the cut: a later watch of the collection from a
+// resourceVersion, after a watch that ended as watches end, isn't
+// expired, or the replay would lose events at a write no step names.
+func TestLost_relist_without_watch_again(t *testing.T) {
+	w := lostWrites()
+	path := "/apis/apps/v1/namespaces/ns/deployments"
+	s := w.watching(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path+"?watch=true&resourceVersion=7", nil))
+	require.NotNil(t, s)
+	s.WriteHeader(http.StatusOK)
+	w.arm(Step{LoseFrom: 1})
+	w.saw(write())
+	require.Equal(t, 1, w.takeCuts())
+	w.unwatch(s)
+
+	require.False(t, w.expire(httptest.NewRequest(http.MethodGet, path+"?watch=true&sendInitialEvents=true&resourceVersion=7&resourceVersionMatch=NotOlderThan", nil)), "the relist goes through")
+	require.False(t, awaiting(w))
+	require.False(t, w.expire(httptest.NewRequest(http.MethodGet, path+"?watch=true&resourceVersion=12", nil)), "a watch after the relist isn't expired")
+}
