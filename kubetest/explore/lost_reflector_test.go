@@ -93,7 +93,8 @@ func (s sniffer) Write(p []byte) (int, error) {
 
 func (s sniffer) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// informerThrough starts a client-go informer of ConfigMaps through the
+// informerThrough starts a client-go informer of ConfigMaps, with the
+// content types of loam's clients (kube/client.go), through the
 // proxy's handler, and waits for its first list. It returns the count
 // of the proxy's answers as expired.
 func informerThrough(t *testing.T, w *writes, f *fakeServer) *atomic.Int32 {
@@ -103,7 +104,7 @@ func informerThrough(t *testing.T, w *writes, f *fakeServer) *atomic.Int32 {
 		w.serve(sniffer{rw, expired}, r, f)
 	}))
 	t.Cleanup(srv.Close)
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: runtime.ContentTypeJSON}})
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: runtime.ContentTypeProtobuf, AcceptContentTypes: runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON}})
 	require.NoError(t, err)
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("ns"))
 	informer := factory.Core().V1().ConfigMaps().Informer()
