@@ -169,6 +169,14 @@ func (w *writes) deadline(base time.Time, settle time.Duration) time.Time {
 	return base
 }
 
+// cutCount returns how many times watches were cut since takeCuts was
+// last called.
+func (w *writes) cutCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cuts
+}
+
 // takeCuts returns how many times watches were cut since it was last
 // called.
 func (w *writes) takeCuts() int {

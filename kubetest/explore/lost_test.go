@@ -233,3 +233,23 @@ func TestLost_relist_without_watch_again(t *testing.T) {
 	require.False(t, awaiting(w))
 	require.False(t, w.expire(httptest.NewRequest(http.MethodGet, path+"?watch=true&resourceVersion=12", nil)), "a watch after the relist isn't expired")
 }
+
+// A replay's timing names the cuts losing events in the step they came
+// in, and counts on from what earlier replays cut.
+func TestLost_timing(t *testing.T) {
+	e := &explorer{server: &restarter{}, lost: 3}
+	tm := e.startTiming("starting")
+	w := lostWrites()
+	tm.cuts = w.cutCount
+	w.watching(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments?watch=true&resourceVersion=7", nil))
+	tm.next("step 1")
+	w.arm(Step{LoseFrom: 1})
+	w.saw(write())
+	tm.next("step 2")
+	e.lost += w.takeCuts()
+	tm.next("")
+	require.Len(t, tm.parts, 3)
+	require.Regexp(t, `^starting \S+$`, tm.parts[0])
+	require.Regexp(t, `^step 1 \S+ \(1 cut\)$`, tm.parts[1])
+	require.Regexp(t, `^step 2 \S+$`, tm.parts[2])
+}

@@ -51,7 +51,9 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference b
 	defer func() { tm.log(t, len(steps), failed) }()
 	ctx := t.Context()
 	w := &writes{objects: map[string]object{}, last: time.Now(), explored: e.gvr.GroupResource()}
+	// The cuts move to e.lost before tm logs them: their sum counts on.
 	defer func() { e.lost += w.takeCuts() }()
+	tm.cuts = w.cutCount
 	r := &replicas{t: t, e: e, ns: e.cluster.Namespace(t), w: w, server: e.server}
 	w.restart = func() { r.server.begin(ctx) }
 	defer func() {

@@ -12,8 +12,8 @@ import (
 // its change until its checks are done, the deletes at the end and the
 // operator's stop, each with the faults that came in it. A replay that
 // takes long says why: a step of a correct operator takes about twice
-// Quiet, and one with a crash, a stale view or a restart longer; a step
-// that fails waits out Settle.
+// Quiet, and one with a crash, a stale view, a restart or a cut losing
+// events (lost.go) longer; a step that fails waits out Settle.
 type timing struct {
 	e     *explorer
 	began time.Time
@@ -23,11 +23,14 @@ type timing struct {
 	from  time.Time
 	at    faultCounts
 	parts []string
+	// cuts counts the replay's cuts losing events so far, once its
+	// proxy is there (lost.go).
+	cuts func() int
 }
 
 // faultCounts counts the faults that came: replicas crashed, stale views
-// let go, and API server restarts begun.
-type faultCounts struct{ crashes, stale, restarts int }
+// let go, API server restarts begun and cuts losing events.
+type faultCounts struct{ crashes, stale, restarts, lost int }
 
 func (e *explorer) counts() faultCounts {
 	return faultCounts{crashes: e.crashes, stale: e.stale, restarts: e.server.count()}
@@ -36,17 +39,30 @@ func (e *explorer) counts() faultCounts {
 // startTiming starts timing a replay, its first part named part.
 func (e *explorer) startTiming(part string) *timing {
 	now := time.Now()
-	return &timing{e: e, began: now, part: part, from: now, at: e.counts()}
+	tm := &timing{e: e, began: now, part: part, from: now}
+	tm.at = tm.counts()
+	return tm
+}
+
+// counts counts the faults that came, the replay's cuts losing events
+// included.
+func (tm *timing) counts() faultCounts {
+	c := tm.e.counts()
+	c.lost = tm.e.lost
+	if tm.cuts != nil {
+		c.lost += tm.cuts()
+	}
+	return c
 }
 
 // next ends the part under way and begins the one named part.
 func (tm *timing) next(part string) {
-	now, counts := time.Now(), tm.e.counts()
+	now, counts := time.Now(), tm.counts()
 	var faults []string
 	for _, f := range []struct {
 		n    int
 		what string
-	}{{counts.crashes - tm.at.crashes, "crash"}, {counts.stale - tm.at.stale, "stale view"}, {counts.restarts - tm.at.restarts, "restart"}} {
+	}{{counts.crashes - tm.at.crashes, "crash"}, {counts.stale - tm.at.stale, "stale view"}, {counts.restarts - tm.at.restarts, "restart"}, {counts.lost - tm.at.lost, "cut"}} {
 		switch {
 		case f.n == 1:
 			faults = append(faults, "1 "+f.what)
