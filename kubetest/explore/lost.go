@@ -109,9 +109,9 @@ func (w *writes) cutLocked() {
 // expire reports whether r is a watch that the API server would answer
 // as one from a resourceVersion compacted away: a plain watch, from a
 // resourceVersion, of a collection whose watch was cut and neither
-// watched again nor listed again since. It counts that watch. A list or
-// a streamed list of such a collection is a relist: the quiet is counted
-// again from it.
+// watched again nor listed again since. It counts that watch. A list
+// from a resourceVersion or a streamed list of such a collection is a
+// relist: the quiet is counted again from it.
 func (w *writes) expire(r *http.Request) bool {
 	if r.Method != http.MethodGet {
 		return false
@@ -123,6 +123,12 @@ func (w *writes) expire(r *http.Request) bool {
 	watch, _ := strconv.ParseBool(q.Get("watch"))
 	initial, _ := strconv.ParseBool(q.Get("sendInitialEvents"))
 	if !watch || initial {
+		// A reflector relists from the resourceVersion it last saw (or
+		// "0"); a list with none is a consistent read, the operator's
+		// own, which tells its informers nothing.
+		if !watch && q.Get("resourceVersion") == "" {
+			return false
+		}
 		if w.relisting[path] > 0 {
 			w.relisting[path]--
 			w.last, w.relistedAt = time.Now(), time.Now()

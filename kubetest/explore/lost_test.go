@@ -253,3 +253,20 @@ func TestLost_timing(t *testing.T) {
 	require.Regexp(t, `^step 1 \S+ \(1 cut\)$`, tm.parts[1])
 	require.Regexp(t, `^step 2 \S+$`, tm.parts[2])
 }
+
+// An operator's own list of a collection, a consistent read (no
+// resourceVersion), isn't its reflector's relist, which lists from the
+// resourceVersion it last saw: the quiet still waits for the relist.
+func TestLost_own_list_is_no_relist(t *testing.T) {
+	w := lostWrites()
+	path := "/apis/apps/v1/namespaces/ns/deployments"
+	s := w.watching(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path+"?watch=true&resourceVersion=7", nil))
+	require.NotNil(t, s)
+	w.arm(Step{LoseFrom: 1})
+	w.saw(write())
+	require.True(t, w.expire(httptest.NewRequest(http.MethodGet, path+"?watch=true&resourceVersion=7", nil)))
+	require.False(t, w.expire(httptest.NewRequest(http.MethodGet, path+"?labelSelector=app%3Dm", nil)))
+	require.True(t, awaiting(w), "the operator's own list is no relist")
+	require.False(t, w.expire(httptest.NewRequest(http.MethodGet, path+"?limit=500&resourceVersion=7", nil)))
+	require.False(t, awaiting(w), "the reflector's relist came")
+}
