@@ -2,6 +2,7 @@ package explore
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -31,6 +32,9 @@ type fakeServer struct {
 	mu                            sync.Mutex
 	streamed, listed, watched, rv int
 	quiet                         bool
+	// noWatchList refuses streamed lists, as an API server with
+	// WatchList off does: the reflector lists plainly.
+	noWatchList bool
 }
 
 func (f *fakeServer) counts() (streamed, listed, watched int) {
@@ -54,8 +58,14 @@ func (f *fakeServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	default:
 		f.watched++
 	}
+	noWatchList := f.noWatchList
 	f.mu.Unlock()
 	rw.Header().Set("Content-Type", runtime.ContentTypeJSON)
+	if initial && noWatchList {
+		rw.WriteHeader(http.StatusUnprocessableEntity)
+		_ = json.NewEncoder(rw).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonInvalid, Code: http.StatusUnprocessableEntity})
+		return
+	}
 	if !watch {
 		_ = json.NewEncoder(rw).Encode(corev1.ConfigMapList{TypeMeta: metav1.TypeMeta{Kind: "ConfigMapList", APIVersion: "v1"}, ListMeta: metav1.ListMeta{ResourceVersion: rv}})
 		return
@@ -121,12 +131,26 @@ func informerThrough(t *testing.T, w *writes, f *fakeServer) *atomic.Int32 {
 // lists again, which the proxy lets through; then nothing is awaited,
 // and no later watch is expired.
 func TestLost_reflector_relists_after_each_cut(t *testing.T) {
+	for _, noWatchList := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noWatchList=%v", noWatchList), func(t *testing.T) {
+			relistsAfterEachCut(t, noWatchList)
+		})
+	}
+}
+
+func relistsAfterEachCut(t *testing.T, noWatchList bool) {
 	w := lostWrites()
-	f := &fakeServer{}
+	f := &fakeServer{noWatchList: noWatchList}
 	served := informerThrough(t, w, f)
 	streamed, listed, watched := f.counts()
-	require.Equal(t, 1, streamed+listed, "the first list")
-	require.Zero(t, watched)
+	if noWatchList {
+		require.Equal(t, 1, listed, "the first list, after the refused streamed one")
+	} else {
+		require.Equal(t, 1, streamed, "the first list")
+	}
+	if !noWatchList {
+		require.Zero(t, watched, "a streamed list is its reflector's watch")
+	}
 	for cut := 1; cut <= 2; cut++ {
 		w.arm(Step{LoseFrom: 1})
 		w.saw(write())
@@ -134,14 +158,26 @@ func TestLost_reflector_relists_after_each_cut(t *testing.T) {
 		require.True(t, awaiting(w), "cut %d", cut)
 		require.Eventually(t, func() bool { return !awaiting(w) }, 10*time.Second, 20*time.Millisecond, "cut %d: the relist", cut)
 		s, l, wa := f.counts()
-		require.Equal(t, 1+cut, s+l, "cut %d: one relist", cut)
-		require.Zero(t, wa, "cut %d: the watch again never reached the API server", cut)
+		if noWatchList {
+			require.Equal(t, 1+cut, l, "cut %d: one relist", cut)
+		} else {
+			require.Equal(t, 1+cut, s, "cut %d: one relist", cut)
+		}
+		// The watch again from the cut's resourceVersion never reaches
+		// the API server: only a plain list's watch does, one a list.
+		if noWatchList {
+			require.LessOrEqual(t, wa, 1+cut, "cut %d", cut)
+		} else {
+			require.Zero(t, wa, "cut %d", cut)
+		}
 		require.EqualValues(t, cut, served.Load(), "cut %d: the proxy answered it as expired", cut)
 		w.mu.Lock()
 		expired := w.expired["/api/v1/namespaces/ns/configmaps"]
 		w.mu.Unlock()
 		require.Zero(t, expired, "cut %d: the expiry was served", cut)
 	}
+	s, l, _ := f.counts()
+	t.Logf("lists: %d streamed, %d plain", s, l)
 }
 
 // A cut of a watch that had sent nothing, within a second of its
