@@ -270,3 +270,30 @@ func TestLost_own_list_is_no_relist(t *testing.T) {
 	require.False(t, w.expire(httptest.NewRequest(http.MethodGet, path+"?limit=500&resourceVersion=7", nil)))
 	require.False(t, awaiting(w), "the reflector's relist came")
 }
+
+// The proxy's handler recovers only the abort of a stream it cut: any
+// other panic, or an abort of a watch no cut ended, goes on up.
+func TestLost_serve_recovers_only_the_cut(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    any
+		cut  bool
+	}{
+		{"another panic, after a cut", "boom", true},
+		{"an abort, no cut", http.ErrAbortHandler, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := lostWrites()
+			next := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				rw.WriteHeader(http.StatusOK)
+				if tc.cut {
+					w.arm(Step{LoseFrom: 1})
+					w.saw(write())
+				}
+				panic(tc.v)
+			})
+			r := httptest.NewRequest(http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments?watch=true&resourceVersion=7", nil)
+			require.PanicsWithValue(t, tc.v, func() { w.serve(httptest.NewRecorder(), r, next) })
+		})
+	}
+}
