@@ -108,9 +108,10 @@ func (w *writes) cutLocked() {
 
 // expire reports whether r is a watch that the API server would answer
 // as one from a resourceVersion compacted away: a plain watch, from a
-// resourceVersion, of a collection whose watch was cut and not yet
-// watched again. It counts that watch. A list or a streamed list of such
-// a collection is a relist: the quiet is counted again from it.
+// resourceVersion, of a collection whose watch was cut and neither
+// watched again nor listed again since. It counts that watch. A list
+// from a resourceVersion or a streamed list of such a collection is a
+// relist: the quiet is counted again from it.
 func (w *writes) expire(r *http.Request) bool {
 	if r.Method != http.MethodGet {
 		return false
@@ -122,9 +123,22 @@ func (w *writes) expire(r *http.Request) bool {
 	watch, _ := strconv.ParseBool(q.Get("watch"))
 	initial, _ := strconv.ParseBool(q.Get("sendInitialEvents"))
 	if !watch || initial {
+		// A reflector relists from the resourceVersion it last saw (or
+		// "0"); a list with none is a consistent read, the operator's
+		// own, which tells its informers nothing.
+		if !watch && q.Get("resourceVersion") == "" {
+			return false
+		}
 		if w.relisting[path] > 0 {
 			w.relisting[path]--
 			w.last, w.relistedAt = time.Now(), time.Now()
+		}
+		// A reflector watches again from its resourceVersion only before
+		// it relists: one whose cut watch was very short (nothing sent,
+		// under a second) relists at once, and its expiry, left, would
+		// expire a watch of a later step that no cut ended.
+		if n := w.relisting[path]; w.expired[path] > n {
+			w.expired[path] = n
 		}
 		return false
 	}
@@ -159,6 +173,14 @@ func (w *writes) deadline(base time.Time, settle time.Duration) time.Time {
 		return t
 	}
 	return base
+}
+
+// cutCount returns how many times watches were cut since takeCuts was
+// last called.
+func (w *writes) cutCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cuts
 }
 
 // takeCuts returns how many times watches were cut since it was last

@@ -211,3 +211,88 @@ func TestSchedule_lost_events_leave_the_other_faults(t *testing.T) {
 	require.Equal(t, without, with)
 	require.NotZero(t, lost, "some steps lose events")
 }
+
+// A reflector whose cut watch had sent nothing and lasted under a second
+// takes it for a very short watch (client-go's VeryShortWatchError): it
+// lists again at once, with no watch again from its resourceVersion. Its
+// relist settles the cut: a later watch of the collection from a
+// resourceVersion, after a watch that ended as watches end, isn't
+// expired, or the replay would lose events at a write no step names.
+func TestLost_relist_without_watch_again(t *testing.T) {
+	w := lostWrites()
+	path := "/apis/apps/v1/namespaces/ns/deployments"
+	s := w.watching(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path+"?watch=true&resourceVersion=7", nil))
+	require.NotNil(t, s)
+	s.WriteHeader(http.StatusOK)
+	w.arm(Step{LoseFrom: 1})
+	w.saw(write())
+	require.Equal(t, 1, w.takeCuts())
+	w.unwatch(s)
+
+	require.False(t, w.expire(httptest.NewRequest(http.MethodGet, path+"?watch=true&sendInitialEvents=true&resourceVersion=7&resourceVersionMatch=NotOlderThan", nil)), "the relist goes through")
+	require.False(t, awaiting(w))
+	require.False(t, w.expire(httptest.NewRequest(http.MethodGet, path+"?watch=true&resourceVersion=12", nil)), "a watch after the relist isn't expired")
+}
+
+// A replay's timing names the cuts losing events in the step they came
+// in, taken into the replay's count or not yet.
+func TestLost_timing(t *testing.T) {
+	w := lostWrites()
+	r := &replicas{server: &restarter{}, w: w}
+	tm := r.startTiming("starting")
+	w.watching(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments?watch=true&resourceVersion=7", nil))
+	tm.next("step 1")
+	w.arm(Step{LoseFrom: 1})
+	w.saw(write())
+	tm.next("step 2")
+	r.n.lost += w.takeCuts()
+	tm.next("")
+	require.Len(t, tm.parts, 3)
+	require.Regexp(t, `^starting \S+$`, tm.parts[0])
+	require.Regexp(t, `^step 1 \S+ \(1 cut\)$`, tm.parts[1])
+	require.Regexp(t, `^step 2 \S+$`, tm.parts[2])
+}
+
+// An operator's own list of a collection, a consistent read (no
+// resourceVersion), isn't its reflector's relist, which lists from the
+// resourceVersion it last saw: the quiet still waits for the relist.
+func TestLost_own_list_is_no_relist(t *testing.T) {
+	w := lostWrites()
+	path := "/apis/apps/v1/namespaces/ns/deployments"
+	s := w.watching(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path+"?watch=true&resourceVersion=7", nil))
+	require.NotNil(t, s)
+	w.arm(Step{LoseFrom: 1})
+	w.saw(write())
+	require.True(t, w.expire(httptest.NewRequest(http.MethodGet, path+"?watch=true&resourceVersion=7", nil)))
+	require.False(t, w.expire(httptest.NewRequest(http.MethodGet, path+"?labelSelector=app%3Dm", nil)))
+	require.True(t, awaiting(w), "the operator's own list is no relist")
+	require.False(t, w.expire(httptest.NewRequest(http.MethodGet, path+"?limit=500&resourceVersion=7", nil)))
+	require.False(t, awaiting(w), "the reflector's relist came")
+}
+
+// The proxy's handler recovers only the abort of a stream it cut: any
+// other panic, or an abort of a watch no cut ended, goes on up.
+func TestLost_serve_recovers_only_the_cut(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    any
+		cut  bool
+	}{
+		{"another panic, after a cut", "boom", true},
+		{"an abort, no cut", http.ErrAbortHandler, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := lostWrites()
+			next := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				rw.WriteHeader(http.StatusOK)
+				if tc.cut {
+					w.arm(Step{LoseFrom: 1})
+					w.saw(write())
+				}
+				panic(tc.v)
+			})
+			r := httptest.NewRequest(http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments?watch=true&resourceVersion=7", nil)
+			require.PanicsWithValue(t, tc.v, func() { w.serve(httptest.NewRecorder(), r, next) })
+		})
+	}
+}

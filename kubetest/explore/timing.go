@@ -12,8 +12,8 @@ import (
 // its change until its checks are done, the deletes at the end and the
 // operator's stop, each with the faults that came in it. A replay that
 // takes long says why: a step of a correct operator takes about twice
-// Quiet, and one with a crash, a stale view or a restart longer; a step
-// that fails waits out Settle.
+// Quiet, and one with a crash, a stale view, a restart or a cut losing
+// events (lost.go) longer; a step that fails waits out Settle.
 type timing struct {
 	r     *replicas
 	began time.Time
@@ -26,14 +26,19 @@ type timing struct {
 }
 
 // faultCounts counts the faults that came: replicas crashed, stale views
-// let go, and API server restarts begun.
-type faultCounts struct{ crashes, stale, restarts int }
+// let go, API server restarts begun and cuts losing events.
+type faultCounts struct{ crashes, stale, restarts, lost int }
 
 // counts returns the faults that came in r's replay so far, and the API
 // server's restarts begun by any replay: those that restart it replay
 // one at a time (kept.go).
 func (r *replicas) counts() faultCounts {
-	return faultCounts{crashes: r.n.crashes, stale: r.n.stale, restarts: r.server.count()}
+	c := faultCounts{crashes: r.n.crashes, stale: r.n.stale, restarts: r.server.count(), lost: r.n.lost}
+	if r.w != nil {
+		// The cuts not yet taken into r.n.lost (replay.go).
+		c.lost += r.w.cutCount()
+	}
+	return c
 }
 
 // startTiming starts timing r's replay, its first part named part.
@@ -49,7 +54,7 @@ func (tm *timing) next(part string) {
 	for _, f := range []struct {
 		n    int
 		what string
-	}{{counts.crashes - tm.at.crashes, "crash"}, {counts.stale - tm.at.stale, "stale view"}, {counts.restarts - tm.at.restarts, "restart"}} {
+	}{{counts.crashes - tm.at.crashes, "crash"}, {counts.stale - tm.at.stale, "stale view"}, {counts.restarts - tm.at.restarts, "restart"}, {counts.lost - tm.at.lost, "cut"}} {
 		switch {
 		case f.n == 1:
 			faults = append(faults, "1 "+f.what)
