@@ -367,7 +367,7 @@ func config(b bug, seed uint64) explore.Config[memcached.Spec, memcached.Status]
 func TestExplore(t *testing.T) {
 	c := startCluster(t, false)
 
-	correctReplays(t, c, "ignores updates", "loses work", "a finalizer that needs its child")
+	correctReplays(t, c, "a correct operator passes the sequences that found the planted bugs", "ignores updates", "loses work", "a finalizer that needs its child")
 
 	for _, tc := range plantedBugs() {
 		if !tc.kubelet {
