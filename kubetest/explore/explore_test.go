@@ -367,6 +367,22 @@ func config(b bug, seed uint64) explore.Config[memcached.Spec, memcached.Status]
 func TestExplore(t *testing.T) {
 	c := startCluster(t, false)
 
+	if *duration == 0 {
+		// make test's exploration of the correct operator, sequence 0
+		// of seed 1, with every fault but the API server's restarts
+		// (the Memcached example's kept sequences restart it) and the
+		// kubelet's, which TestExploreWithPods' replay takes it
+		// through. make explore's is TestExploreWithPods', with every
+		// fault.
+		t.Run("a correct operator explores clean", func(t *testing.T) {
+			t.Parallel()
+			cfg := config(correct, 1)
+			cfg.Sequences = 1
+			cfg.Faults.ScenarioAnnotation = scenarioAnnotation
+			explore.Run(t, c, cfg)
+		})
+	}
+
 	correctReplays(t, c, "a correct operator passes the sequences that found the planted bugs", "ignores updates", "loses work", "a finalizer that needs its child")
 
 	for _, tc := range plantedBugs() {
