@@ -1,11 +1,9 @@
 package explore_test
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -27,7 +25,6 @@ import (
 	"github.com/loam-dev/loam/kubetest"
 	"github.com/loam-dev/loam/kubetest/explore"
 	"github.com/loam-dev/loam/kubetest/internal/corpus"
-	"github.com/loam-dev/loam/kubetest/internal/generate"
 	"github.com/loam-dev/loam/kubetest/internal/memcached"
 	"github.com/loam-dev/loam/kubetest/kubelet"
 )
@@ -333,17 +330,26 @@ var sized = explore.Invariant{
 	},
 }
 
-func startCluster(t *testing.T) *kubetest.Cluster {
+// startCluster starts the cluster of the test t. pods adds the workload
+// controllers and the fake kubelet, which bring the Deployments' Pods
+// alive, so that the operator's Available condition has something to
+// follow, and the kubelet's faults something to break. Without them no
+// Pod is made, and a step waits for none: on a cluster with them, every
+// step waits for its Pods and workloads to settle, for two Quiets, which
+// doubled this package's time in make test when every subtest ran on
+// one. A process runs one controller manager at a time, so the two
+// clusters run one after the other: TestExplore's, then
+// TestExploreWithPods'.
+func startCluster(t *testing.T, pods bool) *kubetest.Cluster {
 	t.Helper()
 	crd, err := resource.CRD()
 	require.NoError(t, err)
 	refusingCRD, err := refusing.CRD()
 	require.NoError(t, err)
-	// The workload controllers and the fake kubelet bring the
-	// Deployments' Pods alive, so that the operator's Available
-	// condition has something to follow, and the kubelet's faults
-	// something to break.
-	return kubetest.Start(t, kubetest.WithWorkloadControllers(), kubetest.WithFakeKubelet(kubelet.Config{}), kubetest.WithCRDs(crd, refusingCRD))
+	if pods {
+		return kubetest.Start(t, kubetest.WithWorkloadControllers(), kubetest.WithFakeKubelet(kubelet.Config{}), kubetest.WithCRDs(crd, refusingCRD))
+	}
+	return kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithCRDs(crd, refusingCRD))
 }
 
 // search is where a make test search for a planted bug starts: a seed,
@@ -378,222 +384,43 @@ func config(b bug, seed uint64) explore.Config[memcached.Spec, memcached.Status]
 	}
 }
 
+// TestExplore explores on a cluster whose Pods never come alive: the
+// planted bugs its invariants and oracles find, the correct operator's
+// replays of the sequences that found them, and the explorer's refusals.
+// What needs Pods alive is TestExploreWithPods'.
 func TestExplore(t *testing.T) {
-	c := startCluster(t)
+	c := startCluster(t, false)
 
-	t.Run("a correct operator explores clean", func(t *testing.T) {
-		cfg := config(correct, 1)
-		cfg.Sequences = 1
-		cfg.Duration = *duration
-		cfg.Faults.ScenarioAnnotation = scenarioAnnotation
-		cfg.Faults.LostEvents = true
-		// The kubelet's faults, which the health oracle checks the
-		// operator's Available condition under.
-		cfg.Faults.Kubelet = true
-		// make explore's exploration restarts the API server too, so it
-		// runs alone, before the searches. It can't have a cluster of
-		// its own beside them: kube-controller-manager reserves its
-		// informers' name process-wide (client-go's
-		// cache.NewInformerName), so one process runs one controller
-		// manager at a time. make test's, sequence 0 of seed 1 with
-		// every other fault, restarts nothing and runs beside the
-		// searches: the restarts of a correct operator's replays are
-		// make test's in examples/memcached/explore, whose kept
-		// seed-1-sequence-2 and seed-1-sequence-14 restart the API
-		// server. A sequence it keeps stays in its own corpus, replayed
-		// here.
-		// A kept sequence replays its restarts whatever cfg.Faults says,
-		// and a restart of the shared cluster is one that the explorers
-		// beside it don't know of: their reads fail, and their waits
-		// aren't stretched for clients catching up. A corpus that
-		// restarts is replayed alone, as it was before.
-		switch {
-		case *duration > 0:
-			cfg.Faults.Restarts = true
-		case !keptRestarts(t, corpus.Dir(t)):
-			t.Parallel()
-		}
-		explore.Run(t, c, cfg)
-	})
-
-	t.Run("a correct operator passes the sequences that found the planted bugs", func(t *testing.T) {
-		// Each sequence, kept in its subtest's corpus, restarts nothing,
-		// so the replays run beside the searches, each on its own.
-		t.Parallel()
-		for _, found := range []string{"ignores updates", "loses work", "a finalizer that needs its child", "reports Available early"} {
-			t.Run(found, func(t *testing.T) {
+	if *duration == 0 {
+		// make test's exploration of the correct operator, sequence 0
+		// of seed 1, with every fault but the API server's restarts
+		// (the Memcached example's kept sequences restart it) and the
+		// kubelet's, which TestExploreWithPods' replay takes it
+		// through. make explore's is TestExploreWithPods', with every
+		// fault.
+		t.Run("a correct operator explores clean", func(t *testing.T) {
+			cfg := config(correct, 1)
+			cfg.Sequences = 1
+			cfg.Faults.ScenarioAnnotation = scenarioAnnotation
+			cfg.Faults.LostEvents = true
+			// A kept sequence replays its restarts whatever cfg.Faults
+			// says, and a restart of the shared cluster is one that the
+			// explorers beside it don't know of: their reads fail, and
+			// their waits aren't stretched for clients catching up. A
+			// corpus that restarts is replayed alone.
+			if !keptRestarts(t, corpus.Dir(t)) {
 				t.Parallel()
-				require.False(t, keptRestarts(t, corpus.Dir(t)), "a sequence kept here runs beside the searches: it mustn't restart the API server")
-				cfg := config(correct, 0)
-				cfg.KeptOnly = true
-				cfg.Sequences = 0
-				cfg.Faults.ScenarioAnnotation = scenarioAnnotation
-				// A second replay of each without its faults would
-				// double make test's share (issue #41); the correct
-				// operator's exploration above, and make explore,
-				// compare faulted and unfaulted ends.
-				cfg.NoUnfaultedReplays = *duration == 0
-				explore.Run(t, c, cfg)
-			})
-		}
-	})
-
-	for _, tc := range []struct {
-		bug  bug
-		name string
-		// errors turns transient errors on, and lost lost events.
-		errors, lost bool
-		// differential searches with no invariant: the differential
-		// oracles must find the bug.
-		differential bool
-		// kubelet turns the kubelet's faults on, and the invariants off:
-		// the health oracle finds the bug with none.
-		kubelet bool
-		// quick is make test's search: the seed whose first sequence of
-		// steps steps holds the bug, no fault but the one it needs (the
-		// schedule comes from the seed).
-		quick search
-		// found checks the minimal failing sequence.
-		found func(t *testing.T, f *explore.Failure)
-	}{{
-		bug: ignoresUpdates, name: "an operator that ignores updates",
-		// create explore-0 of size 2, update it to size 3.
-		quick: search{seed: 23, steps: 2},
-		found: func(t *testing.T, f *explore.Failure) {
-			require.ErrorContains(t, f.Err, "its Deployment runs")
-			require.Len(t, f.Steps, 2, "a create and an update of a new size are enough")
-			require.Equal(t, generate.Create, f.Steps[0].Op)
-			require.Equal(t, generate.Update, f.Steps[1].Op)
-			require.NotEqual(t, f.Steps[0].Spec["size"], f.Steps[1].Spec["size"])
-		},
-	}, {
-		bug: notIdempotent, name: "an operator that writes on every pass",
-		// create explore-0.
-		quick: search{seed: 1, steps: 1, settle: quickSettle},
-		found: func(t *testing.T, f *explore.Failure) {
-			// It writes again and again: never quiet for Quiet, or, on
-			// a machine busy enough to space its writes further apart,
-			// quiet once and then writing with nothing to do.
-			require.Regexp(t, `the operator still writes|the operator isn't quiet: with nothing to do, it changed`, f.Err.Error())
-			require.Len(t, f.Steps, 1, "a create is enough")
-			require.Equal(t, generate.Create, f.Steps[0].Op)
-		},
-	}, {
-		bug: losesWork, name: "an operator that loses work when it crashes between two writes",
-		// create explore-0, crashing after write 2.
-		quick: search{seed: 9, steps: 1},
-		found: func(t *testing.T, f *explore.Failure) {
-			require.ErrorContains(t, f.Err, "invariant")
-			last := f.Steps[len(f.Steps)-1]
-			require.Contains(t, []generate.Op{generate.Create, generate.Update}, last.Op)
-			require.NotZero(t, last.CrashAfter, "the loss needs a crash")
-		},
-	}, {
-		bug: finalizerNeedsChild, name: "a finalizer that never finishes when its child is gone",
-		// create explore-0, delete it crashing after write 1.
-		quick: search{seed: 53, steps: 2, settle: quickSettle},
-		found: func(t *testing.T, f *explore.Failure) {
-			require.ErrorContains(t, f.Err, "still being deleted")
-			require.Len(t, f.Steps, 2, "a create, and a delete that crashes, are enough")
-			require.Equal(t, generate.Delete, f.Steps[1].Op)
-			require.Equal(t, 1, f.Steps[1].CrashAfter, "the crash comes right after the Deployment's delete")
-		},
-	}, {
-		bug: staleView, name: "an operator that acts on a stale view",
-		// create explore-0, the view stale from write 1.
-		quick: search{seed: 25, steps: 1},
-		found: func(t *testing.T, f *explore.Failure) {
-			require.ErrorContains(t, f.Err, "Deployments, want 1")
-			require.Equal(t, generate.Create, f.Steps[0].Op)
-			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.StaleFrom > 0 }),
-				"the second Deployment needs a stale view")
-		},
-	}, {
-		bug: loops, name: "an operator that reconciles in a loop, writing nothing",
-		// create explore-0.
-		quick: search{seed: 1, steps: 1},
-		found: func(t *testing.T, f *explore.Failure) {
-			require.ErrorContains(t, f.Err, "the operator reconciles in a loop: with nothing to do, writing nothing, Memcached ")
-			require.Regexp(t, `Memcached \S+/explore-\d, reconciled \d+ times in \S+ \(\d+ a second\)`, f.Err.Error())
-			require.Len(t, f.Steps, 1, "a create is enough")
-			require.Equal(t, generate.Create, f.Steps[0].Op)
-		},
-	}, {
-		bug: dropsErrors, name: "an operator that drops an error", errors: true,
-		// create explore-1, failing request 2 (the apply).
-		quick: search{seed: 18, steps: 1},
-		found: func(t *testing.T, f *explore.Failure) {
-			require.ErrorContains(t, f.Err, "invariant")
-			last := f.Steps[len(f.Steps)-1]
-			require.Contains(t, []generate.Op{generate.Create, generate.Update}, last.Op)
-			require.NotZero(t, last.FailAt, "the lost apply needs a failed request")
-		},
-	}, {
-		bug: forgetsSkipped, name: "an operator that forgets an update when events are skipped", lost: true, differential: true,
-		// create explore-1, update it to size 2, losing events from write 1.
-		quick: search{seed: 191, steps: 2},
-		found: func(t *testing.T, f *explore.Failure) {
-			// An update's announcement lost, or a re-create's, whose name
-			// the operator has seen before.
-			require.Regexp(t, `^after step \d+, (update|create) explore-\d \S+, the operator's watches losing events from its write \d: `+
-				`the Memcached explore-\d and a fresh Memcached of the same spec, explore-\d-fresh, differ: the Deployment `, f.Err.Error())
-			// The failing step loses events (above). The shrinking may keep
-			// steps after it: from seed 2, a replay of fewer steps, the
-			// same faults, passed once (the k-th write counts every write
-			// of the operator, a status write that a change of its
-			// Deployment started included, so the cut may come before the
-			// update's event rather than after).
-			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.LoseFrom > 0 }),
-				"the forgotten update needs lost events")
-		},
-	}, {
-		bug: availableEarly, name: "an operator that reports Available before its Deployment is", kubelet: true,
-		// create explore-0, the kubelet's Pods NeverReady.
-		quick: search{seed: 23, steps: 1},
-		found: func(t *testing.T, f *explore.Failure) {
-			require.ErrorContains(t, f.Err, "the health oracle: the Memcached explore-")
-			require.Regexp(t, `says Available True while the Deployment explore-\d it controls isn't available: Available False \(MinimumReplicasUnavailable: `, f.Err.Error())
-			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.Kubelet != "" && s.Kubelet != "Healthy" }),
-				"the Pods must be kept from becoming ready: healthy, they are soon ready, and the bug unseen")
-		},
-	}} {
-		t.Run(tc.name+" is found, with a minimal sequence", func(t *testing.T) {
-			// The searches run together, on one cluster: each replay has
-			// a namespace of its own, and most of a search is waiting for
-			// an operator to settle, not computing (27 s of CPU in a
-			// 169 s run of this package, measured with /usr/bin/time).
-			// The Makefile's -parallel lets all of them run at once.
-			t.Parallel()
-			runs := []explore.Config[memcached.Spec, memcached.Status]{}
-			for seed := range uint64(*seeds) {
-				runs = append(runs, config(tc.bug, seed+1))
 			}
-			if *seeds == 0 {
-				cfg := config(tc.bug, tc.quick.seed)
-				cfg.Steps = tc.quick.steps
-				cfg.Settle = cmp.Or(tc.quick.settle, cfg.Settle)
-				runs = append(runs, cfg)
-			}
-			for _, cfg := range runs {
-				start := time.Now()
-				cfg.Duration = budget
-				if tc.errors {
-					cfg.Faults.ScenarioAnnotation = scenarioAnnotation
-				}
-				cfg.Faults.LostEvents = tc.lost
-				if tc.differential {
-					cfg.Invariants = nil
-				}
-				if tc.kubelet {
-					cfg.Faults.Kubelet, cfg.Invariants = true, nil
-				}
-				f, err := explore.Find(t, c, cfg)
-				require.NoError(t, err)
-				require.NotNil(t, f, "seed %d: the planted bug went unfound", cfg.Seed)
-				t.Logf("seed %d: found in %v: %v", cfg.Seed, time.Since(start).Round(100*time.Millisecond), f)
-				tc.found(t, f)
-			}
+			explore.Run(t, c, cfg)
 		})
+	}
+
+	correctReplays(t, c, "a correct operator passes the sequences that found the planted bugs", "ignores updates", "loses work", "a finalizer that needs its child")
+
+	for _, tc := range plantedBugs() {
+		if !tc.kubelet {
+			searchFor(t, c, tc)
+		}
 	}
 
 	t.Run("an exploration whose every step is refused fails", func(t *testing.T) {

@@ -33,45 +33,65 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m, kubetest.GoleakOptions().
 // managedBy selects the Deployments the Reconciler applied.
 const managedBy = memcached.ManagedByLabel + "=" + memcached.UserAgent
 
-// exploreDuration is how long TestExplore explores: make explore sets it
-// to ten minutes, the kept sequences first; make test replays the kept
-// sequences alone (they restart the API server, fail requests, crash the
-// operator and make its view stale already), as go test replays a fuzz
-// target's corpus.
+// exploreDuration is how long TestExploreWithPods explores: make explore
+// sets it to ten minutes, the kept sequences first; make test replays the
+// kept sequences alone, TestExplore's and TestExploreWithPods' (they
+// restart the API server, fail requests, crash the operator, make its
+// view stale and keep its Pods from coming alive already), as go test
+// replays a fuzz target's corpus.
 var exploreDuration = flag.Duration("explore.duration", 0, "explore the operator for this long, rather than replay the kept sequences alone")
 
 // TestExplore explores the operator's two controllers, as Init makes
 // them, with kubetest's explorer: generated changes to Memcacheds, crashes
 // after the operator's writes, stale views, API server restarts,
-// transient errors through the operator's own failure injection, the
-// fake kubelet's faults (Pods never ready, crash-looping, ready in part),
-// and the checks below after each step, the health oracle's among them.
+// transient errors through the operator's own failure injection, and the
+// checks below after each step. Its cluster makes no Pod: a step waits
+// for none, where on TestExploreWithPods' each waits for its Pods and
+// workloads to settle, for two Quiets. make test replays its kept
+// sequences, which need no Pod alive.
 //
 // make test replays the kept sequences of testdata/explore/TestExplore,
-// each the only test of a false alarm of the explorer's (they restart the
-// API server, so they replay one at a time). Those of
+// each the only test of a false alarm of the explorer's (those that
+// restart the API server replay one at a time). Those of
 // testdata/explore/TestExplore/repetitions repeat what other tests show
-// (issue #41): make explore replays them, in the subtest of that name,
-// before its exploration.
+// (issue #41): make explore replays them, in the subtest of that name.
 func TestExplore(t *testing.T) {
 	crd, err := memcached.Memcached.CRD()
 	require.NoError(t, err)
-	// The workload controllers and the fake kubelet bring the
-	// Deployments' Pods alive, and the kubelet's faults keep them from
-	// it, so that the Available condition is explored (issue #47).
-	c := kubetest.Start(t, kubetest.WithWorkloadControllers(), kubetest.WithFakeKubelet(kubelet.Config{}), kubetest.WithCRDs(crd))
-	if *exploreDuration > 0 {
-		t.Run("repetitions", func(t *testing.T) {
-			cfg := exploreConfig()
-			cfg.Duration, cfg.KeptOnly = 0, true
-			explore.Run(t, c, cfg)
-		})
+	c := kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithCRDs(crd))
+	// make explore's exploration is TestExploreWithPods', under every
+	// fault: here the kept sequences are replayed alone, with the
+	// comparisons make test leaves out under make explore.
+	kept := func() explore.Config[memcached.MemcachedSpec, memcached.MemcachedStatus] {
+		cfg := exploreConfig()
+		cfg.Duration, cfg.KeptOnly = 0, true
+		cfg.Faults.Kubelet = false
+		return cfg
 	}
+	if *exploreDuration > 0 {
+		t.Run("repetitions", func(t *testing.T) { explore.Run(t, c, kept()) })
+	}
+	explore.Run(t, c, kept())
+}
+
+// TestExploreWithPods explores the operator as TestExplore does, on a
+// cluster whose workload controllers and fake kubelet bring the
+// Deployments' Pods alive, and under the kubelet's faults too (Pods never
+// ready, crash-looping, ready in part), so that the Available condition
+// is explored and the health oracle checks it after each step (issue
+// #47). make test replays its kept sequence, kubelet-faults; make explore
+// explores for -explore.duration with every fault. A process runs one
+// controller manager at a time, so its cluster starts once TestExplore's
+// has stopped.
+func TestExploreWithPods(t *testing.T) {
+	crd, err := memcached.Memcached.CRD()
+	require.NoError(t, err)
+	c := kubetest.Start(t, kubetest.WithWorkloadControllers(), kubetest.WithFakeKubelet(kubelet.Config{}), kubetest.WithCRDs(crd))
 	explore.Run(t, c, exploreConfig())
 }
 
-// exploreConfig is TestExplore's Config: make test's when exploreDuration
-// is 0, make explore's otherwise.
+// exploreConfig is the exploration of TestExploreWithPods, every fault
+// on.
 func exploreConfig() explore.Config[memcached.MemcachedSpec, memcached.MemcachedStatus] {
 	return explore.Config[memcached.MemcachedSpec, memcached.MemcachedStatus]{
 		Resource:   memcached.Memcached,
