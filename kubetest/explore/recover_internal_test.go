@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
 	"github.com/loam-dev/loam/kube"
@@ -39,7 +41,9 @@ func TestRecover_starts_a_fresh_replica_once_the_server_is_back(t *testing.T) {
 		close(restart)
 		synctest.Wait()
 		select {
-		case <-returned:
+		case err := <-returned:
+			// It started one, which, with no cluster here, failed.
+			require.ErrorContains(t, err, "the operator exited")
 		default:
 			t.Fatal("recover still waits once the restart is over")
 		}

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"net/http"
 	"strings"
@@ -155,8 +156,10 @@ func (w *writes) serve(rw http.ResponseWriter, r *http.Request, next http.Handle
 			// A stream cut while the proxy copied it is aborted by the
 			// proxy; the API server would have ended it, as the
 			// handler returning does.
-			if v := recover(); v != nil && (v != http.ErrAbortHandler || !s.wasCut()) {
-				panic(v)
+			if v := recover(); v != nil {
+				if err, ok := v.(error); !ok || !errors.Is(err, http.ErrAbortHandler) || !s.wasCut() {
+					panic(v)
+				}
 			}
 			if s.unanswered() {
 				w.answered(s.path)
