@@ -2,25 +2,14 @@ package e2e
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/loam-dev/loam/examples/internal/freeaddr"
 	"github.com/loam-dev/loam/kubetest/wait"
 )
-
-// freeAddress returns a loopback address no listener holds now, for an
-// App to listen on: the probes Service doesn't say which port :0 chose.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
 
 // probe returns the status code and body of a GET of path at addr, or 0
 // when nothing answers.
@@ -41,7 +30,7 @@ func probe(t *testing.T, addr, path string) (int, string) {
 }
 
 func TestProbes_answer_on_PROBE_ADDRESS_while_the_App_reconciles_and_stop_with_it(t *testing.T) {
-	addr := freeAddress(t)
+	addr := freeaddr.Loopback(t)
 	r := startWith(t, map[string]string{"PROBE_ADDRESS": addr})
 
 	wait.For(t, patience, func() bool {

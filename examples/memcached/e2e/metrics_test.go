@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/examples/internal/freeaddr"
 	"github.com/loam-dev/loam/examples/internal/lockedbuffer"
 	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/kubetest/wait"
@@ -45,7 +45,7 @@ func TestMetrics_a_real_Prometheus_scrapes_the_operator_s_reconciles(t *testing.
 	f := readRBAC(t)
 	o, kubeconfig := newOperator(t, f, f.clusterRole.Rules, f.role.Rules)
 	o.create(t, "cache", 1)
-	metricsAddress := freeAddress(t)
+	metricsAddress := freeaddr.Loopback(t)
 	o.startAsMain(t, f, kubeconfig, map[string]string{"METRICS_ADDRESS": metricsAddress})
 	metricsURL := "http://" + metricsAddress + "/metrics"
 
@@ -103,18 +103,6 @@ func (o *operator) startAsMainOn(t *testing.T, f rbacObjects, h *apptest.Host, v
 			app.WithHostTelemetry(op.HostTelemetry),
 		),
 	)
-}
-
-// freeAddress returns a loopback address whose port was free a moment
-// ago: Prometheus's configuration must name the operator's port before
-// either listens.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	address := l.Addr().String()
-	require.NoError(t, l.Close())
-	return address
 }
 
 // get returns a GET of u's body and status code; a request that fails is
@@ -179,7 +167,7 @@ scrape_configs:
 `, target)
 	configPath := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(configPath, []byte(config), 0o600))
-	address := freeAddress(t)
+	address := freeaddr.Loopback(t)
 
 	c := &child{done: make(chan struct{})}
 	cmd := exec.Command(prometheus,

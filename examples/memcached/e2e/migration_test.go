@@ -21,6 +21,7 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/examples/internal/freeaddr"
 	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
@@ -54,7 +55,7 @@ func TestStorageMigration_moves_Memcacheds_from_v1alpha1_to_v1beta1(t *testing.T
 	// loopback URL with a CA of the test's in place of cert-manager's.
 	ca := apptest.NewCA(t)
 	cert := ca.ServerCert("127.0.0.1")
-	address := freeAddress(t)
+	address := freeaddr.Loopback(t)
 	current.Spec.Conversion.Webhook.ClientConfig = &apiextensionsv1.WebhookClientConfig{
 		URL: new("https://" + address + "/convert/cache.example.com/memcacheds"), CABundle: ca.PEM(),
 	}

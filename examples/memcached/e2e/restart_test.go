@@ -22,6 +22,7 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/examples/internal/freeaddr"
 	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
@@ -65,7 +66,7 @@ func newRoutedBehind(t *testing.T, serve func(svc *corev1.Service, webhookAddres
 	c := kubetest.Start(t)
 	ca := apptest.NewCA(t)
 	cert := ca.ServerCert("127.0.0.1")
-	webhookAddress, probeAddress := freeAddress(t), freeAddress(t)
+	webhookAddress, probeAddress := freeaddr.Loopback(t), freeaddr.Loopback(t)
 	b, err := os.ReadFile(webhookServicePath)
 	require.NoError(t, err)
 	var svc corev1.Service

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/examples/internal/freeaddr"
 	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
@@ -42,7 +43,7 @@ func TestWebhooks_the_operator_converts_defaults_and_validates_Memcacheds(t *tes
 	ctx := t.Context()
 	ca := apptest.NewCA(t)
 	cert := ca.ServerCert("127.0.0.1")
-	webhookAddress := freeAddress(t)
+	webhookAddress := freeaddr.Loopback(t)
 	client := kube.WebhookClient{URL: "https://" + webhookAddress, CABundle: ca.PEM()}
 
 	// deploy/crd.yaml and deploy/webhooks.yaml, as their golden tests

@@ -2,7 +2,6 @@ package explore_test
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/loam-dev/loam/app"
 	"github.com/loam-dev/loam/app/apptest"
+	"github.com/loam-dev/loam/examples/internal/freeaddr"
 	"github.com/loam-dev/loam/examples/memcached"
 	"github.com/loam-dev/loam/kube"
 	"github.com/loam-dev/loam/kubetest"
@@ -46,7 +46,7 @@ var webhookImages = memcached.Images{Allowed: []string{"memcached:"}, DefaultIma
 func TestExploreWebhooks(t *testing.T) {
 	ca := apptest.NewCA(t)
 	cert := ca.ServerCert("127.0.0.1")
-	address := freeAddress(t)
+	address := freeaddr.Loopback(t)
 	hooks := kube.WebhookClient{URL: "https://" + address, CABundle: ca.PEM()}
 	// deploy/crd.yaml, as its golden test writes it, but for the
 	// conversion's clientConfig: this URL and this CA.
@@ -135,15 +135,4 @@ func configureWebhooks(t *testing.T, c *kubetest.Cluster, hooks kube.WebhookClie
 		_, lastErr = dyn.Resource(memcached.MemcachedV1beta1.GVR()).Namespace("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return lastErr != nil && strings.Contains(lastErr.Error(), "failed calling webhook")
 	}, "the API server never called the defaulting webhook", wait.LastSeen(func() string { return fmt.Sprint(lastErr) }))
-}
-
-// freeAddress returns a loopback address with a port that was free: the
-// replicas' webhooks listen on it, one after another.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	address := l.Addr().String()
-	require.NoError(t, l.Close())
-	return address
 }
