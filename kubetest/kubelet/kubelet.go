@@ -322,9 +322,9 @@ func (k *Kubelet) sync(ctx context.Context, key string) error {
 	now := time.Now()
 	switch {
 	case bad != nil || fault.kind != crashLoop:
-		run.crashFrom = time.Time{}
+		run.crashFrom, run.restartsBefore = time.Time{}, nil
 	case run.crashFrom.IsZero():
-		run.crashFrom = now
+		run.crashFrom, run.restartsBefore = now, restartCounts(pod.Status.ContainerStatuses)
 	}
 	status, after := statusAt(pod, fault, bad, run.started, k.readyPeers(run.owner, key), now, k.timing)
 	if !apiequality.Semantic.DeepEqual(status, pod.Status) {

@@ -272,6 +272,39 @@ func TestKubelet_crash_loop_counts_from_when_it_began(t *testing.T) {
 	})
 }
 
+// A crash loop that heals and then comes back counts on from the
+// restarts it had, one more every period, as a real kubelet's restart
+// count does: it doesn't stand still until the new loop's own crashes
+// outnumber the old ones.
+func TestKubelet_crash_loop_that_comes_back_counts_on(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fakeCluster(t)
+		startKubelet(t, client)
+		createPod(t, client, "web-1")
+		time.Sleep(readyAfter)
+		synctest.Wait()
+		restarts := func() int32 { return getPod(t, client, "web-1").Status.ContainerStatuses[0].RestartCount }
+
+		setNamespaceFault(t, client, "CrashLoop")
+		time.Sleep(35 * time.Second) // the crash loop period is 10s
+		synctest.Wait()
+		require.Equal(t, int32(3), restarts())
+
+		setNamespaceFault(t, client, "")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		require.True(t, podReady(getPod(t, client, "web-1")))
+		require.Equal(t, int32(3), restarts(), "healed, it keeps its count")
+
+		setNamespaceFault(t, client, "CrashLoop")
+		synctest.Wait()
+		require.Equal(t, int32(3), restarts(), "its first crash since")
+		time.Sleep(25 * time.Second)
+		synctest.Wait()
+		require.Equal(t, int32(5), restarts(), "two more periods, two more restarts")
+	})
+}
+
 // A Deployment being rolled out has two ReplicaSets: under PartlyReady=1
 // one Pod of the two is ready, not one of each, or a Deployment of 2 kept
 // partly available would become Available by being rolled.

@@ -26,6 +26,10 @@ type started struct {
 	// while it is under another fault: a Pod that ran for an hour before
 	// starts crashing then, and its restart count grows from then on.
 	crashFrom time.Time
+	// restartsBefore are its containers' restart counts at crashFrom, by
+	// name, which its crashes since add to: a crash loop that healed and
+	// came back counts on from where the last one left off.
+	restartsBefore map[string]int32
 }
 
 // Reasons the fake kubelet writes, as the real one does, and one of its
@@ -132,7 +136,7 @@ func statusAt(pod *corev1.Pod, f Fault, bad error, s started, readyPeers int, no
 			runContainer(cs, ready, running, now)
 			return
 		}
-		cs.RestartCount = max(cs.RestartCount, restarts)
+		cs.RestartCount = max(cs.RestartCount, s.restartsBefore[c.Name]+restarts)
 		cs.Ready, cs.Started = false, new(false)
 		cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
 			Reason: reasonCrashLoopBackOff,
@@ -145,6 +149,16 @@ func statusAt(pod *corev1.Pod, f Fault, bad error, s started, readyPeers int, no
 	})
 	setReadiness(&st, pod, true, true, ready && !crashing, now)
 	return st, next
+}
+
+// restartCounts returns the restart count of each of statuses, by the
+// container's name.
+func restartCounts(statuses []corev1.ContainerStatus) map[string]int32 {
+	out := make(map[string]int32, len(statuses))
+	for _, cs := range statuses {
+		out[cs.Name] = cs.RestartCount
+	}
+	return out
 }
 
 // failed returns st of a crashing pod whose restart policy is Never: the

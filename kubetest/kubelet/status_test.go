@@ -181,7 +181,7 @@ func TestStatusAt_keeps_transition_times_until_a_change(t *testing.T) {
 }
 
 // A restart count only grows: a crash loop that heals keeps it, and one
-// that resumes doesn't count from 0 again.
+// that resumes doesn't count from 0 again but on from it.
 func TestStatusAt_restart_count_only_grows(t *testing.T) {
 	pod := boundPod()
 	st, _ := statusAt(pod, CrashLoop, nil, testStarted, 0, start.Add(52*time.Second), testTiming)
@@ -198,6 +198,13 @@ func TestStatusAt_restart_count_only_grows(t *testing.T) {
 	pod.Status = healed
 	again, _ := statusAt(pod, CrashLoop, nil, restarted, 0, start.Add(time.Minute+2*time.Second), testTiming)
 	require.Equal(t, int32(5), again.ContainerStatuses[0].RestartCount)
+
+	// A loop that comes back, as the kubelet saw it come with the five
+	// restarts the first left, counts on from them.
+	resumed := testStarted
+	resumed.crashFrom, resumed.restartsBefore = start.Add(2*time.Minute), restartCounts(healed.ContainerStatuses)
+	later, _ := statusAt(pod, CrashLoop, nil, resumed, 0, start.Add(2*time.Minute+25*time.Second), testTiming)
+	require.Equal(t, int32(7), later.ContainerStatuses[0].RestartCount, "two periods on, two more")
 }
 
 // Init containers complete before the containers run; a sidecar, an init
