@@ -185,7 +185,9 @@ type Config[S, T any] struct {
 	// Resource's version or one of these, uniformly, and after a step
 	// written in another, the versions' oracle checks that the object
 	// reads back in Resource's version as the same spec written there
-	// does (versions.go). Everything else reads Resource's version.
+	// does, and that what it wrote reads back in its own version as
+	// that spec converts to (versions.go). Everything else reads
+	// Resource's version.
 	Versions []Version[S]
 	// Files are the files of each replica's Host, by slash-separated
 	// paths relative to its directory, which is its working directory:

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,8 +40,10 @@ type Version[S any] struct {
 	// err is what is wrong with the version's Resource.
 	err error
 	// convert converts a spec of the explored version to this one, as
-	// the JSON the API server is sent.
-	convert func(S) (map[string]any, error)
+	// the JSON the API server is sent; normalize reads a spec of this
+	// one into its type and back, as convert's JSON comes out of it.
+	convert   func(S) (map[string]any, error)
+	normalize func(map[string]any) (map[string]any, error)
 }
 
 // VersionOf returns the version r of the explored resource, whose steps
@@ -49,7 +53,8 @@ type Version[S any] struct {
 // user's idea of the conversion, not the webhook's: after each step
 // written in r's version, the versions' oracle reads the object back in
 // the explored version, through the API server's conversion, and checks
-// it against the same spec written there.
+// it against the same spec written there, and, converted by convert,
+// against the object read back in r's version.
 func VersionOf[S, V, T any](r kube.Resource[V, T], convert func(S) (V, error)) Version[S] {
 	v := Version[S]{gvr: r.GVR(), kind: r.Kind}
 	if _, err := r.CRD(); err != nil {
@@ -59,6 +64,13 @@ func VersionOf[S, V, T any](r kube.Resource[V, T], convert func(S) (V, error)) V
 		v.convert = func(s S) (map[string]any, error) {
 			to, err := convert(s)
 			if err != nil {
+				return nil, err
+			}
+			return runtime.DefaultUnstructuredConverter.ToUnstructured(&to)
+		}
+		v.normalize = func(spec map[string]any) (map[string]any, error) {
+			var to V
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(runtime.DeepCopyJSON(spec), &to); err != nil {
 				return nil, err
 			}
 			return runtime.DefaultUnstructuredConverter.ToUnstructured(&to)
@@ -73,6 +85,7 @@ type version struct {
 	gvr        schema.GroupVersionResource
 	apiVersion string
 	convert    func(spec map[string]any) (map[string]any, error)
+	normalize  func(spec map[string]any) (map[string]any, error)
 }
 
 // versionsOf returns cfg's Versions by their version's name, and the
@@ -116,7 +129,7 @@ func versionsOf[S, T any](cfg Config[S, T], disco discovery.DiscoveryInterface) 
 				return nil, err
 			}
 			return convert(s)
-		}}
+		}, normalize: v.normalize}
 	}
 	return out, names, errors.Join(errs...)
 }
@@ -228,6 +241,54 @@ func (e *explorer) agree(ctx context.Context, r *replicas, step generate.Step, m
 	if a, b := got.Object["spec"], dry.Object["spec"]; !equality.Semantic.DeepEqual(a, b) {
 		return fmt.Errorf("written in %s, %s's spec reads back in %s as %s, where the same spec written in %s reads back as %s",
 			step.Version, step.Name, e.gvr.Version, asJSON(a), e.gvr.Version, asJSON(b))
+	}
+	return e.keeps(ctx, r, step, got)
+}
+
+// keeps checks what agree's comparison with the dry run can't see: a
+// conversion that loses or changes a field on its way to the explored
+// version does so to the dry run too, which reads back through it. Read
+// back in the step's own version, each field the step wrote there that
+// the object has must be what the object read in the explored version,
+// got, has, by the Version's conversion: the user's idea of it. Fields
+// the step didn't write (another version's defaults, fields the explored
+// version has no word for) aren't compared.
+func (e *explorer) keeps(ctx context.Context, r *replicas, step generate.Step, got *unstructured.Unstructured) error {
+	v, ok := e.otherVersions[step.Version]
+	if !ok || v.normalize == nil {
+		return nil
+	}
+	spec, _ := got.Object["spec"].(map[string]any)
+	written, err := v.convert(step.Spec)
+	if err != nil {
+		return fmt.Errorf("converting the spec to %s: %w", step.Version, err)
+	}
+	via, err := v.convert(spec)
+	if err != nil {
+		return fmt.Errorf("converting %s's spec, as it reads back in %s, to %s: %w", step.Name, e.gvr.Version, step.Version, err)
+	}
+	var back *unstructured.Unstructured
+	if err := r.untilUp(ctx, func() error {
+		var err error
+		back, err = e.admin.Resource(v.gvr).Namespace(r.ns).Get(ctx, step.Name, metav1.GetOptions{})
+		return err
+	}); err != nil {
+		return fmt.Errorf("the versions' oracle, reading %s back in %s: %w", step.Name, step.Version, err)
+	}
+	stored, _ := back.Object["spec"].(map[string]any)
+	seen, err := v.normalize(stored)
+	if err != nil {
+		return fmt.Errorf("reading %s's spec in %s: %w", step.Name, step.Version, err)
+	}
+	var changed []string
+	for _, k := range slices.Sorted(maps.Keys(written)) {
+		if _, ok := stored[k]; ok && !equality.Semantic.DeepEqual(seen[k], via[k]) {
+			changed = append(changed, fmt.Sprintf("%s %s, where its spec read in %s has, in %s, %s", k, asJSON(seen[k]), e.gvr.Version, step.Version, asJSON(via[k])))
+		}
+	}
+	if len(changed) > 0 {
+		return fmt.Errorf("written in %s, %s's spec reads back in %s with %s: the conversion to %s loses or changes what was written",
+			step.Version, step.Name, step.Version, strings.Join(changed, "; "), e.gvr.Version)
 	}
 	return nil
 }
