@@ -89,6 +89,70 @@ func TestAgree(t *testing.T) {
 	}
 }
 
+// A change made while the operator was down, and admitted at its first
+// try, was admitted without the operator's admission webhooks, as
+// failurePolicy Ignore lets the API server do: a dry run with them back
+// refuses it, or defaults it otherwise, and that says nothing of the
+// conversion. The versions' oracle leaves it alone, where it failed the
+// step, naming the webhooks' refusal or their defaults as the
+// conversion's fault.
+func TestAgree_not_for_a_change_admitted_while_the_webhooks_were_down(t *testing.T) {
+	spec := map[string]any{"size": int64(3)}
+	defaulted := map[string]any{"size": int64(3), "image": "memcached:1.6"}
+	update := generate.Step{Op: generate.Update, Name: "explore-0", Spec: spec, Version: "v2"}
+	for _, tc := range []struct {
+		name string
+		dry  map[string]any
+	}{
+		{"the webhooks, back, refuse the spec", nil},
+		{"the webhooks, back, default the spec", defaulted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, r, _ := versionsCluster(spec, tc.dry)
+			require.NoError(t, e.agree(t.Context(), r, update, made{down: true}))
+		})
+	}
+}
+
+// The fresh create leaves alone an object whose spec the API server
+// admitted while the operator's admission webhooks were down: the
+// webhooks, back, refuse a fresh object of it (or would default it
+// otherwise), which says nothing of the operator. Until then, and once a
+// later change of it is admitted with them, a refused fresh create fails
+// the step, as before.
+func TestFresh_not_of_a_spec_admitted_while_the_webhooks_were_down(t *testing.T) {
+	spec := map[string]any{"size": int64(3)}
+	update := generate.Step{Op: generate.Update, Name: "explore-0", Spec: spec}
+	e, r, client := versionsCluster(spec, nil)
+	objects := client.Resource(memcachedsGVR).Namespace("ns")
+	const refused = `creating a fresh Memcached explore-0-fresh of the same spec: memcacheds.explore.loam.dev "explore-0-fresh" is forbidden: `
+	require.ErrorContains(t, e.fresh(t.Context(), objects, r, update), refused)
+
+	for _, tc := range []struct {
+		name  string
+		step  generate.Step
+		m     made
+		fresh bool
+	}{
+		{"admitted while down", update, made{down: true}, false},
+		{"a later change refused", update, made{refused: "invalid"}, false},
+		{"a later change wasted", update, made{wasted: true}, false},
+		{"a later change made once the operator was back", update, made{down: true, downRefused: "failed calling webhook"}, true},
+		{"admitted while down again", update, made{down: true}, false},
+		{"deleted while down", generate.Step{Op: generate.Delete, Name: "explore-0"}, made{down: true}, true},
+		{"created while down", generate.Step{Op: generate.Create, Name: "explore-0", Spec: spec}, made{down: true}, false},
+		{"updated with the operator up", update, made{}, true},
+	} {
+		r.admitted(tc.step, tc.m)
+		err := e.fresh(t.Context(), objects, r, update)
+		if tc.fresh {
+			require.ErrorContains(t, err, refused, tc.name)
+		} else {
+			require.NoError(t, err, tc.name)
+		}
+	}
+}
+
 // A conversion that loses a field on its way to the explored version
 // loses it from the dry run too, which reads back through it: the two
 // agree. Read back in the step's own version, the field is there, and

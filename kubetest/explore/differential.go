@@ -50,9 +50,12 @@ const freshSuffix = "-fresh"
 // from the stepped object's, or nil when it doesn't. It deletes the fresh
 // object, and waits for it and its children to be gone, before it
 // returns nil. It does nothing after a delete, or when the step left no
-// object: an update of a missing one, a refused create.
+// object: an update of a missing one, a refused create; nor when the
+// object's spec was admitted while the operator's admission webhooks were
+// down (down.go): the webhooks, back, may refuse a fresh object of it,
+// or default it otherwise, and it would not be the same spec.
 func (e *explorer) fresh(ctx context.Context, objects dynamic.ResourceInterface, r *replicas, step generate.Step) error {
-	if e.noFresh || step.Op == generate.Delete {
+	if e.noFresh || step.Op == generate.Delete || r.unadmitted[step.Name] {
 		return nil
 	}
 	if err := r.server.wait(ctx); err != nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
+
+	"github.com/loam-dev/loam/kubetest/internal/generate"
 )
 
 // Changes made while the operator is down (issue #47). An operator that
@@ -85,6 +87,36 @@ func (e *explorer) change(ctx context.Context, r *replicas, step Step, scenario 
 	})
 	m.down, m.downRefused = step.Down, why
 	return m, err
+}
+
+// admittedDown reports whether m's change, made while the operator was
+// down, was admitted at its first try, while it was still down: with
+// failurePolicy Ignore, the API server admits a change whose admission
+// webhooks it can't reach, undefaulted and unvalidated. (A conversion
+// has no failure policy: a change that needs one is refused, and made
+// again once the operator is back, with its webhooks.) The versions'
+// oracle and the fresh create, which compare with what the webhooks make
+// of the same spec, leave such a change alone; the invariants judge what
+// the operator made of it.
+func (m made) admittedDown() bool {
+	return m.down && m.downRefused == "" && m.refused == "" && !m.wasted
+}
+
+// admitted notes, after step's change was made as m says, whether its
+// object now holds a spec the API server admitted without the operator's
+// admission webhooks (admittedDown), for the fresh create to leave alone:
+// until a later change of it is admitted with them, or it is deleted.
+func (r *replicas) admitted(step generate.Step, m made) {
+	switch {
+	case m.wasted || m.refused != "":
+	case step.Op != generate.Delete && m.admittedDown():
+		if r.unadmitted == nil {
+			r.unadmitted = map[string]bool{}
+		}
+		r.unadmitted[step.Name] = true
+	default:
+		delete(r.unadmitted, step.Name)
+	}
 }
 
 // untilUp calls f until it succeeds, or fails while the operator is up

@@ -100,6 +100,7 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference b
 		if refused != nil {
 			refused[i] = result.refused
 		}
+		r.admitted(step.Step, result)
 		if err := e.agree(ctx, r, e.external(r.ns, step.Step), result); err != nil {
 			return nil, fmt.Errorf("step %d, %s: %w", i+1, step, err)
 		}
@@ -166,6 +167,10 @@ type replicas struct {
 	n counted
 	// world is what the checks last saw of the Pods and workloads.
 	world world
+	// unadmitted are the explored objects, by name, whose spec the API
+	// server admitted while the operator, and its admission webhooks,
+	// were down (down.go).
+	unadmitted map[string]bool
 }
 
 // start starts a fresh replica behind a network of its own, which a

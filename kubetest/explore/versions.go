@@ -201,9 +201,12 @@ const dryRunSuffix = "-dry-run"
 // changes a field, or versions whose schemas or webhooks admit different
 // specs, fail it: what one version admits is stored, and served in the
 // other. A read that fails while the operator is down, whose webhooks
-// may convert, is tried again once it is back.
+// may convert, is tried again once it is back. A change the API server
+// admitted while the operator was down (made.admittedDown) met none of
+// its admission webhooks, and what they make of the same spec, back,
+// says nothing of the conversion: the oracle leaves it alone.
 func (e *explorer) agree(ctx context.Context, r *replicas, step generate.Step, m made) error {
-	if step.Version == "" || step.Op == generate.Delete || m.wasted {
+	if step.Version == "" || step.Op == generate.Delete || m.wasted || m.admittedDown() {
 		return nil
 	}
 	objects := e.admin.Resource(e.gvr).Namespace(r.ns)
