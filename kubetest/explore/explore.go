@@ -171,7 +171,8 @@ type Config[S, T any] struct {
 	// step, an explored object with a condition of one of
 	// HealthConditions' types True, while a Deployment or StatefulSet it
 	// controls isn't available, fails the step. HealthConditions are
-	// those types: Available and Ready when nil. The oracle judges only
+	// those types: Available and Ready when nil; empty, with the oracle
+	// on, it is a mistake, as the oracle would judge nothing. It judges only
 	// on a cluster with kubetest.WithWorkloadControllers, whose
 	// Deployments have a status.
 	NoHealthOracle   bool
@@ -295,7 +296,8 @@ var ErrEmpty = errors.New("the exploration explored next to nothing")
 // every mistake, when cfg is wrong: a Resource with no CRD, no spec or
 // no status that records an observed generation, no Build, a negative
 // count, duration or rate, a Volatile entry that doesn't parse,
-// KeptOnly with Sequences or Duration, a Versions entry that is wrong or
+// KeptOnly with Sequences or Duration, an empty HealthConditions with
+// the health oracle on, a Versions entry that is wrong or
 // that the cluster doesn't serve, a File outside the Host's directory, a
 // kept sequence that doesn't read, that fails requests without
 // Faults.ScenarioAnnotation or that writes in a version no Versions

@@ -454,6 +454,14 @@ func TestExplore(t *testing.T) {
 		cfg.HealthConditions = []string{"Available", ""}
 		_, err = explore.Find(t, c, cfg)
 		require.ErrorContains(t, err, "explore.Config.HealthConditions[1]: empty, want a condition type such as Available")
+		cfg.HealthConditions = []string{}
+		_, err = explore.Find(t, c, cfg)
+		require.ErrorContains(t, err, "explore.Config.HealthConditions is empty: the health oracle would judge nothing")
+		// Another mistake, so that nothing is explored.
+		cfg.NoHealthOracle, cfg.Steps = true, -1
+		_, err = explore.Find(t, c, cfg)
+		require.ErrorContains(t, err, "explore.Config.Steps -1")
+		require.NotContains(t, err.Error(), "HealthConditions", "off, it judges nothing anyway")
 
 		cfg = config(correct, 1)
 		cfg.KeptOnly, cfg.Sequences = true, 0

@@ -166,6 +166,10 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 	if err := kubeletMistakes(c, cfg.Faults); err != nil {
 		errs = append(errs, err)
 	}
+	if cfg.HealthConditions != nil && len(cfg.HealthConditions) == 0 && !cfg.NoHealthOracle {
+		// An oracle with no condition to read would pass every step.
+		errs = append(errs, errors.New("explore.Config.HealthConditions is empty: the health oracle would judge nothing; leave it nil for Available and Ready, or set NoHealthOracle"))
+	}
 	for i, typ := range cfg.HealthConditions {
 		if typ == "" {
 			errs = append(errs, fmt.Errorf("explore.Config.HealthConditions[%d]: empty, want a condition type such as Available", i))
