@@ -72,8 +72,11 @@ type explorer struct {
 	// oracle's Config.
 	workloads    bool
 	kubeletNeeds string
-	noHealth     bool
-	healthTypes  []string
+	// kubelet is set when the cluster runs the fake kubelet, without
+	// which no Pod ever leaves Pending (health.go).
+	kubelet     bool
+	noHealth    bool
+	healthTypes []string
 	// otherVersions are the Config's Versions by name, versionNames
 	// their names in order, and files the Config's Files.
 	otherVersions map[string]version
@@ -205,7 +208,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		annotation: cfg.Faults.ScenarioAnnotation, codec: codec, seeds: seedObjects, refs: refs,
 		volatile: volatiles, noFresh: cfg.NoFreshCreates, noUnfaulted: cfg.NoUnfaultedReplays,
 		externalSpec: cfg.External.Spec, gone: cfg.External.Gone,
-		workloads: c.RunsWorkloadControllers(), kubeletNeeds: kubeletNeeds(c),
+		workloads: c.RunsWorkloadControllers(), kubeletNeeds: kubeletNeeds(c), kubelet: c.RunsFakeKubelet(),
 		noHealth: cfg.NoHealthOracle, healthTypes: cfg.HealthConditions,
 		otherVersions: versions, versionNames: versionNames, files: cfg.Files,
 	}

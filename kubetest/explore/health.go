@@ -189,7 +189,8 @@ type world struct {
 // worldSettled says why the Pods and workloads of namespace ns haven't
 // settled, or "" when they have, on a cluster with the workload
 // controllers: a Pod still Pending, which the fake kubelet starts after
-// its delay; a Deployment, ReplicaSet or StatefulSet whose controller is
+// its delay (on a cluster without it, a Pod stays Pending for good, and
+// is no wait); a Deployment, ReplicaSet or StatefulSet whose controller is
 // still to observe its latest spec; or any of them changed within
 // worldQuiet Quiets.
 // A Pod's restarts, which a CrashLoop fault counts up for ever, are no
@@ -227,7 +228,7 @@ func (e *explorer) worldSettled(ctx context.Context, ns string, w *world) (strin
 			}
 		}
 		fmt.Fprintf(&b, "Pod %s %s %s %s %t\n", p.GetName(), p.GetUID(), phase, ready, p.GetDeletionTimestamp() != nil)
-		if why == "" && (phase == "" || phase == "Pending") {
+		if why == "" && e.kubelet && (phase == "" || phase == "Pending") {
 			why = fmt.Sprintf("the Pod %s is Pending: the kubelet is still to start it", p.GetName())
 		}
 	}

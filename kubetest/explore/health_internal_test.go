@@ -54,7 +54,7 @@ func healthExplorer(objects ...runtime.Object) *explorer {
 		memcachedsGVR: "MemcachedList", deploymentsGVR: "DeploymentList", statefulSetsGVR: "StatefulSetList",
 		replicaSetsGVR: "ReplicaSetList", podsGVR: "PodList",
 	}, objects...)
-	return &explorer{admin: client, gvr: memcachedsGVR, kind: "Memcached", workloads: true, healthTypes: defaultHealthConditions, quiet: time.Hour}
+	return &explorer{admin: client, gvr: memcachedsGVR, kind: "Memcached", workloads: true, kubelet: true, healthTypes: defaultHealthConditions, quiet: time.Hour}
 }
 
 // TestHealth checks the health oracle: an object that says it serves
@@ -155,6 +155,17 @@ func TestWorldSettled(t *testing.T) {
 	why, err = e.worldSettled(t.Context(), "ns", &w)
 	require.NoError(t, err)
 	require.Empty(t, why)
+
+	// Without the fake kubelet, nothing starts a Pending Pod: it is no
+	// wait, or every step whose operator makes a Deployment would fail
+	// as never settled.
+	_, err = pods.UpdateStatus(t.Context(), pod("p", "Pending", "False"), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	e.kubelet, e.quiet = false, 0
+	why, err = e.worldSettled(t.Context(), "ns", &w)
+	require.NoError(t, err)
+	require.Empty(t, why)
+	e.kubelet, e.quiet = true, time.Hour
 
 	// Without the workload controllers there is nothing to wait for.
 	e.workloads = false
