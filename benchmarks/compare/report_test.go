@@ -120,7 +120,7 @@ func TestMarkdown_shows_loam_s_restarts(t *testing.T) {
 
 	res.Runs = append(res.Runs, Result{Mode: Loam, Repeat: 1, Restart: &Restart{
 		Resync: 1500 * time.Millisecond, Leader: 250 * time.Millisecond, CPU: 2 * time.Second,
-		PeakRSS: 40 << 20, StartRSS: 20 << 20,
+		PeakRSS: 40 << 20, LeaderRSS: 20 << 20,
 		Started:   probe.Started{HeapBytes: 1000},
 		Converged: probe.Converged{HeapBytes: 21000, Reconciles: 12},
 		Requests: apimetrics.Requests{

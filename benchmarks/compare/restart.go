@@ -38,8 +38,9 @@ type Restart struct {
 	// CPU is its process's CPU time from exec until it was quiet.
 	CPU time.Duration
 	// PeakRSS is its process's peak resident memory once it was quiet,
-	// and StartRSS the same once it had reported Started.
-	PeakRSS, StartRSS uint64
+	// and LeaderRSS the same once it held the Lease: its informers may
+	// have listed the objects by then, as they start before it leads.
+	PeakRSS, LeaderRSS uint64
 	// Started and Converged are its probe's reports: its heap before its
 	// controller started, and its heap and reconciles once quiet.
 	Started   probe.Started
@@ -79,7 +80,7 @@ func (h *harness) restart(ctx context.Context, ns string) (*Restart, error) {
 	}
 	defer func() { _ = c.stop() }() // on the paths that fail before it is stopped
 	r := &Restart{Leader: time.Since(start), Started: c.startedWith}
-	if r.StartRSS, err = proc.PeakRSS(c.pid()); err != nil {
+	if r.LeaderRSS, err = proc.PeakRSS(c.pid()); err != nil {
 		return nil, err
 	}
 
@@ -165,14 +166,14 @@ func (res *Results) restartTable() string {
 		}
 		if b.Len() == 0 {
 			b.WriteString("\n### loam's restart\n\n")
-			b.WriteString("Once every object of a loam run had settled and its controller had stopped, a fresh loam controller started against the same stored objects, with an identity of its own, and ran until it had reconciled every object once more and its count of reconciles had stood still for " + quietFor.String() + ". Resync is from the fresh process's start until the harness saw its count grow for the last time; the Lease column is the part until it held the Lease. Its controller CPU is the process's from its start until quiet, its peak RSS its VmHWM then, and heap per object as in the table above. Writes and 409s are the API server's count over the restart: every object was settled, so the restart should write nothing.\n\n")
-			b.WriteString("| repeat | resync (s) | Lease (s) | reconciles/object | writes | 409s | controller CPU (s) | heap per object (B) | peak RSS (MiB) | peak RSS before the first object (MiB) |\n")
+			b.WriteString("Once every object of a loam run had settled and its controller had stopped, a fresh loam controller started against the same stored objects, with an identity of its own, and ran until it had reconciled every object once more and its count of reconciles had stood still for " + quietFor.String() + ". Resync is from the fresh process's start until the harness saw its count grow for the last time; the Lease column is the part until it held the Lease. Its controller CPU is the process's from its start until quiet, its peak RSS its VmHWM then and at the Lease its VmHWM once it held the Lease (its informers may have listed by then), and heap per object as in the table above. Writes and 409s are the API server's count over the restart: every object was settled, so the restart should write nothing.\n\n")
+			b.WriteString("| repeat | resync (s) | Lease (s) | reconciles/object | writes | 409s | controller CPU (s) | heap per object (B) | peak RSS (MiB) | peak RSS at the Lease (MiB) |\n")
 			b.WriteString("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		}
 		fmt.Fprintf(&b, "| %d | %.2f | %.2f | %.2f | %s | %s | %.2f | %s | %.1f | %.1f |\n",
 			r.Repeat, s.Resync.Seconds(), s.Leader.Seconds(), float64(s.Converged.Reconciles)/float64(n),
 			format(s.Writes(), 0), format(s.Conflicts(), 0), s.CPU.Seconds(), format(s.HeapPerObject(n), 0),
-			float64(s.PeakRSS)/(1<<20), float64(s.StartRSS)/(1<<20))
+			float64(s.PeakRSS)/(1<<20), float64(s.LeaderRSS)/(1<<20))
 	}
 	return b.String()
 }

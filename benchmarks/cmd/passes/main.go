@@ -31,7 +31,7 @@ func main() {
 
 func run(files []string, out io.Writer) error {
 	if len(files) == 0 {
-		return errors.New("usage: passes PROFILE...")
+		return errors.New("usage: passes PROFILE [PROFILE ...]")
 	}
 	for _, name := range files {
 		//nolint:forbidigo // reading the profiles it is given is this command's job
