@@ -3,6 +3,7 @@ module github.com/loam-dev/loam/benchmarks
 go 1.27
 
 require (
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/loam-dev/loam v0.0.0
 	github.com/loam-dev/loam/examples v0.0.0
 	github.com/loam-dev/loam/kubetest v0.0.0

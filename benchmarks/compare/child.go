@@ -87,6 +87,15 @@ func (c *child) converged(ctx context.Context) (probe.Converged, error) {
 	return r, c.read(ctx, &r)
 }
 
+// count asks the child for its reconcile count alone, and reads it.
+func (c *child) count(ctx context.Context) (int64, error) {
+	var r probe.Count
+	if _, err := io.WriteString(c.stdin, probe.ReconcilesWord+"\n"); err != nil {
+		return 0, fmt.Errorf("%s: ask its reconciles: %w%s", c.mode, err, c.stderr.report())
+	}
+	return r.Reconciles, c.read(ctx, &r)
+}
+
 // read reads the child's next line into v, until ctx ends.
 func (c *child) read(ctx context.Context, v any) error {
 	_ = c.stdout.SetReadDeadline(time.Time{})

@@ -25,11 +25,13 @@ const n = 200
 // every object with the writes it should: exactly the limit's two per
 // object, and two to four per object from each controller, which
 // reconciled every object at least once and counted those reconciles in
-// its own /metrics, scraped once. It asserts no figure: those are for
-// `make compare` on a quiet machine.
+// its own /metrics, scraped once; and that loam's controller, restarted
+// over the settled objects, reconciled each again with no write and no
+// 409. It asserts no figure: those are for `make compare` on a quiet
+// machine.
 func TestCompare(t *testing.T) {
 	res, err := compare.Run(t.Context(), compare.Config{
-		N: n, Workers: 4, Repeats: 1,
+		N: n, Workers: 4, Repeats: 1, Restart: true,
 		Environ: os.Environ(), //nolint:forbidigo // the controllers start from the test's environment, as from the command's
 		Log:     t.Output(),
 	})
@@ -50,6 +52,16 @@ func TestCompare(t *testing.T) {
 			require.Positive(t, r.PeakRSS, r.Mode)
 		}
 		require.Equal(t, left, r.Left, "%s: the store holds as many objects after each run", r.Mode)
+		if r.Mode != compare.Loam {
+			require.Nil(t, r.Restart, "%s isn't restarted", r.Mode)
+			continue
+		}
+		require.NotNil(t, r.Restart, "loam's controller is restarted")
+		require.GreaterOrEqual(t, r.Restart.Converged.Reconciles, int64(n), "the restarted controller reconciles every object again")
+		require.Zero(t, r.Restart.Writes(), "a settled object costs no write on a restart's pass")
+		require.Zero(t, r.Restart.Conflicts())
+		require.Positive(t, r.Restart.Resync)
+		require.Positive(t, r.Restart.PeakRSS)
 	}
 
 	var table strings.Builder

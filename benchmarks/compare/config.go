@@ -78,6 +78,12 @@ type Config struct {
 	// Timeout bounds each run, from its first create until every object
 	// has settled.
 	Timeout time.Duration
+	// Restart, in the loam mode, restarts loam's controller once every
+	// object has settled: a fresh one starts against the same stored
+	// objects, and is measured until it has reconciled every one once
+	// more and is quiet (see Restart). It costs a controller's start and
+	// a resync per loam run, so small comparisons may skip it.
+	Restart bool
 	// Profile, when not empty, is a directory where each run writes a CPU
 	// profile of the harness's process in its window: what the API server
 	// did to serve that mode (with the harness's creators and watch); and
@@ -139,6 +145,9 @@ func (cfg Config) check() error {
 	}
 	if len(cfg.Modes) == 0 {
 		errs = append(errs, errors.New("compare: no mode"))
+	}
+	if cfg.Restart && !seen[Loam] {
+		errs = append(errs, fmt.Errorf("compare: Restart restarts loam's controller, and mode %s doesn't run", Loam))
 	}
 	return errors.Join(errs...)
 }

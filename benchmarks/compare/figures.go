@@ -69,5 +69,8 @@ func (r Result) summary(n int) string {
 		s += fmt.Sprintf("; controller CPU %.2f s, heap %.0f B/object, peak RSS %.1f MiB, %.2f reconciles/object (%.0f in its /metrics)",
 			r.ControllerCPU.Seconds(), r.HeapPerObject(n), float64(r.PeakRSS)/(1<<20), float64(r.Converged.Reconciles)/float64(n), r.ScrapedReconciles)
 	}
+	if r.Restart != nil {
+		s += r.Restart.summary(n)
+	}
 	return s + fmt.Sprintf("; %d Memcacheds, ConfigMaps and Leases left after cleanup", r.Left)
 }

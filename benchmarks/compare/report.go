@@ -139,6 +139,8 @@ Convergence is from the first create until the harness's own watch has seen ever
 	}
 	b.WriteString("\nLeft after cleanup: the Memcacheds, ConfigMaps and Leases of the whole cluster once the run had deleted its own. apiserver_storage_objects is every stored object as the API server last counted them; it counts once a minute, so it lags, and is — until it first has. Reconciles in /metrics are what the controller's own metrics counted, scraped once every object had settled: loam_kube_controller_reconcile_duration_seconds' count for loam, controller_runtime_reconcile_total for controller-runtime.\n")
 
+	b.WriteString(res.restartTable())
+
 	b.WriteString("\n### Requests per object\n\nThe API server's count of each kind of request over all runs of a mode, over N × runs; it includes the harness's creates (POST memcacheds) and its watch.\n\n")
 	b.WriteString(res.requestsTable())
 

@@ -20,6 +20,9 @@ compare: Workers is -1: want at least 1
 compare: mode "fast": want limit, controller-runtime, controller-runtime-tuned or loam
 compare: mode "loam" twice`)
 
+	err = Config{N: 1, Workers: 1, Repeats: 1, Creators: 1, Timeout: time.Second, Modes: []Mode{Limit}, Restart: true}.check()
+	require.EqualError(t, err, "compare: Restart restarts loam's controller, and mode loam doesn't run")
+
 	cfg := Config{N: 1, Workers: 1, Repeats: 4}.withDefaults()
 	require.NoError(t, cfg.check())
 	require.Equal(t, []Mode{Limit, ControllerRuntime, ControllerRuntimeTuned, Loam}, cfg.order(0))
@@ -107,6 +110,30 @@ func TestMarkdown_shows_medians_ratios_and_goals(t *testing.T) {
 	res.Runs = res.Runs[:3] // no controller-runtime-tuned, no loam
 	require.NoError(t, res.Markdown(&b, "compare -n 10"))
 	require.Contains(t, b.String(), "- heap per object ≤ 0.5×: not measured against controller-runtime; not measured against controller-runtime-tuned")
+}
+
+func TestMarkdown_shows_loam_s_restarts(t *testing.T) {
+	res := &Results{Config: Config{N: 10, Workers: 4, Repeats: 1}, Runs: []Result{{Mode: Limit, Repeat: 1}}}
+	var b strings.Builder
+	require.NoError(t, res.Markdown(&b, "compare -n 10"))
+	require.NotContains(t, b.String(), "loam's restart", "no section when nothing restarted")
+
+	res.Runs = append(res.Runs, Result{Mode: Loam, Repeat: 1, Restart: &Restart{
+		Resync: 1500 * time.Millisecond, Leader: 250 * time.Millisecond, CPU: 2 * time.Second,
+		PeakRSS: 40 << 20, LeaderRSS: 20 << 20,
+		Started:   probe.Started{HeapBytes: 1000},
+		Converged: probe.Converged{HeapBytes: 21000, Reconciles: 12},
+		Requests: apimetrics.Requests{
+			{Verb: "APPLY", Group: "bench.loam.dev", Resource: "memcacheds", Subresource: "status", Code: "200"}: 3,
+			{Verb: "APPLY", Resource: "configmaps", Code: "409"}:                                                 1,
+			{Verb: "LIST", Group: "bench.loam.dev", Resource: "memcacheds", Code: "200"}:                         1,
+			{Verb: "PUT", Group: "coordination.k8s.io", Resource: "leases", Code: "200"}:                         2,
+		},
+	}})
+	b.Reset()
+	require.NoError(t, res.Markdown(&b, "compare -n 10 -restart"))
+	require.Contains(t, b.String(), "| 1 | 1.50 | 0.25 | 1.20 | 4 | 1 | 2.00 | 2,000 | 40.0 | 20.0 |\n",
+		"the restart's writes count its status and ConfigMap applies, not its list or its Lease")
 }
 
 func TestCountIn_sums_a_histogram_s_count_or_a_counter_over_its_series(t *testing.T) {

@@ -75,6 +75,9 @@ type Result struct {
 	// minute.
 	Left          int
 	StoredObjects float64
+	// Restart is what loam's restart measured, in the loam mode with
+	// Config.Restart; nil otherwise.
+	Restart *Restart
 }
 
 // run runs mode once, in a namespace of its own, and deletes what it
@@ -93,7 +96,7 @@ func (h *harness) run(ctx context.Context, mode Mode, repeat int) (Result, error
 
 	var c *child
 	if mode.controller() {
-		if c, err = h.startController(ctx, mode, ns); err != nil {
+		if c, err = h.startController(ctx, mode, ns, ""); err != nil {
 			return res, err
 		}
 		defer func() { _ = c.stop() }() // on the paths that fail before the run stops it
@@ -107,6 +110,11 @@ func (h *harness) run(ctx context.Context, mode Mode, repeat int) (Result, error
 	}
 	if c != nil {
 		if err := c.stop(); err != nil {
+			return res, err
+		}
+	}
+	if mode == Loam && h.cfg.Restart {
+		if res.Restart, err = h.restart(ctx, ns); err != nil {
 			return res, err
 		}
 	}
@@ -198,13 +206,20 @@ func (h *harness) afterRun(ctx context.Context, res *Result) error {
 
 // startController starts mode's controller for ns and returns once it
 // has reported its heap and taken its Lease: from then on it reconciles
-// whatever is created.
-func (h *harness) startController(ctx context.Context, mode Mode, ns string) (*child, error) {
+// whatever is created. again is "" for a run's controller; a controller
+// started again over the run's objects gets it as the suffix of its
+// identity in the Lease (loam's) and of its profile's name, and returns
+// only once that identity holds the Lease.
+func (h *harness) startController(ctx context.Context, mode Mode, ns, again string) (*child, error) {
 	metrics, err := freeAddress()
 	if err != nil {
 		return nil, err
 	}
 	var args, env []string
+	identity, profile := ns, ns+"-"+string(mode)
+	if again != "" {
+		identity, profile = identity+"-"+again, profile+"-"+again
+	}
 	switch mode {
 	case ControllerRuntime, ControllerRuntimeTuned:
 		args = []string{"-namespace", ns, "-workers", strconv.Itoa(h.cfg.Workers), "-leader-election-id", leaseName,
@@ -218,13 +233,13 @@ func (h *harness) startController(ctx context.Context, mode Mode, ns string) (*c
 			loamcontroller.NameVariable+"="+leaseName,
 			loamcontroller.NamespaceVariable+"="+ns,
 			loamcontroller.WorkersVariable+"="+strconv.Itoa(h.cfg.Workers),
-			loamcontroller.IdentityVariable+"="+ns,
+			loamcontroller.IdentityVariable+"="+identity,
 			loamcontroller.MetricsAddressVariable+"="+metrics,
 		)
 	}
 	if h.cfg.Profile != "" {
 		env = append(append([]string(nil), env...),
-			probe.CPUProfileVariable+"="+filepath.Join(h.cfg.Profile, ns+"-"+string(mode)+".pprof"))
+			probe.CPUProfileVariable+"="+filepath.Join(h.cfg.Profile, profile+".pprof"))
 	}
 	c, err := startChild(mode, h.bins[mode], args, env)
 	if err != nil {
@@ -237,7 +252,11 @@ func (h *harness) startController(ctx context.Context, mode Mode, ns string) (*c
 		_ = c.stop()
 		return nil, err
 	}
-	if err := h.awaitLeader(startCtx, ns, c); err != nil {
+	holder := ""
+	if again != "" {
+		holder = identity
+	}
+	if err := h.awaitLeader(startCtx, ns, holder, c); err != nil {
 		_ = c.stop()
 		return nil, err
 	}
@@ -245,14 +264,16 @@ func (h *harness) startController(ctx context.Context, mode Mode, ns string) (*c
 }
 
 // awaitLeader polls the Lease of ns until it has a holder: the child, the
-// only candidate.
-func (h *harness) awaitLeader(ctx context.Context, ns string, c *child) error {
+// only candidate, which is holder when holder isn't "" (the Lease may
+// still name a controller that stopped before the child started).
+func (h *harness) awaitLeader(ctx context.Context, ns, holder string, c *child) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		l, err := h.kube.CoordinationV1().Leases(ns).Get(ctx, leaseName, metav1.GetOptions{})
 		switch {
-		case err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "":
+		case err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" &&
+			(holder == "" || *l.Spec.HolderIdentity == holder):
 			return nil
 		case err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil:
 			return fmt.Errorf("read Lease %s/%s: %w", ns, leaseName, err)

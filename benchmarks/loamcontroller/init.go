@@ -75,7 +75,7 @@ func Init(stdin io.Reader, tel *Telemetry) app.Init {
 		}
 		var reconciles atomic.Int64
 		ctrl, err := kube.NewController(s, client, e.settings, Resource,
-			Reconciler{Kube: kc, Reconciles: &reconciles},
+			Reconciler{Kube: kc, Reconciles: &reconciles, LabelPasses: e.profile != ""},
 			kube.Owns(corev1.SchemeGroupVersion.WithResource("configmaps")))
 		if err != nil {
 			return nil, err

@@ -3,11 +3,13 @@ package loamcontroller
 import (
 	"context"
 	"fmt"
+	"runtime/pprof"
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/loam-dev/loam/benchmarks/internal/probe"
 	"github.com/loam-dev/loam/benchmarks/memcached"
 	"github.com/loam-dev/loam/kube"
 )
@@ -22,13 +24,21 @@ type Reconciler struct {
 	Kube kubernetes.Interface
 	// Reconciles counts the reconciles, for the harness.
 	Reconciles *atomic.Int64
+	// LabelPasses, when the harness profiles the controller, labels the
+	// worker's goroutine with the pass each reconcile is, for package
+	// passes to split the profile by.
+	LabelPasses bool
 }
 
 // Reconcile does nothing for a settled Memcached. Otherwise it applies
 // the ConfigMap and returns the status Ready, observing the generation.
 func (r Reconciler) Reconcile(ctx context.Context, m Object) (kube.Result[memcached.Status], error) {
 	r.Reconciles.Add(1)
-	if memcached.Settled(m.Status, m.Generation) {
+	settled := memcached.Settled(m.Status, m.Generation)
+	if r.LabelPasses {
+		labelPass(ctx, settled)
+	}
+	if settled {
 		return kube.Result[memcached.Status]{}, nil
 	}
 
@@ -41,4 +51,15 @@ func (r Reconciler) Reconcile(ctx context.Context, m Object) (kube.Result[memcac
 
 	st := memcached.Ready(m.Status, m.Generation)
 	return kube.Result[memcached.Status]{Status: &st}, nil
+}
+
+// labelPass labels the calling goroutine, the worker's, with the pass
+// this is: the second, over a settled object, or the first. The label
+// stays until the worker's next pass sets its own.
+func labelPass(ctx context.Context, settled bool) {
+	pass := probe.FirstPass
+	if settled {
+		pass = probe.SecondPass
+	}
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels(probe.PassLabel, pass)))
 }

@@ -45,6 +45,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	modes := fs.String("modes", "", "comma-separated modes to run (default all: limit,controller-runtime,controller-runtime-tuned,loam)")
 	fs.StringVar(&cfg.Bin, "bin", "", "directory holding crcontroller and loamcontroller (default: build them)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "bound on each run's convergence (default 10m)")
+	fs.BoolVar(&cfg.Restart, "restart", false, "after each loam run, restart loam's controller over the settled objects and measure its resync")
 	fs.StringVar(&cfg.Profile, "profile", "", "write a CPU profile of the harness's process (the API server's) in each run's window into this directory")
 	out := fs.String("out", "", "also write the table to this file")
 	if err := fs.Parse(args); err != nil {

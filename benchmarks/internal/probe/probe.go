@@ -6,7 +6,10 @@
 //     starts, it writes a Started line with its heap after garbage
 //     collection and its Go runtime's settings;
 //   - when the harness writes "converged" to it, it collects garbage again
-//     and writes a Converged line with its heap and its reconcile count.
+//     and writes a Converged line with its heap and its reconcile count;
+//   - when the harness writes "reconciles" to it, it writes a Count line
+//     with its reconcile count, and nothing else: cheap enough to poll
+//     while a restarted controller resyncs.
 //
 // Only the child measures its heap, since only the child can run its
 // collector; the harness reads the child's CPU time and peak RSS from
@@ -31,6 +34,20 @@ import (
 // ConvergedWord is the line the harness writes when every object has
 // settled.
 const ConvergedWord = "converged"
+
+// ReconcilesWord is the line the harness writes to ask for the reconcile
+// count alone.
+const ReconcilesWord = "reconciles"
+
+// PassLabel is the profile label a controller's Reconciler sets on its
+// goroutine, when it is profiled, with FirstPass or SecondPass as its
+// value: whether the pass found the object still to settle or settled.
+// Package passes splits a profile by it.
+const (
+	PassLabel  = "loam-pass"
+	FirstPass  = "first"
+	SecondPass = "second"
+)
 
 // CPUProfileVariable is the environment variable in which the harness
 // names the file a child writes its CPU profile to; unset, it writes
@@ -60,6 +77,12 @@ type Started struct {
 type Converged struct {
 	// HeapBytes is the live heap after garbage collection.
 	HeapBytes uint64 `json:"heapBytes"`
+	// Reconciles is how many reconciles the child's Reconciler began.
+	Reconciles int64 `json:"reconciles"`
+}
+
+// Count is what a child answers ReconcilesWord with.
+type Count struct {
 	// Reconciles is how many reconciles the child's Reconciler began.
 	Reconciles int64 `json:"reconciles"`
 }
@@ -121,13 +144,21 @@ func (c *Child) Start() error {
 }
 
 // Answer reads the harness's words until In ends, and answers each
-// "converged" with a Converged line. The harness ends In before it stops
+// "converged" with a Converged line and each "reconciles" with a Count
+// line. The harness ends In before it stops
 // the child, so Answer returns when the child is about to stop.
 func (c *Child) Answer() error {
 	defer func() { _ = c.stopProfile() }() // on the paths that return before "converged"
 	sc := bufio.NewScanner(c.In)
 	for sc.Scan() {
-		if sc.Text() != ConvergedWord {
+		switch sc.Text() {
+		case ConvergedWord:
+		case ReconcilesWord:
+			if err := c.write(Count{Reconciles: c.Reconciles.Load()}); err != nil {
+				return err
+			}
+			continue
+		default:
 			return fmt.Errorf("probe: unexpected word %q from the harness", sc.Text())
 		}
 		if err := c.stopProfile(); err != nil {

@@ -34,6 +34,12 @@ func TestChild_reports_when_started_and_when_told_converged(t *testing.T) {
 	require.Positive(t, r.HeapBytes)
 	require.False(t, lines.Scan())
 
+	out.Reset()
+	reconciles.Store(7)
+	counted := probe.Child{In: strings.NewReader("reconciles\nreconciles\n"), Out: &out, Reconciles: &reconciles}
+	require.NoError(t, counted.Answer())
+	require.Equal(t, "{\"reconciles\":7}\n{\"reconciles\":7}\n", out.String(), "a Count line for each word, and no heap")
+
 	bad := probe.Child{In: strings.NewReader("stop\n"), Out: &out, Reconciles: &reconciles}
 	require.EqualError(t, bad.Answer(), `probe: unexpected word "stop" from the harness`)
 }
