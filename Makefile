@@ -25,12 +25,19 @@ MODULES := . kubetest examples benchmarks examples/cloudtoken
 # Test binaries are linked without DWARF (-ldflags=-w): a panic's stack
 # trace doesn't need it, and each kubetest binary links in about 30 %
 # less time. A debugger does: build one with `go test -c` to debug it.
-TESTFLAGS ?= -race -count=1 -ldflags=-w
+# go test's own vet is off (-vet=off, here, in KUBETEST_TESTFLAGS and in
+# kubetest-build): `make lint`'s govet runs every analyzer go vet runs
+# over every package of every module, tests included, and go test's
+# vet, a subset of them, type-checks every package the tests import, the
+# API server's and the standard library's too, to compute its facts, once
+# for the race build and once for the other (its cache key is the
+# package's compile), all of it to check again what lint checks.
+TESTFLAGS ?= -race -count=1 -ldflags=-w -vet=off
 # The cluster tests mostly wait: for an API server, a Lease, an operator
 # to settle (the explorer's package used 30 s of CPU in a 169 s run). So
 # four packages run at once (-p 4), and a package's parallel tests, the
 # explorer's searches among them, eight at a time.
-KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m -ldflags=-w -p 4 -parallel 8
+KUBETEST_TESTFLAGS ?= -count=1 -timeout 20m -ldflags=-w -vet=off -p 4 -parallel 8
 
 .PHONY: versions-check ci-selftest scale shards chaos soak explore compare compare-large fuzz demo image webhook-certs test tidy-check fmt-check vet lint lint-selftest benchmarks-lint-selftest unit kubetest-test kubetest-build kubetest-run examples-test cloudtoken-test benchmarks-test tools bench
 
@@ -186,7 +193,7 @@ kubetest-test: kubetest-build
 	@$(MAKE) --no-print-directory kubetest-run
 
 kubetest-build:
-	cd kubetest && ../.ci/testbin build $(KUBETEST_BINS) -ldflags=-w
+	cd kubetest && ../.ci/testbin build $(KUBETEST_BINS) -ldflags=-w -vet=off
 
 kubetest-run:
 	cd kubetest && ../.ci/testbin run $(KUBETEST_BINS) 4 -test.count=1 -test.timeout=20m -test.parallel=8
