@@ -1,8 +1,10 @@
 package explore
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/loam-dev/loam/kubetest/internal/generate"
@@ -103,33 +105,16 @@ type Step struct {
 	Down bool
 }
 
-// String says what the step changes, and its fault.
+// String says what the step changes, and its faults, each kind in
+// its place of faultKinds' shown order.
 func (s Step) String() string {
 	out := s.Step.String()
-	if s.Kubelet != "" {
-		out += ", the kubelet's Pods " + s.Kubelet + " from then on"
-	}
-	if s.Down {
-		out += ", made while the operator is down"
-	}
-	if s.StaleFrom > 0 {
-		out += fmt.Sprintf(", the operator's view stale from its write %d", s.StaleFrom)
-	}
-	if s.LoseFrom > 0 {
-		out += fmt.Sprintf(", the operator's watches losing events from its write %d", s.LoseFrom)
-	}
-	if s.CrashAfter > 0 {
-		out += fmt.Sprintf(", crashing the operator right after its write %d", s.CrashAfter)
-	}
-	if s.RestartAfter > 0 {
-		out += fmt.Sprintf(", restarting the API server right after the operator's write %d", s.RestartAfter)
-	}
-	if s.FailAt > 0 {
-		how := "as if the API server were unreachable"
-		if s.FailWith != 0 {
-			how = fmt.Sprintf("with %d", s.FailWith)
+	kinds := faultKinds()
+	slices.SortStableFunc(kinds, func(a, b faultKind) int { return cmp.Compare(a.shown, b.shown) })
+	for _, k := range kinds {
+		if said := k.say(s); said != "" {
+			out += ", " + said
 		}
-		out += fmt.Sprintf(", failing the operator's request %d for it %s", s.FailAt, how)
 	}
 	return out
 }
