@@ -443,6 +443,11 @@ func TestExplore(t *testing.T) {
 		reconcileNeverEnds(t, c)
 	})
 
+	t.Run("an informer served an old list catches up", func(t *testing.T) {
+		t.Parallel()
+		oldListsCatchUp(t, c)
+	})
+
 	t.Run("a wrong config is refused with every mistake", func(t *testing.T) {
 		cfg := config(correct, 1)
 		cfg.Build, cfg.Steps, cfg.Quiet, cfg.Faults.ScenarioAnnotation = nil, -1, -time.Second, "no spaces/here"

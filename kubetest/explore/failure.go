@@ -103,6 +103,19 @@ type Step struct {
 	// refuses what the operator's own webhooks admit while they are
 	// down, is made again once the fresh replica is up (down.go).
 	Down bool
+	// OldListsFrom serves the operator's lists from an older state from
+	// its OldListsFrom-th write of the step on, counting from 1 (old.go):
+	// right before that write goes on, the cluster's resourceVersion is
+	// noted, and for the rest of the step every list of the operator's
+	// that the API server may answer from an older state, one from
+	// resourceVersion "0" or not older than one older than the noted
+	// one, is answered from the state at the noted one, and its streamed
+	// lists are refused, as by an API server without WatchList, so that
+	// its reflectors list. Its informers watch on from there, and are
+	// sent every event since. Lists come in a step where something else
+	// starts them: a crash's fresh replica lists afresh. 0 serves nothing
+	// old.
+	OldListsFrom int
 }
 
 // String says what the step changes, and its faults, each kind in

@@ -33,6 +33,9 @@ type keptStep struct {
 	// one; Down makes it while the operator is down.
 	Version string `json:"version,omitempty"`
 	Down    bool   `json:"down,omitempty"`
+	// OldListsFrom is a kind added after the others: the fields of the
+	// kinds to come follow it.
+	OldListsFrom int `json:"oldListsFrom,omitempty"`
 }
 
 // parseOp returns the Op a kept step names, as Op's String names it.

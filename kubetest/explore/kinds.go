@@ -45,7 +45,7 @@ type faultKind struct {
 // to drop them and decodeSteps reports their mistakes.
 func faultKinds() []faultKind {
 	return []faultKind{
-		writeKind("crashAfter", 0, 4, func(s *Step) *int { return &s.CrashAfter },
+		writeKind("crashAfter", 0, 5, func(s *Step) *int { return &s.CrashAfter },
 			func(on Faults) bool { return !on.NoCrashes }, "crashing the operator right after its write %d",
 			func(k *keptStep) *int { return &k.CrashAfter }),
 		writeKind("staleFrom", staleStream, 2, func(s *Step) *int { return &s.StaleFrom },
@@ -55,7 +55,7 @@ func faultKinds() []faultKind {
 			func(on Faults) bool { return on.LostEvents }, "the operator's watches losing events from its write %d",
 			func(k *keptStep) *int { return &k.LoseFrom }),
 		{
-			name: "restartAfter", stream: restartStream, shown: 5,
+			name: "restartAfter", stream: restartStream, shown: 6,
 			draw: func(rng *rand.Rand, s *Step, on Faults) {
 				if s.RestartAfter = drawWrite(rng, restartOdds); !on.Restarts {
 					s.RestartAfter = 0
@@ -78,6 +78,7 @@ func faultKinds() []faultKind {
 		failKind(),
 		kubeletKind(),
 		downKind(),
+		oldKind(),
 	}
 }
 
@@ -122,7 +123,7 @@ func negative(key string, n int) []string {
 // request answered with FailWith (Faults.ScenarioAnnotation).
 func failKind() faultKind {
 	return faultKind{
-		name: "failAt", stream: failStream, shown: 6,
+		name: "failAt", stream: failStream, shown: 7,
 		draw: func(rng *rand.Rand, s *Step, on Faults) {
 			s.FailAt = drawWrite(rng, faultOdds)
 			s.FailWith = failures[rng.IntN(len(failures))]

@@ -10,9 +10,9 @@ import (
 
 // The fault schedule: each step crashes the operator with probability
 // 1/faultOdds, makes its view stale with probability 1/faultOdds, makes
-// it lose events with probability 1/faultOdds, when lost events are on,
-// and
-// restarts the API server with probability 1/restartOdds, each at one of
+// it lose events, and serves its lists old, each with probability
+// 1/faultOdds, when they are on, and restarts the API server with
+// probability 1/restartOdds, each at one of
 // the operator's first maxWrite writes of the step, picked uniformly;
 // and fails one of the first maxWrite requests for the step's object
 // with probability 1/faultOdds, with one of failures.
