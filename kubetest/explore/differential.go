@@ -228,8 +228,9 @@ func (e *explorer) outcome(parent *unstructured.Unstructured, written map[string
 // faulted reports whether any of steps has a fault of the operator's:
 // the kubelet's are the world's, which the replay without faults keeps.
 func faulted(steps []Step) bool {
+	kinds := faultKinds()
 	return slices.ContainsFunc(steps, func(s Step) bool {
-		return s.CrashAfter != 0 || s.StaleFrom != 0 || s.LoseFrom != 0 || s.RestartAfter != 0 || s.FailAt != 0 || s.Down
+		return slices.ContainsFunc(kinds, func(k faultKind) bool { return !k.world && k.has(s) })
 	})
 }
 
@@ -242,10 +243,15 @@ func (e *explorer) unfaulted(t *testing.T, steps []Step, ended map[string]outcom
 	if e.noUnfaulted || !faulted(steps) {
 		return nil
 	}
-	without := make([]Step, len(steps))
-	for i, s := range steps {
-		// The kubelet's faults are the world's: they stay.
-		without[i] = Step{Step: s.Step, Kubelet: s.Kubelet}
+	without := slices.Clone(steps)
+	for _, k := range faultKinds() {
+		// The world's faults, the kubelet's, stay.
+		if k.world {
+			continue
+		}
+		for i := range without {
+			k.clear(&without[i])
+		}
 	}
 	reference, err := e.run(t, without, nil, true)
 	if err != nil {

@@ -2,7 +2,6 @@ package explore
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -25,27 +24,17 @@ import (
 
 // downOdds is the odds, 1 in downOdds, of a step made while the operator
 // is down, when Faults.Down is on; downStream draws them from a stream
-// of their own, so every seed's other faults stay as they were.
+// of their own (downKind), so every seed's other faults stay as they
+// were.
 const (
 	downOdds   = 4
 	downStream = 0x446f776e
 )
 
-// drawDown sets which of steps, the sequence-th of seed, are made while
-// the operator is down, when on.Down is set.
-func drawDown(seed uint64, sequence int, steps []Step, on Faults) {
-	rng := rand.New(rand.NewPCG(seed, uint64(sequence)^downStream))
-	for i := range steps {
-		steps[i].Down = rng.IntN(downOdds) == 0 && on.Down
-	}
-}
-
 // extend draws what a sequence's steps get besides their changes and
-// schedule's faults: the version each is written in, and whether it is
-// made while the operator is down.
+// schedule's faults: the version each is written in.
 func (e *explorer) extend(seed uint64, sequence int, steps []Step) []Step {
 	drawVersions(seed, sequence, steps, e.versionNames)
-	drawDown(seed, sequence, steps, e.faults)
 	return steps
 }
 

@@ -21,7 +21,10 @@
 // it, until it has been quiet; with Faults.LostEvents, lost events end
 // its watches from its k-th write on and answer them, when they watch
 // again, as expired, as after a compaction, so its informers list again
-// and never see the states between; and, with Faults.Restarts, an API server
+// and never see the states between; with Faults.OldLists, old lists
+// answer its lists, from its k-th write on, from the state right before
+// it, as far as each list lets the API server (old.go), so a fresh
+// replica's first view is old; and, with Faults.Restarts, an API server
 // restart right after its k-th write takes every connection and watch
 // away, and brings the server back with every object where it was; and,
 // with Faults.ScenarioAnnotation, transient errors through loam's own
@@ -203,10 +206,10 @@ type Config[S, T any] struct {
 const ScenarioMember = "loam.explore"
 
 // Faults picks the kinds of fault the explorer injects. The zero Faults
-// injects crashes and stale views, not lost events, restarts, transient
-// errors or kubelet faults. A kind turned off leaves the others where
-// they were: the same seed gives the same crashes with stale views or
-// without.
+// injects crashes and stale views, not lost events, old lists,
+// restarts, transient errors or kubelet faults. A kind turned off leaves
+// the others where they were: the same seed gives the same crashes with
+// stale views or without.
 type Faults struct {
 	// NoCrashes and NoStaleViews turn off the operator's crashes and its
 	// stale views.
@@ -231,6 +234,18 @@ type Faults struct {
 	// changed every seed's sequences' faults. A kept sequence replays its
 	// lost events whatever the Config.
 	LostEvents bool
+	// OldLists turns on old lists (old.go): from the operator's k-th
+	// write of a step on, its lists that the API server may answer from
+	// an older state, a reflector's first list from resourceVersion "0"
+	// or a relist not older than its last resourceVersion, are answered
+	// from the state right before that write, as far as each request
+	// allows, and its streamed lists refused, as by an API server
+	// without WatchList, so that its reflectors list. They bite a step's
+	// lists, a crash's fresh replica's first of all. They are off by
+	// default, so that adding them left every seed's sequences' faults
+	// as they were. A kept sequence replays its old lists whatever the
+	// Config.
+	OldLists bool
 	// Kubelet turns on the kubelet's faults (kubeletfaults.go): a step
 	// may, right before its change, set the replay's namespace's
 	// kubelet.FaultAnnotation, so that the Pods of every Deployment and
@@ -356,8 +371,8 @@ func find[S, T any](t *testing.T, c *kubetest.Cluster, cfg Config[S, T], migrate
 		}
 	}
 	total := e.counted()
-	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean: %s, through %d crashes, %d stale views, %d cuts losing events, %d API server restarts (%v of restarting), %d failed requests and %d kubelet faults in %v",
-		len(kept), n, cfg.Seed, e.steps, total.tally, total.crashes, total.stale, total.lost, e.server.count(), e.server.spent().Round(100*time.Millisecond), total.failed, total.tally.kubelet, time.Since(start).Round(time.Second))
+	t.Logf("explore: %d kept sequences and %d of seed %d, of %d steps, clean: %s, through %d crashes, %d stale views, %d cuts losing events, %d lists served old, %d API server restarts (%v of restarting), %d failed requests and %d kubelet faults in %v",
+		len(kept), n, cfg.Seed, e.steps, total.tally, total.crashes, total.stale, total.lost, total.old, e.server.count(), e.server.spent().Round(100*time.Millisecond), total.failed, total.tally.kubelet, time.Since(start).Round(time.Second))
 	if why := total.tally.empty(); why != "" {
 		return nil, fmt.Errorf("explore: %w: %s", ErrEmpty, why)
 	}

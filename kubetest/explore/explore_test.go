@@ -37,7 +37,8 @@ import (
 // the explorer's generation, faults, checks and shrinking, and fails
 // when any of them breaks; and explores the correct operator through
 // sequence 0 of seed 1. The searches inject the default faults, crashes and stale
-// views, transient errors or lost events for the bug that needs them,
+// views, transient errors, lost events or old lists for the bug that
+// needs them,
 // and the kubelet's faults, with no invariant, for the bug only the
 // health oracle sees; the correct
 // operator is explored with every fault, the API server's restarts
@@ -117,6 +118,14 @@ const (
 	// once the fake kubelet keeps the Pods from becoming ready (issue
 	// #47).
 	availableEarly
+	// trustsFirstView names a new Deployment, as staleView does, when
+	// neither its cache of Deployments nor its memory of what this
+	// replica made holds one the Memcached controls: its own creates
+	// its cache lags behind are remembered, but a fresh replica trusts
+	// its first view, which a list served old (Faults.OldLists) shows
+	// without the Deployment its predecessor made (issue #47).
+	// firstview_test.go has its memory.
+	trustsFirstView
 )
 
 // applied is the annotation losesWork marks a Memcached done with.
@@ -136,6 +145,8 @@ type operator struct {
 	cached *kube.Cache[appsv1.Deployment]
 	// memory is forgetsSkipped's memory of what it has seen.
 	memory *memory
+	// made is trustsFirstView's memory of what this replica made.
+	made *made
 }
 
 func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Result[memcached.Status], error) {
@@ -176,6 +187,13 @@ func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Resul
 	}
 	if apply {
 		d := memcached.Deployment(m)
+		if o.bug == trustsFirstView {
+			name, err := o.firstViewName(m)
+			if err != nil {
+				return kube.Result[memcached.Status]{}, err
+			}
+			d.WithName(name)
+		}
 		if o.bug == staleView {
 			name, err := o.cachedName(m)
 			if err != nil {
@@ -191,6 +209,7 @@ func (o operator) Reconcile(ctx context.Context, m memcached.Object) (kube.Resul
 		switch {
 		case err == nil:
 			current = applied
+			o.made.remember(m, applied.Name)
 		case o.bug != dropsErrors:
 			if o.memory != nil {
 				o.memory.again(m)
@@ -264,7 +283,10 @@ func build(b bug) explore.Build {
 		}
 		o := operator{kube: k, dynamic: d, bug: b}
 		children := kube.Owns(deployments)
-		if b == staleView {
+		if b == trustsFirstView {
+			o.made = &made{names: map[types.UID]string{}}
+		}
+		if b == staleView || b == trustsFirstView {
 			o.cached = kube.NewCache(kube.Kind[appsv1.Deployment]{GVR: deployments, Kind: "Deployment", Scope: kube.Namespaced},
 				kube.CacheOptions[appsv1.Deployment]{})
 			children = kube.Watches(o.cached, kube.MapFunc(func(d metav1.Object) []kube.Key {
@@ -402,7 +424,7 @@ func TestExplore(t *testing.T) {
 			cfg := config(correct, 1)
 			cfg.Sequences = 1
 			cfg.Faults.ScenarioAnnotation = scenarioAnnotation
-			cfg.Faults.LostEvents = true
+			cfg.Faults.LostEvents, cfg.Faults.OldLists = true, true
 			// A kept sequence replays its restarts whatever cfg.Faults
 			// says, and a restart of the shared cluster is one that the
 			// explorers beside it don't know of: their reads fail, and
@@ -415,7 +437,7 @@ func TestExplore(t *testing.T) {
 		})
 	}
 
-	correctReplays(t, c, "a correct operator passes the sequences that found the planted bugs", "ignores updates", "loses work", "a finalizer that needs its child")
+	correctReplays(t, c, "a correct operator passes the sequences that found the planted bugs", "ignores updates", "loses work", "a finalizer that needs its child", "trusts first view")
 
 	for _, tc := range plantedBugs() {
 		if !tc.kubelet {
@@ -441,6 +463,11 @@ func TestExplore(t *testing.T) {
 	t.Run("a reconcile that never ends fails at Settle, named", func(t *testing.T) {
 		t.Parallel()
 		reconcileNeverEnds(t, c)
+	})
+
+	t.Run("an informer served an old list catches up", func(t *testing.T) {
+		t.Parallel()
+		oldListsCatchUp(t, c)
 	})
 
 	t.Run("a wrong config is refused with every mistake", func(t *testing.T) {

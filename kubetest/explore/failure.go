@@ -1,8 +1,10 @@
 package explore
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/loam-dev/loam/kubetest/internal/generate"
@@ -101,35 +103,31 @@ type Step struct {
 	// refuses what the operator's own webhooks admit while they are
 	// down, is made again once the fresh replica is up (down.go).
 	Down bool
+	// OldListsFrom serves the operator's lists from an older state from
+	// its OldListsFrom-th write of the step on, counting from 1 (old.go):
+	// right before that write goes on, the cluster's resourceVersion is
+	// noted, and for the rest of the step every list of the operator's
+	// that the API server may answer from an older state, one from
+	// resourceVersion "0" or not older than one older than the noted
+	// one, is answered from the state at the noted one, and its streamed
+	// lists are refused, as by an API server without WatchList, so that
+	// its reflectors list. Its informers watch on from there, and are
+	// sent every event since. Lists come in a step where something else
+	// starts them: a crash's fresh replica lists afresh. 0 serves nothing
+	// old.
+	OldListsFrom int
 }
 
-// String says what the step changes, and its fault.
+// String says what the step changes, and its faults, each kind in
+// its place of faultKinds' shown order.
 func (s Step) String() string {
 	out := s.Step.String()
-	if s.Kubelet != "" {
-		out += ", the kubelet's Pods " + s.Kubelet + " from then on"
-	}
-	if s.Down {
-		out += ", made while the operator is down"
-	}
-	if s.StaleFrom > 0 {
-		out += fmt.Sprintf(", the operator's view stale from its write %d", s.StaleFrom)
-	}
-	if s.LoseFrom > 0 {
-		out += fmt.Sprintf(", the operator's watches losing events from its write %d", s.LoseFrom)
-	}
-	if s.CrashAfter > 0 {
-		out += fmt.Sprintf(", crashing the operator right after its write %d", s.CrashAfter)
-	}
-	if s.RestartAfter > 0 {
-		out += fmt.Sprintf(", restarting the API server right after the operator's write %d", s.RestartAfter)
-	}
-	if s.FailAt > 0 {
-		how := "as if the API server were unreachable"
-		if s.FailWith != 0 {
-			how = fmt.Sprintf("with %d", s.FailWith)
+	kinds := faultKinds()
+	slices.SortStableFunc(kinds, func(a, b faultKind) int { return cmp.Compare(a.shown, b.shown) })
+	for _, k := range kinds {
+		if said := k.say(s); said != "" {
+			out += ", " + said
 		}
-		out += fmt.Sprintf(", failing the operator's request %d for it %s", s.FailAt, how)
 	}
 	return out
 }

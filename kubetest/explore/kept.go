@@ -33,6 +33,9 @@ type keptStep struct {
 	// one; Down makes it while the operator is down.
 	Version string `json:"version,omitempty"`
 	Down    bool   `json:"down,omitempty"`
+	// OldListsFrom is a kind added after the others: the fields of the
+	// kinds to come follow it.
+	OldListsFrom int `json:"oldListsFrom,omitempty"`
 }
 
 // parseOp returns the Op a kept step names, as Op's String names it.
@@ -48,12 +51,13 @@ func parseOp(name string) (generate.Op, bool) {
 // encodeSteps returns steps as a kept sequence's file holds them.
 func encodeSteps(steps []Step) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, len(steps))
+	kinds := faultKinds()
 	for i, s := range steps {
-		b, err := json.Marshal(keptStep{
-			Op: s.Op.String(), Name: s.Name, Spec: s.Spec,
-			CrashAfter: s.CrashAfter, StaleFrom: s.StaleFrom, LoseFrom: s.LoseFrom, RestartAfter: s.RestartAfter, FailAt: s.FailAt, FailWith: s.FailWith,
-			Kubelet: s.Kubelet, Version: s.Version, Down: s.Down,
-		})
+		k := keptStep{Op: s.Op.String(), Name: s.Name, Spec: s.Spec, Version: s.Version}
+		for _, kind := range kinds {
+			kind.keep(s, &k)
+		}
+		b, err := json.Marshal(k)
 		if err != nil {
 			return nil, fmt.Errorf("step %d, %s: %w", i+1, s, err)
 		}
@@ -69,6 +73,7 @@ func encodeSteps(steps []Step) ([]json.RawMessage, error) {
 // or an update without a spec, or a negative fault.
 func decodeSteps(raw []json.RawMessage) ([]Step, error) {
 	steps := make([]Step, len(raw))
+	kinds := faultKinds()
 	var errs []error
 	for i, r := range raw {
 		d := json.NewDecoder(bytes.NewReader(r))
@@ -90,32 +95,16 @@ func decodeSteps(raw []json.RawMessage) ([]Step, error) {
 		if ok && op != generate.Delete && k.Spec == nil {
 			mistakes = append(mistakes, "no spec, which a create or an update needs")
 		}
-		for _, f := range []struct {
-			name string
-			v    int
-		}{{"crashAfter", k.CrashAfter}, {"staleFrom", k.StaleFrom}, {"loseFrom", k.LoseFrom}, {"restartAfter", k.RestartAfter}, {"failAt", k.FailAt}} {
-			if f.v < 0 {
-				mistakes = append(mistakes, fmt.Sprintf("%s %d: want 0 (none) or more", f.name, f.v))
-			}
-		}
-		if k.FailWith != 0 && k.FailAt == 0 {
-			mistakes = append(mistakes, fmt.Sprintf("failWith %d without failAt", k.FailWith))
-		}
-		if k.Kubelet != "" {
-			if _, err := annotationValue(k.Kubelet); err != nil {
-				mistakes = append(mistakes, err.Error())
-			}
+		step := Step{Step: generate.Step{Op: op, Name: k.Name, Version: k.Version}}
+		for _, kind := range kinds {
+			mistakes = append(mistakes, kind.read(k, &step)...)
 		}
 		if len(mistakes) > 0 {
 			errs = append(errs, fmt.Errorf("step %d: %s", i+1, strings.Join(mistakes, "; ")))
 			continue
 		}
-		spec, _ := numbers(k.Spec).(map[string]any)
-		steps[i] = Step{
-			Step:       generate.Step{Op: op, Name: k.Name, Spec: spec, Version: k.Version},
-			CrashAfter: k.CrashAfter, StaleFrom: k.StaleFrom, LoseFrom: k.LoseFrom, RestartAfter: k.RestartAfter, FailAt: k.FailAt, FailWith: k.FailWith,
-			Kubelet: k.Kubelet, Down: k.Down,
-		}
+		step.Spec, _ = numbers(k.Spec).(map[string]any)
+		steps[i] = step
 	}
 	return steps, errors.Join(errs...)
 }

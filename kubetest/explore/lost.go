@@ -35,7 +35,7 @@ import (
 // client-go's own backoff before the relist. What it doesn't: a LIST
 // from resourceVersion "0", or a relist NotOlderThan, answered from a
 // lagging cache older than the newest state (the relist here is the API
-// server's own, fresh); an expiry that hits only some resources (every
+// server's own, fresh: old lists, old.go, model those); an expiry that hits only some resources (every
 // watch of the replica is cut); a client that accepts no JSON, which is
 // answered with a 410 response rather than a 200 and an ERROR event; and
 // a watch still sending its list, which is left alone, so its reflector

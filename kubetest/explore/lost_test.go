@@ -59,10 +59,10 @@ func TestLost_cut(t *testing.T) {
 	require.NoError(t, err)
 
 	w.arm(Step{LoseFrom: 2})
-	pass, _, _ := w.saw(write())
+	pass, _, _, _ := w.saw(write())
 	require.True(t, pass)
 	require.False(t, *dcancelled, "nothing is cut before the write it comes at")
-	pass, _, _ = w.saw(write())
+	pass, _, _, _ = w.saw(write())
 	require.True(t, pass)
 	require.True(t, *dcancelled, "the watch's request to the API server ends")
 	require.True(t, *ecancelled, "the explored resource's watch is cut too")

@@ -18,8 +18,10 @@ import (
 type planted struct {
 	bug  bug
 	name string
-	// errors turns transient errors on, and lost lost events.
-	errors, lost bool
+	// errors turns transient errors on, lost lost events, and old old
+	// lists: the search with them off, of the quick seed's first
+	// sequence, must pass.
+	errors, lost, old bool
 	// differential searches with no invariant: the differential
 	// oracles must find the bug.
 	differential bool
@@ -138,6 +140,18 @@ func plantedBugs() []planted {
 			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.Kubelet != "" && s.Kubelet != "Healthy" }),
 				"the Pods must be kept from becoming ready: healthy, they are soon ready, and the bug unseen")
 		},
+	}, {
+		bug: trustsFirstView, name: "an operator that trusts a fresh replica's first view", old: true,
+		// create explore-0, its lists served old from write 1, crashing
+		// after write 2 (the Deployment's apply).
+		quick: search{seed: 9, steps: 1},
+		found: func(t *testing.T, f *explore.Failure) {
+			require.ErrorContains(t, f.Err, "Deployments, want 1")
+			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.OldListsFrom > 0 }),
+				"the second Deployment needs a list served old")
+			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.CrashAfter > 0 || s.Down }),
+				"and a fresh replica to list")
+		},
 	}}
 }
 
@@ -169,6 +183,7 @@ func searchFor(t *testing.T, c *kubetest.Cluster, tc planted) {
 				cfg.Faults.ScenarioAnnotation = scenarioAnnotation
 			}
 			cfg.Faults.LostEvents = tc.lost
+			cfg.Faults.OldLists = tc.old
 			if tc.differential {
 				cfg.Invariants = nil
 			}
@@ -180,6 +195,15 @@ func searchFor(t *testing.T, c *kubetest.Cluster, tc planted) {
 			require.NotNil(t, f, "seed %d: the planted bug went unfound", cfg.Seed)
 			t.Logf("seed %d: found in %v: %v", cfg.Seed, time.Since(start).Round(100*time.Millisecond), f)
 			tc.found(t, f)
+		}
+		if tc.old && *seeds == 0 {
+			// The quick seed's first sequence, with the default faults
+			// alone, passes: the bug needs the lists served old.
+			cfg := config(tc.bug, tc.quick.seed)
+			cfg.Steps, cfg.Sequences = tc.quick.steps, 1
+			f, err := explore.Find(t, c, cfg)
+			require.NoError(t, err)
+			require.Nil(t, f, "found without old lists")
 		}
 	})
 }

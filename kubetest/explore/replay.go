@@ -56,7 +56,7 @@ func (e *explorer) run(t *testing.T, steps []Step, refused []string, reference b
 	defer func() { e.add(r.n) }()
 	r.ns = e.cluster.Namespace(t)
 	// Before the add above, which runs last.
-	defer func() { r.n.lost += w.takeCuts() }()
+	defer func() { r.n.lost, r.n.old = r.n.lost+w.takeCuts(), r.n.old+w.takeOld() }()
 	w.restart = func() { r.server.begin(ctx) }
 	defer func() {
 		if err := r.server.wait(context.WithoutCancel(ctx)); err != nil {

@@ -10,9 +10,9 @@ import (
 
 // The fault schedule: each step crashes the operator with probability
 // 1/faultOdds, makes its view stale with probability 1/faultOdds, makes
-// it lose events with probability 1/faultOdds, when lost events are on,
-// and
-// restarts the API server with probability 1/restartOdds, each at one of
+// it lose events, and serves its lists old, each with probability
+// 1/faultOdds, when they are on, and restarts the API server with
+// probability 1/restartOdds, each at one of
 // the operator's first maxWrite writes of the step, picked uniformly;
 // and fails one of the first maxWrite requests for the step's object
 // with probability 1/faultOdds, with one of failures.
@@ -41,43 +41,16 @@ var failures = []int{0, http.StatusInternalServerError, http.StatusServiceUnavai
 
 // schedule gives each change of the sequence-th sequence of seed its
 // faults, the same for the same seed and sequence, of the kinds on
-// picks.
+// picks: each kind of faultKinds from a stream of its own.
 func schedule(seed uint64, sequence int, changes []generate.Step, on Faults) []Step {
-	crashes := rand.New(rand.NewPCG(seed, uint64(sequence)))
-	stale := rand.New(rand.NewPCG(seed, uint64(sequence)^staleStream))
-	restarts := rand.New(rand.NewPCG(seed, uint64(sequence)^restartStream))
-	fails := rand.New(rand.NewPCG(seed, uint64(sequence)^failStream))
-	loses := rand.New(rand.NewPCG(seed, uint64(sequence)^loseStream))
-	kubelets := rand.New(rand.NewPCG(seed, uint64(sequence)^kubeletStream))
 	steps := make([]Step, len(changes))
 	for i, c := range changes {
 		steps[i].Step = c
-		steps[i].CrashAfter = drawWrite(crashes, faultOdds)
-		steps[i].StaleFrom = drawWrite(stale, faultOdds)
-		steps[i].RestartAfter = drawWrite(restarts, restartOdds)
-		steps[i].FailAt = drawWrite(fails, faultOdds)
-		steps[i].FailWith = failures[fails.IntN(len(failures))]
-		steps[i].LoseFrom = drawWrite(loses, faultOdds)
-		steps[i].Kubelet = drawKubelet(kubelets)
-		// Drawn and then dropped, so that the draws of the next steps
-		// stay the same.
-		if on.NoCrashes {
-			steps[i].CrashAfter = 0
-		}
-		if on.NoStaleViews {
-			steps[i].StaleFrom = 0
-		}
-		if !on.Restarts {
-			steps[i].RestartAfter = 0
-		}
-		if !on.LostEvents {
-			steps[i].LoseFrom = 0
-		}
-		if on.ScenarioAnnotation == "" || steps[i].FailAt == 0 {
-			steps[i].FailAt, steps[i].FailWith = 0, 0
-		}
-		if !on.Kubelet {
-			steps[i].Kubelet = ""
+	}
+	for _, k := range faultKinds() {
+		rng := rand.New(rand.NewPCG(seed, uint64(sequence)^k.stream))
+		for i := range steps {
+			k.draw(rng, &steps[i], on)
 		}
 	}
 	return steps
@@ -93,40 +66,18 @@ func drawWrite(rng *rand.Rand, odds int) int {
 }
 
 // withoutFaults drops each fault of steps that the failure doesn't need,
-// one at a time, so the minimal sequence names only the faults that
-// matter.
+// one at a time, in faultKinds' order, so the minimal sequence names
+// only the faults that matter.
 func withoutFaults(steps []Step, fails func([]Step) bool) []Step {
 	steps = slices.Clone(steps)
+	kinds := faultKinds()
 	for i := range steps {
-		for _, fault := range []func(*Step) *int{
-			func(s *Step) *int { return &s.CrashAfter },
-			func(s *Step) *int { return &s.StaleFrom },
-			func(s *Step) *int { return &s.LoseFrom },
-			func(s *Step) *int { return &s.RestartAfter },
-			func(s *Step) *int { return &s.FailAt },
-		} {
-			if *fault(&steps[i]) == 0 {
+		for _, k := range kinds {
+			if !k.has(steps[i]) {
 				continue
 			}
 			try := slices.Clone(steps)
-			*fault(&try[i]) = 0
-			if try[i].FailAt == 0 {
-				try[i].FailWith = 0
-			}
-			if fails(try) {
-				steps = try
-			}
-		}
-		if steps[i].Kubelet != "" {
-			try := slices.Clone(steps)
-			try[i].Kubelet = ""
-			if fails(try) {
-				steps = try
-			}
-		}
-		if steps[i].Down {
-			try := slices.Clone(steps)
-			try[i].Down = false
+			k.clear(&try[i])
 			if fails(try) {
 				steps = try
 			}

@@ -169,6 +169,12 @@ func (w *writes) watching(rw http.ResponseWriter, r *http.Request) *stream {
 	s := &stream{rw: rw, path: r.URL.Path, explored: o.gvr.GroupResource() == w.explored, listing: initial}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.oldAt != "" && !s.explored {
+		// Old lists (old.go): the cache that answers the lists old
+		// sends the watches after them late too, until the operator
+		// has been quiet, as a stale view does.
+		w.holding = true
+	}
 	s.held = w.holding && !s.explored
 	w.streams[s] = struct{}{}
 	return s

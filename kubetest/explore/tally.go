@@ -7,10 +7,11 @@ import (
 
 // counted is what one replay, or every replay of an exploration, did:
 // the replicas crashed, the stale views let go, the cuts losing events,
-// the requests failed, and the tally of steps and reconciles.
+// the lists served old (or refused as streamed), the requests failed,
+// and the tally of steps and reconciles.
 type counted struct {
-	crashes, stale, lost, failed int
-	tally                        tally
+	crashes, stale, lost, old, failed int
+	tally                             tally
 }
 
 // add adds what a replay counted, n, to what e's replays have.
@@ -20,6 +21,7 @@ func (e *explorer) add(n counted) {
 	e.total.crashes += n.crashes
 	e.total.stale += n.stale
 	e.total.lost += n.lost
+	e.total.old += n.old
 	e.total.failed += n.failed
 	e.total.tally.add(n.tally)
 }

@@ -42,6 +42,13 @@ type writes struct {
 	expired, relisting map[string]int
 	cuts               int
 	cutAt, relistedAt  time.Time
+	// oldFrom is the step's write its lists are served old from, oldAt
+	// the resourceVersion noted right before it, "" until then, and
+	// olds counts the lists served old or refused (old.go). A fresh
+	// replica keeps oldAt: its first lists are what it bites.
+	oldFrom int
+	oldAt   string
+	olds    int
 	// crash is the running replica's network, which a crash cuts; crashed
 	// is set once it has, and refuses whatever the replica still sends.
 	crash   func()
@@ -57,6 +64,7 @@ func (w *writes) arm(s Step) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.step, w.crashAfter, w.staleFrom, w.loseFrom, w.restartAfter = 0, s.CrashAfter, s.StaleFrom, s.LoseFrom, s.RestartAfter
+	w.oldFrom, w.oldAt = s.OldListsFrom, ""
 }
 
 // replica sets the network of a new replica, which a crash cuts. The
@@ -136,14 +144,24 @@ func objectAt(path string) (object, bool) {
 // once the write the API server restarts after has, it begins the
 // restart. A watch's response goes through a stream a stale view can
 // hold back and lost events can cut; a watch again after a cut is
-// answered as expired (lost.go).
+// answered as expired (lost.go). At the write the lists are served old
+// from, it notes the state to serve them from before the write goes on,
+// and from then on it serves them so (old.go).
 func (w *writes) serve(rw http.ResponseWriter, r *http.Request, next http.Handler) {
-	pass, crash, restart := w.saw(r)
+	pass, crash, restart, old := w.saw(r)
 	if !pass {
 		panic(http.ErrAbortHandler)
 	}
+	if old {
+		w.noteOld(r, next)
+	}
 	if w.expire(r) {
 		writeExpired(rw, r)
+		return
+	}
+	r, refuse := w.old(r)
+	if refuse {
+		writeNoWatchList(rw)
 		return
 	}
 	if s := w.watching(rw, r); s != nil {
@@ -183,29 +201,30 @@ func (w *writes) serve(rw http.ResponseWriter, r *http.Request, next http.Handle
 }
 
 // saw records r, and reports whether it may pass, and whether it is the
-// write the replica crashes after, and the one the API server restarts
-// after. At the write the view goes stale
+// write the replica crashes after, the one the API server restarts
+// after, and the one the lists are served old from. At the write the
+// view goes stale
 // from, it holds the watches back before the write goes on, so that
 // they don't tell of its change.
-func (w *writes) saw(r *http.Request) (pass, crash, restart bool) {
+func (w *writes) saw(r *http.Request) (pass, crash, restart, old bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.crashed {
-		return false, false, false
+		return false, false, false, false
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return true, false, false
+		return true, false, false, false
 	}
 	o, parsed := objectAt(r.URL.Path)
 	if parsed && (o.gvr.Resource == "leases" || o.gvr.Resource == "events") {
 		// The Lease and Events are the operator's own bookkeeping, not
 		// changes to what it manages.
-		return true, false, false
+		return true, false, false, false
 	}
 	w.step++
 	if w.crashAfter > 0 && w.step > w.crashAfter {
-		return false, false, false
+		return false, false, false, false
 	}
 	w.last = time.Now()
 	if parsed && o.name != "" {
@@ -217,7 +236,7 @@ func (w *writes) saw(r *http.Request) (pass, crash, restart bool) {
 	if w.step == w.loseFrom {
 		w.cutLocked()
 	}
-	return true, w.step == w.crashAfter, w.step == w.restartAfter
+	return true, w.step == w.crashAfter, w.step == w.restartAfter, w.step == w.oldFrom
 }
 
 // since returns how long ago the operator last wrote, or 0 while a
