@@ -38,8 +38,10 @@ func availability(d *appsv1.Deployment, generation int64, early bool) metav1.Con
 // the kubelet's included, so that the health oracle is seen to raise no
 // false alarm, and make explore's long exploration; its replay of the
 // sequence that found availableEarly; and the search for availableEarly,
-// which only the kubelet's faults show.
+// which only the kubelet's faults show. It runs beside TestExplore, each
+// on its own cluster.
 func TestExploreWithPods(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, true)
 
 	t.Run("a correct operator explores clean", func(t *testing.T) {
@@ -60,16 +62,15 @@ func TestExploreWithPods(t *testing.T) {
 			explore.Run(t, c, cfg)
 			return
 		}
-		// make explore's exploration restarts the API server too, so it
-		// runs alone, before the search and the replays. It can't have
-		// a cluster of its own beside them: kube-controller-manager
-		// reserves its informers' name process-wide (client-go's
-		// cache.NewInformerName), so one process runs one controller
-		// manager at a time.
+		// make explore's exploration restarts the API server too, which
+		// the search and the replays on c would take for their
+		// operators' failures, so it has a cluster of its own and runs
+		// beside them.
 		cfg.Sequences = 1
 		cfg.Duration = *duration
 		cfg.Faults.Restarts, cfg.Faults.LostEvents = true, true
-		explore.Run(t, c, cfg)
+		t.Parallel()
+		explore.Run(t, startCluster(t, true), cfg)
 	})
 
 	correctReplays(t, c, "a correct operator passes the sequences that found the planted bugs", "reports Available early")

@@ -337,9 +337,8 @@ var sized = explore.Invariant{
 // Pod is made, and a step waits for none: on a cluster with them, every
 // step waits for its Pods and workloads to settle, for two Quiets, which
 // doubled this package's time in make test when every subtest ran on
-// one. A process runs one controller manager at a time, so the two
-// clusters run one after the other: TestExplore's, then
-// TestExploreWithPods'.
+// one. Each cluster has a controller manager of its own, so TestExplore
+// and TestExploreWithPods run in parallel, each on its own.
 func startCluster(t *testing.T, pods bool) *kubetest.Cluster {
 	t.Helper()
 	crd, err := resource.CRD()
@@ -387,8 +386,9 @@ func config(b bug, seed uint64) explore.Config[memcached.Spec, memcached.Status]
 // TestExplore explores on a cluster whose Pods never come alive: the
 // planted bugs its invariants and oracles find, the correct operator's
 // replays of the sequences that found them, and the explorer's refusals.
-// What needs Pods alive is TestExploreWithPods'.
+// What needs Pods alive is TestExploreWithPods', which runs beside it.
 func TestExplore(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, false)
 
 	if *duration == 0 {
