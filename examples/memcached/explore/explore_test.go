@@ -51,16 +51,16 @@ var exploreDuration = flag.Duration("explore.duration", 0, "explore the operator
 // sequences, which need no Pod alive.
 //
 // make test replays the kept sequences of testdata/explore/TestExplore,
-// each the only test of a false alarm of the explorer's, in a subtest of
-// its own. Those of testdata/explore/TestExplore/repetitions
-// repeat what other tests show (issue #41): make explore replays them, in
-// the subtest of that name.
+// each the only test of a false alarm of the explorer's, in subtests.
+// Those of testdata/explore/TestExplore/repetitions repeat what other
+// tests show (issue #41): make explore replays them, in the subtest of
+// that name.
 //
 // Each subtest has a cluster of its own, and they run in parallel, beside
-// the package's other tests, each on its own cluster too: a kept sequence
+// the package's other tests, each on its own cluster too. A kept sequence
 // that restarts the API server replays alone on its cluster, since a
-// restart takes every other replay's connections away, so on one cluster
-// they replayed one after another (issue #41).
+// restart takes every other replay's connections away: on one cluster,
+// the two that restart it replayed one after the other (issue #41).
 func TestExplore(t *testing.T) {
 	t.Parallel()
 	crd, err := memcached.Memcached.CRD()
@@ -75,20 +75,19 @@ func TestExplore(t *testing.T) {
 		return cfg
 	}
 	// Each subtest's directory under testdata/explore/TestExplore keeps
-	// a false alarm of the explorer's that its runs of the example
-	// raised, fixed and its sequence kept.
+	// false alarms of the explorer's that its runs of the example raised,
+	// each fixed and its sequence kept. Each sequence that restarts the
+	// API server has a subtest of its own, with those that don't.
 	subtests := []string{
 		// seed-1-sequence-14: the fresh replica after a crash started
 		// while the API server restarted, failed its first list and
 		// exited.
 		"a fresh replica starts once the server is back",
-		// seed-1-sequence-2: the explorer's own read failed during a
-		// restart that had begun before its check, and the check wasn't
-		// taken again.
-		"a check during a restart is taken again",
 		// seed-1-sequence-45: the explorer checked before a fresh
-		// replica had synced its caches.
-		"checks wait for a fresh replica to sync",
+		// replica had synced its caches. seed-1-sequence-2: its own read
+		// failed during a restart that had begun before its check, and
+		// the check wasn't taken again.
+		"checks wait for a fresh replica and are taken again after a restart",
 	}
 	if *exploreDuration > 0 {
 		subtests = append(subtests, "repetitions")
