@@ -337,8 +337,12 @@ var sized = explore.Invariant{
 // Pod is made, and a step waits for none: on a cluster with them, every
 // step waits for its Pods and workloads to settle, for two Quiets, which
 // doubled this package's time in make test when every subtest ran on
-// one. Each cluster has a controller manager of its own, so TestExplore
-// and TestExploreWithPods run in parallel, each on its own.
+// one. The two clusters run one after the other, TestExploreWithPods',
+// then TestExplore's, though a process may run both at once: with
+// TestExploreWithPods beside it, TestExplore's search for forgetsSkipped
+// went unfound from its quick seed, twice in two runs, where it was found
+// from sequence 0 alone (issue #41). Its bug shows only when a relist
+// skips an event, which other work in the process shifts.
 func startCluster(t *testing.T, pods bool) *kubetest.Cluster {
 	t.Helper()
 	crd, err := resource.CRD()
@@ -386,9 +390,8 @@ func config(b bug, seed uint64) explore.Config[memcached.Spec, memcached.Status]
 // TestExplore explores on a cluster whose Pods never come alive: the
 // planted bugs its invariants and oracles find, the correct operator's
 // replays of the sequences that found them, and the explorer's refusals.
-// What needs Pods alive is TestExploreWithPods', which runs beside it.
+// What needs Pods alive is TestExploreWithPods'.
 func TestExplore(t *testing.T) {
-	t.Parallel()
 	c := startCluster(t, false)
 
 	if *duration == 0 {
