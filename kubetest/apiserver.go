@@ -97,6 +97,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, ln net.Listener) (*apiServ
 	if err := registry.Register(basecompatibility.DefaultKubeComponent, effectiveVersion(), featureGate); err != nil {
 		return nil, fmt.Errorf("register the API server's version and feature gates: %w", err)
 	}
+	registerDefaultGlobals()
 	opts := apiserveroptions.NewServerRunOptions()
 	opts.GenericServerRunOptions.ComponentGlobalsRegistry = registry
 

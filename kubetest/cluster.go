@@ -176,7 +176,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return fmt.Errorf("write the controller manager's kubeconfig: %w", err)
 		}
-		c.cm, err = startControllerManager(ctx, path, c.settings.workloads)
+		c.cm, err = startControllerManager(ctx, path, c.dir, c.settings.workloads)
 		if err != nil {
 			return err
 		}

@@ -55,6 +55,10 @@
 //     changes a gate itself (featuregatetesting) does the same. Tests that
 //     need gates other than the defaults belong in a test package of their
 //     own and must not run in parallel with tests that need the defaults.
+//   - Metrics. The API servers and controller managers register their
+//     Prometheus metrics in component-base's process-wide legacy registry,
+//     and every API server serves the whole registry at /metrics: while
+//     several clusters run, each one's /metrics counts them all together.
 //
 // Everything else a cluster starts belongs to it and ends with Stop:
 // goroutines (GoleakOptions lists the two kinds of Kubernetes goroutine that

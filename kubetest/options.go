@@ -89,11 +89,13 @@ func WithUser(name, token string, groups ...string) Option {
 // collected within GarbageCollectorCollectionBound of its owner's
 // deletion.
 //
-// A process runs one controller manager at a time: kube-controller-manager
-// reserves the name of its informers process-wide (client-go's
-// cache.NewInformerName), so a second cluster with one fails to start,
-// saying the name "is already registered", until the first cluster stops.
-// Tests that each need the garbage collector share one cluster.
+// Several clusters of one process may each run a controller manager at
+// once, each with controllers, informers and events of its own. What they
+// share is global to the process in Kubernetes itself: klog (WithLogs),
+// the feature gates (WithFeatureGates), and the Prometheus metrics of
+// component-base's legacy registry: every API server of the process
+// serves them all at /metrics, so they count every cluster's controllers
+// together.
 func WithControllerManager() Option {
 	return func(s *settings) { s.controllerManager = true }
 }
@@ -110,11 +112,11 @@ func WithControllerManager() Option {
 // namespace and node controllers do not run.
 //
 // It is a controller manager, so what WithControllerManager says of one
-// holds: one per process at a time. A Shared cluster is what its options
-// make it, and nothing else: a package whose tests need workload
-// controllers makes its own NewShared with this option, and does not
-// share it with tests that write Deployment status themselves, which the
-// Deployment controller would overwrite.
+// holds: several clusters of a process may each run one at once. A Shared
+// cluster is what its options make it, and nothing else: a package whose
+// tests need workload controllers makes its own NewShared with this
+// option, and does not share it with tests that write Deployment status
+// themselves, which the Deployment controller would overwrite.
 func WithWorkloadControllers() Option {
 	return func(s *settings) { s.workloads = true }
 }

@@ -6,6 +6,7 @@ import (
 
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	basecompatibility "k8s.io/component-base/compatibility"
 	baseversion "k8s.io/component-base/version"
 )
@@ -57,4 +58,17 @@ func (v releaseVersion) Info() *apimachineryversion.Info {
 		info.GitVersion = v.gitVersion
 	}
 	return info
+}
+
+// registerDefaultGlobals registers in component-base's process-wide
+// registry of component versions what kube-apiserver's and
+// kube-controller-manager's options register there when it has nothing
+// for "kube" yet: the build's version and the process's feature gate.
+// Their options look and register in two steps, so two clusters starting
+// at once could both find nothing, and the second registration would
+// panic; ComponentGlobalsOrRegister does both under the registry's lock,
+// and the options then find it done. No cluster reads the entry: each
+// server has a registry of its own.
+func registerDefaultGlobals() {
+	compatibility.DefaultComponentGlobalsRegistry.ComponentGlobalsOrRegister(basecompatibility.DefaultKubeComponent, compatibility.DefaultBuildEffectiveVersion(), utilfeature.DefaultMutableFeatureGate)
 }

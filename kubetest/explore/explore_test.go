@@ -359,9 +359,12 @@ var sized = explore.Invariant{
 // Pod is made, and a step waits for none: on a cluster with them, every
 // step waits for its Pods and workloads to settle, for two Quiets, which
 // doubled this package's time in make test when every subtest ran on
-// one. A process runs one controller manager at a time, so the two
-// clusters run one after the other: TestExplore's, then
-// TestExploreWithPods'.
+// one. The two clusters run one after the other, TestExploreWithPods',
+// then TestExplore's, though a process may run both at once: with
+// TestExploreWithPods beside it, TestExplore's search for forgetsSkipped
+// went unfound from its quick seed, twice in two runs, where it was found
+// from sequence 0 alone (issue #41). Its bug shows only when a relist
+// skips an event, which other work in the process shifts.
 func startCluster(t *testing.T, pods bool) *kubetest.Cluster {
 	t.Helper()
 	crd, err := resource.CRD()

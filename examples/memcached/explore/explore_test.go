@@ -45,20 +45,26 @@ var exploreDuration = flag.Duration("explore.duration", 0, "explore the operator
 // them, with kubetest's explorer: generated changes to Memcacheds, crashes
 // after the operator's writes, stale views, API server restarts,
 // transient errors through the operator's own failure injection, and the
-// checks below after each step. Its cluster makes no Pod: a step waits
+// checks below after each step. Its clusters make no Pod: a step waits
 // for none, where on TestExploreWithPods' each waits for its Pods and
 // workloads to settle, for two Quiets. make test replays its kept
 // sequences, which need no Pod alive.
 //
 // make test replays the kept sequences of testdata/explore/TestExplore,
-// each the only test of a false alarm of the explorer's (those that
-// restart the API server replay one at a time). Those of
-// testdata/explore/TestExplore/repetitions repeat what other tests show
-// (issue #41): make explore replays them, in the subtest of that name.
+// each the only test of a false alarm of the explorer's, in subtests.
+// Those of testdata/explore/TestExplore/repetitions repeat what other
+// tests show (issue #41): make explore replays them, in the subtest of
+// that name.
+//
+// Each subtest has a cluster of its own, and they run in parallel, beside
+// the package's other tests, each on its own cluster too. A kept sequence
+// that restarts the API server replays alone on its cluster, since a
+// restart takes every other replay's connections away: on one cluster,
+// the two that restart it replayed one after the other (issue #41).
 func TestExplore(t *testing.T) {
+	t.Parallel()
 	crd, err := memcached.Memcached.CRD()
 	require.NoError(t, err)
-	c := kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithCRDs(crd))
 	// make explore's exploration is TestExploreWithPods', under every
 	// fault: here the kept sequences are replayed alone, with the
 	// comparisons make test leaves out under make explore.
@@ -68,10 +74,31 @@ func TestExplore(t *testing.T) {
 		cfg.Faults.Kubelet = false
 		return cfg
 	}
-	if *exploreDuration > 0 {
-		t.Run("repetitions", func(t *testing.T) { explore.Run(t, c, kept()) })
+	// Each subtest's directory under testdata/explore/TestExplore keeps
+	// false alarms of the explorer's that its runs of the example raised,
+	// each fixed and its sequence kept. Each sequence that restarts the
+	// API server has a subtest of its own, with those that don't.
+	subtests := []string{
+		// seed-1-sequence-14: the fresh replica after a crash started
+		// while the API server restarted, failed its first list and
+		// exited.
+		"a fresh replica starts once the server is back",
+		// seed-1-sequence-45: the explorer checked before a fresh
+		// replica had synced its caches. seed-1-sequence-2: its own read
+		// failed during a restart that had begun before its check, and
+		// the check wasn't taken again.
+		"checks wait for a fresh replica and are taken again after a restart",
 	}
-	explore.Run(t, c, kept())
+	if *exploreDuration > 0 {
+		subtests = append(subtests, "repetitions")
+	}
+	for _, name := range subtests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := kubetest.Start(t, kubetest.WithControllerManager(), kubetest.WithCRDs(crd))
+			explore.Run(t, c, kept())
+		})
+	}
 }
 
 // TestExploreWithPods explores the operator as TestExplore does, on a
@@ -80,10 +107,10 @@ func TestExplore(t *testing.T) {
 // ready, crash-looping, ready in part), so that the Available condition
 // is explored and the health oracle checks it after each step (issue
 // #47). make test replays its kept sequence, kubelet-faults; make explore
-// explores for -explore.duration with every fault. A process runs one
-// controller manager at a time, so its cluster starts once TestExplore's
-// has stopped.
+// explores for -explore.duration with every fault. It runs beside
+// TestExplore and TestExploreWebhooks, each on its own cluster.
 func TestExploreWithPods(t *testing.T) {
+	t.Parallel()
 	crd, err := memcached.Memcached.CRD()
 	require.NoError(t, err)
 	c := kubetest.Start(t, kubetest.WithWorkloadControllers(), kubetest.WithFakeKubelet(kubelet.Config{}), kubetest.WithCRDs(crd))

@@ -42,8 +42,9 @@ var webhookImages = memcached.Images{Allowed: []string{"memcached:"}, DefaultIma
 //
 // The cluster is the test's own: the CRD's conversion and the webhook
 // configurations are cluster-wide, and TestExplore's CRD serves
-// v1alpha1 alone.
+// v1alpha1 alone. It runs beside the package's other tests.
 func TestExploreWebhooks(t *testing.T) {
+	t.Parallel()
 	ca := apptest.NewCA(t)
 	cert := ca.ServerCert("127.0.0.1")
 	address := freeaddr.Loopback(t)
