@@ -259,10 +259,12 @@ chaos:
 	cd kubetest && go test -count=1 -timeout 60m -v -run Chaos ./chaos ./e2e -args -chaos.full
 
 # The explorer of docs/testing.md at length: each bug planted in
-# kubetest/explore's test operator searched for from 5 seeds, and the
+# kubetest/explore's test operator searched for from 5 seeds with no
+# invariant, each seed's time to find logged, and the
 # correct operators, that test's and the Memcached and databases
 # examples' (the last against the local PostgreSQL), explored for ten
-# minutes each, with the API server's restarts and transient errors too,
+# minutes each, with every fault each supports (lost events, restarts,
+# transient errors, Down, the kubelet's on the clusters with Pods),
 # and the Memcached example again with its webhooks served by its
 # replicas (TestExploreWebhooks). `make test` searches for each bug from the one seed whose first
 # sequence, of one or two steps, holds it, and explores the kept

@@ -68,7 +68,7 @@ func TestExploreWithPods(t *testing.T) {
 		// manager at a time.
 		cfg.Sequences = 1
 		cfg.Duration = *duration
-		cfg.Faults.Restarts, cfg.Faults.LostEvents = true, true
+		cfg.Faults.Restarts, cfg.Faults.LostEvents, cfg.Faults.Down = true, true, true
 		explore.Run(t, c, cfg)
 	})
 

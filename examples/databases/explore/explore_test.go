@@ -32,8 +32,9 @@ var localPostgres = databases.Postgres{Host: "127.0.0.1", Port: 5432, User: "pos
 
 // TestExplore explores the Database controller, as Init makes it, with
 // kubetest's explorer: generated changes to Databases, crashes after the
-// controller's writes, stale views, API server restarts, transient
-// errors through the example's failure injection, and, after each step,
+// controller's writes, stale views, lost events, API server restarts,
+// changes made while it is down, transient errors through the example's
+// failure injection, and, after each step,
 // the invariant that PostgreSQL holds what the Databases ask for and
 // their Secrets log in; after the final delete, that the finalizer left
 // nothing in PostgreSQL but what a Database's Retain kept.
@@ -57,7 +58,9 @@ func TestExplore(t *testing.T) {
 		// cluster until it is done, and the explorer counts it as not
 		// quiet while it runs, so Quiet needn't outlast it.
 		Quiet: 300 * time.Millisecond, Settle: 30 * time.Second,
-		Faults:   explore.Faults{ScenarioAnnotation: databases.ScenarioAnnotation, Restarts: true},
+		// Every fault but the kubelet's: the controller makes no Pod.
+		// A kept sequence replays its own faults whatever these say.
+		Faults:   explore.Faults{ScenarioAnnotation: databases.ScenarioAnnotation, Restarts: true, LostEvents: true, Down: true},
 		External: explore.External{Spec: pg.names, Gone: []explore.Invariant{pg.gone()}},
 		// A fresh Database of a step's spec names the stepped one's
 		// database and role in PostgreSQL, which the stepped one holds:
