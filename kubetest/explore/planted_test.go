@@ -125,10 +125,16 @@ func plantedBugs() []planted {
 				"the second Deployment needs a stale view")
 		},
 		blind: func(t *testing.T, f *explore.Failure) {
-			require.Regexp(t, `the Deployment objects it controls: 2 `, f.Err.Error())
+			// Two Deployments: the stepped Memcached's, with a stale
+			// view, or the fresh one's, whose cache lagged behind its
+			// own create with no fault at all on a loaded machine (make
+			// explore, seed 4): the bug needs no fault to show.
+			require.Regexp(t, `the Deployment objects it controls: (2 \(|1 \(.*\), 2 \(the fresh )`, f.Err.Error())
 			require.Equal(t, generate.Create, f.Steps[0].Op)
-			require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.StaleFrom > 0 }),
-				"the second Deployment needs a stale view")
+			if !strings.Contains(f.Err.Error(), "), 2 (the fresh ") {
+				require.True(t, slices.ContainsFunc(f.Steps, func(s explore.Step) bool { return s.StaleFrom > 0 }),
+					"the second Deployment needs a stale view")
+			}
 		},
 	}, {
 		bug: loops, name: "an operator that reconciles in a loop, writing nothing",
