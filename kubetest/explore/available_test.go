@@ -66,7 +66,7 @@ func TestExploreWithPods(t *testing.T) {
 		// beside, which hides forgetsSkipped (startCluster).
 		cfg.Sequences = 1
 		cfg.Duration = *duration
-		cfg.Faults.Restarts, cfg.Faults.LostEvents, cfg.Faults.OldLists = true, true, true
+		cfg.Faults.Restarts, cfg.Faults.LostEvents, cfg.Faults.OldLists, cfg.Faults.Down = true, true, true, true
 		explore.Run(t, c, cfg)
 	})
 

@@ -108,16 +108,8 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			break
 		}
 		if time.Now().After(r.deadline(start)) {
-			switch {
-			case why != "":
-			case r.syncedAt.IsZero():
-				why = "the operator's caches haven't synced"
-			case len(r.busy) > 0 && w.since() >= e.quiet:
-				why = fmt.Sprintf("the operator is still reconciling %s, having written nothing for %v", strings.Join(r.busy, ", "), w.since().Round(time.Millisecond))
-			case world != "" && quiet >= e.quiet:
-				why = world
-			default:
-				why = fmt.Sprintf("the operator still writes, the last time %v ago", w.since().Round(time.Millisecond))
+			if why == "" {
+				why = unsettled(!r.syncedAt.IsZero(), r.busy, w.since(), quiet, e.quiet, world)
 			}
 			// The time waited, which a restart makes longer than Settle.
 			return fmt.Errorf("not settled within %v: %s", time.Since(start).Round(100*time.Millisecond), why)
@@ -169,6 +161,24 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 		errs = append(errs, fmt.Errorf("a reconcile panicked: %s", msgs[0]))
 	}
 	return errors.Join(errs...)
+}
+
+// unsettled says why a wait for the operator to settle ran out, when
+// the objects it reconciles said nothing: its caches not synced, a
+// reconcile under way though it has written nothing for Quiet (wanted),
+// a reconcile in a loop among them, world, what the Pods and workloads
+// are still to do, once it is quiet, or else its writes, the last since
+// ago.
+func unsettled(synced bool, busy []string, since, quiet, wanted time.Duration, world string) string {
+	switch {
+	case !synced:
+		return "the operator's caches haven't synced"
+	case len(busy) > 0 && since >= wanted:
+		return fmt.Sprintf("the operator is still reconciling %s, having written nothing for %v", strings.Join(busy, ", "), since.Round(time.Millisecond))
+	case world != "" && quiet >= wanted:
+		return world
+	}
+	return fmt.Sprintf("the operator still writes, the last time %v ago", since.Round(time.Millisecond))
 }
 
 // read returns each object the operator has written that is still

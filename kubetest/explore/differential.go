@@ -118,12 +118,21 @@ func (e *explorer) settleFresh(ctx context.Context, objects dynamic.ResourceInte
 				return err
 			}
 		}
-		if why == "" && r.quiet(ctx) >= e.quiet && !r.w.hasCrashed() {
+		var quiet time.Duration
+		if why == "" {
+			quiet = r.quiet(ctx)
+		}
+		if why == "" && quiet >= e.quiet && !r.w.hasCrashed() {
 			return nil
 		}
 		if time.Now().After(r.deadline(start)) {
 			if why == "" {
-				why = fmt.Sprintf("the operator still writes, the last time %v ago", r.w.since().Round(time.Millisecond))
+				// Said as a step's check says it: an operator that
+				// reconciles without end, writing nothing, is busy,
+				// not writing (make explore, the loop's planted bug
+				// on a loaded machine, where its rate fell below
+				// LoopRate and its step passed).
+				why = unsettled(!r.syncedAt.IsZero(), r.busy, r.w.since(), quiet, e.quiet, "")
 			}
 			return fmt.Errorf("a fresh %s of the same spec, %s, not settled within %v: %s", e.kind, name, time.Since(start).Round(100*time.Millisecond), why)
 		}

@@ -30,8 +30,9 @@ import (
 )
 
 // The flags make explore sets: each planted bug searched for from seeds
-// 1 to 5, of sequences of six steps, as issue #25 asks, and the correct
-// operator explored for ten minutes. make test searches for each bug
+// 1 to 5, of sequences of six steps, as issue #25 asks, with no
+// invariant, as issue #47 asks, and the correct operator explored for
+// ten minutes. make test searches for each bug
 // from the one seed whose first sequence, of one or two steps, holds it
 // (quick below), the smallest search that still finds each bug through
 // the explorer's generation, faults, checks and shrinking, and fails
@@ -42,8 +43,8 @@ import (
 // and the kubelet's faults, with no invariant, for the bug only the
 // health oracle sees; the correct
 // operator is explored with every fault, the API server's restarts
-// included under make explore (no planted bug needs them, and each costs
-// seconds), and replays the sequences that found planted bugs, beside
+// and steps made while it is down included under make explore (no
+// planted bug needs them, and each costs seconds), and replays the sequences that found planted bugs, beside
 // the searches.
 
 var (

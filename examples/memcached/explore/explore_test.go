@@ -138,7 +138,11 @@ func exploreConfig() explore.Config[memcached.MemcachedSpec, memcached.Memcached
 		// difference (make explore runs it, and may say so).
 		NoFreshCreates: *exploreDuration == 0,
 		Quiet:          300 * time.Millisecond, Settle: 20 * time.Second,
-		Faults: explore.Faults{ScenarioAnnotation: memcached.ScenarioAnnotation, Restarts: true, Kubelet: true},
+		// Every fault: a kept sequence replays its own whatever these
+		// say, so they pick make explore's new sequences' alone. Down
+		// makes a change while no replica runs, which a fresh one
+		// finds in its first list.
+		Faults: explore.Faults{ScenarioAnnotation: memcached.ScenarioAnnotation, Restarts: true, Kubelet: true, LostEvents: true, Down: true},
 		// A Memcached may name flags, which is there, or a ConfigMap
 		// that isn't.
 		ConfigMaps: []corev1.ConfigMap{{ObjectMeta: metav1.ObjectMeta{Name: "flags"}, Data: map[string]string{"m": "64", "c": "512"}}},
