@@ -198,6 +198,13 @@ type Config[S, T any] struct {
 	// what Build's Setup reads through its Host, such as the serving
 	// certificate of the operator's webhooks (kube.NewWebhooks).
 	Files map[string][]byte
+	// OneReplicaAtATime keeps replays from running side by side: the
+	// kept sequences, which otherwise replay up to four at once, each
+	// with an operator of its own, replay one after another. Set it
+	// when two replicas can't run at once, as when each serves its
+	// webhooks at the one address the cluster's webhook configurations
+	// and CRD call: the second would fail to listen.
+	OneReplicaAtATime bool
 }
 
 // ScenarioMember is the W3C baggage member the explorer's scenarios

@@ -74,8 +74,10 @@ type explorer struct {
 	kubeletNeeds string
 	// kubelet is set when the cluster runs the fake kubelet, without
 	// which no Pod ever leaves Pending (health.go).
-	kubelet     bool
-	noHealth    bool
+	kubelet  bool
+	noHealth bool
+	// atOnce is how many kept sequences replay side by side at most.
+	atOnce      int
 	healthTypes []string
 	// otherVersions are the Config's Versions by name, versionNames
 	// their names in order, and files the Config's Files.
@@ -210,6 +212,7 @@ func newExplorer[S, T any](c *kubetest.Cluster, cfg Config[S, T]) (*explorer, er
 		externalSpec: cfg.External.Spec, gone: cfg.External.Gone,
 		workloads: c.RunsWorkloadControllers(), kubeletNeeds: kubeletNeeds(c), kubelet: c.RunsFakeKubelet(),
 		noHealth: cfg.NoHealthOracle, healthTypes: cfg.HealthConditions,
+		atOnce:        keptAtOnceFor(cfg.OneReplicaAtATime),
 		otherVersions: versions, versionNames: versionNames, files: cfg.Files,
 	}
 	if e.healthTypes == nil {

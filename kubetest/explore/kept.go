@@ -231,9 +231,18 @@ func keep(dir string, f *Failure) (string, error) {
 // machine, and every operator's Lease, for little more gain.
 const keptAtOnce = 4
 
+// keptAtOnceFor is how many kept sequences replay side by side at most,
+// given Config.OneReplicaAtATime.
+func keptAtOnceFor(oneReplicaAtATime bool) int {
+	if oneReplicaAtATime {
+		return 1
+	}
+	return keptAtOnce
+}
+
 // replayKept replays all, and returns the Failure, shrunk, of the first
 // that fails, or nil when none does. Those that restart nothing replay
-// first, side by side, keptAtOnce at a time, and the first of them in
+// first, side by side, e.atOnce at a time, and the first of them in
 // all's order that fails is returned; then those that restart the API
 // server, one at a time, alone. A restart takes every connection away:
 // the explorer's reads, and the watches of every operator, of every
@@ -249,7 +258,7 @@ func (e *explorer) replayKept(t *testing.T, all []kept) *Failure {
 		}
 		return false
 	})
-	for _, f := range sideBySide(t.Name(), side, keptAtOnce, try) {
+	for _, f := range sideBySide(t.Name(), side, e.atOnce, try) {
 		if f != nil {
 			return f
 		}

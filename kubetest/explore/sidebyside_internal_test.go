@@ -57,3 +57,11 @@ func TestSideBySide(t *testing.T) {
 		require.Nil(t, failures[i], "kept %s passed", seqs[i].path)
 	}
 }
+
+// TestKeptAtOnceFor: Config.OneReplicaAtATime replays kept sequences one
+// at a time, and without it they replay keptAtOnce at a time.
+func TestKeptAtOnceFor(t *testing.T) {
+	require.Equal(t, 1, keptAtOnceFor(true))
+	require.Equal(t, keptAtOnce, keptAtOnceFor(false))
+	require.Greater(t, keptAtOnce, 1, "without the option, kept sequences replay side by side")
+}
