@@ -113,7 +113,7 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 			case r.syncedAt.IsZero():
 				why = "the operator's caches haven't synced"
 			case len(r.busy) > 0 && w.since() >= e.quiet:
-				why = fmt.Sprintf("the operator is still reconciling %s, having written nothing for %v", strings.Join(r.busy, ", "), w.since().Round(time.Millisecond))
+				why = e.stillReconciling(r)
 			case world != "" && quiet >= e.quiet:
 				why = world
 			default:
@@ -169,6 +169,27 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 		errs = append(errs, fmt.Errorf("a reconcile panicked: %s", msgs[0]))
 	}
 	return errors.Join(errs...)
+}
+
+// stillReconciling says why r's operator, settled but for a reconcile
+// under way each time the settle wait looked, and writing nothing for
+// Quiet or more, isn't settled at Settle. A reconcile at work outside the
+// cluster is still at it. Reconciles of one object in a loop, so close
+// together that one was under way at every look (a loop whose reconciles
+// are slow next to the pause between them, on a loaded machine, say),
+// are a loop, which the liveness oracle would have named had the wait
+// once seen the operator quiet: so they are named here, counted since
+// the operator last wrote or was seen synced.
+func (e *explorer) stillReconciling(r *replicas) string {
+	since := r.w.since()
+	if !r.syncedAt.IsZero() {
+		since = min(since, time.Since(r.syncedAt))
+	}
+	now := time.Now()
+	if looping := loops(reconciles(r.app.Telemetry().Spans()), now.Add(-since), now, e.loopRate); len(looping) > 0 {
+		return fmt.Sprintf("the operator reconciles in a loop: with nothing to do, writing nothing, %s", strings.Join(looping, "; "))
+	}
+	return fmt.Sprintf("the operator is still reconciling %s, having written nothing for %v", strings.Join(r.busy, ", "), r.w.since().Round(time.Millisecond))
 }
 
 // read returns each object the operator has written that is still

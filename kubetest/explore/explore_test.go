@@ -465,6 +465,11 @@ func TestExplore(t *testing.T) {
 		reconcileNeverEnds(t, c)
 	})
 
+	t.Run("a loop always under way is named a loop at Settle", func(t *testing.T) {
+		t.Parallel()
+		loopAlwaysUnderWay(t, c)
+	})
+
 	t.Run("an informer served an old list catches up", func(t *testing.T) {
 		t.Parallel()
 		oldListsCatchUp(t, c)
