@@ -460,15 +460,7 @@ func TestExplore(t *testing.T) {
 		reconcileUnderWay(t, c)
 	})
 
-	t.Run("a reconcile that never ends fails at Settle, named", func(t *testing.T) {
-		t.Parallel()
-		reconcileNeverEnds(t, c)
-	})
-
-	t.Run("a loop always under way is named a loop at Settle", func(t *testing.T) {
-		t.Parallel()
-		loopAlwaysUnderWay(t, c)
-	})
+	atSettle(t, c)
 
 	t.Run("an informer served an old list catches up", func(t *testing.T) {
 		t.Parallel()

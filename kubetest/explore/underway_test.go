@@ -112,6 +112,19 @@ func underWayConfig(t *testing.T, work time.Duration) explore.Config[memcached.S
 	return cfg
 }
 
+// atSettle runs, as subtests of t, the explorations that fail at
+// Settle: a reconcile that never ends, and a loop always under way.
+func atSettle(t *testing.T, c *kubetest.Cluster) {
+	t.Run("a reconcile that never ends fails at Settle, named", func(t *testing.T) {
+		t.Parallel()
+		reconcileNeverEnds(t, c)
+	})
+	t.Run("a loop always under way is named a loop at Settle", func(t *testing.T) {
+		t.Parallel()
+		loopAlwaysUnderWay(t, c)
+	})
+}
+
 // reconcileNeverEnds explores slowWorker whose work never ends within
 // Settle: the explorer mustn't wait for it past Settle, and its failure
 // says what the operator is still at.
