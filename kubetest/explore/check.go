@@ -109,7 +109,7 @@ func (e *explorer) checkOnce(ctx context.Context, r *replicas) error {
 		}
 		if time.Now().After(r.deadline(start)) {
 			if why == "" {
-				why = unsettled(!r.syncedAt.IsZero(), r.busy, w.since(), quiet, e.quiet, world)
+				why = e.whyUnsettled(r, quiet, world)
 			}
 			// The time waited, which a restart makes longer than Settle.
 			return fmt.Errorf("not settled within %v: %s", time.Since(start).Round(100*time.Millisecond), why)
@@ -179,6 +179,38 @@ func unsettled(synced bool, busy []string, since, quiet, wanted time.Duration, w
 		return world
 	}
 	return fmt.Sprintf("the operator still writes, the last time %v ago", since.Round(time.Millisecond))
+}
+
+// whyUnsettled says, as unsettled does, why a wait for r's operator to
+// settle ran out, with quiet its quiet so far and world what the Pods
+// and workloads are still to do; and names a loop among its reconciles
+// under way as one (stillReconciling).
+func (e *explorer) whyUnsettled(r *replicas, quiet time.Duration, world string) string {
+	if !r.syncedAt.IsZero() && len(r.busy) > 0 && r.w.since() >= e.quiet {
+		return e.stillReconciling(r)
+	}
+	return unsettled(!r.syncedAt.IsZero(), r.busy, r.w.since(), quiet, e.quiet, world)
+}
+
+// stillReconciling says why r's operator, settled but for a reconcile
+// under way each time the settle wait looked, and writing nothing for
+// Quiet or more, isn't settled at Settle. A reconcile at work outside the
+// cluster is still at it. Reconciles of one object in a loop, so close
+// together that one was under way at every look (a loop whose reconciles
+// are slow next to the pause between them, on a loaded machine, say),
+// are a loop, which the liveness oracle would have named had the wait
+// once seen the operator quiet: so they are named here, counted since
+// the operator last wrote or was seen synced.
+func (e *explorer) stillReconciling(r *replicas) string {
+	since := r.w.since()
+	if !r.syncedAt.IsZero() {
+		since = min(since, time.Since(r.syncedAt))
+	}
+	now := time.Now()
+	if looping := loops(reconciles(r.app.Telemetry().Spans()), now.Add(-since), now, e.loopRate); len(looping) > 0 {
+		return fmt.Sprintf("the operator reconciles in a loop: with nothing to do, writing nothing, %s", strings.Join(looping, "; "))
+	}
+	return fmt.Sprintf("the operator is still reconciling %s, having written nothing for %v", strings.Join(r.busy, ", "), r.w.since().Round(time.Millisecond))
 }
 
 // read returns each object the operator has written that is still

@@ -132,7 +132,7 @@ func (e *explorer) settleFresh(ctx context.Context, objects dynamic.ResourceInte
 				// not writing (make explore, the loop's planted bug
 				// on a loaded machine, where its rate fell below
 				// LoopRate and its step passed).
-				why = unsettled(!r.syncedAt.IsZero(), r.busy, r.w.since(), quiet, e.quiet, "")
+				why = e.whyUnsettled(r, quiet, "")
 			}
 			return fmt.Errorf("a fresh %s of the same spec, %s, not settled within %v: %s", e.kind, name, time.Since(start).Round(100*time.Millisecond), why)
 		}

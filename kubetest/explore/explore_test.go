@@ -464,10 +464,7 @@ func TestExplore(t *testing.T) {
 		reconcileUnderWay(t, c)
 	})
 
-	t.Run("a reconcile that never ends fails at Settle, named", func(t *testing.T) {
-		t.Parallel()
-		reconcileNeverEnds(t, c)
-	})
+	atSettle(t, c)
 
 	t.Run("an informer served an old list catches up", func(t *testing.T) {
 		t.Parallel()

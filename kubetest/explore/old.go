@@ -27,7 +27,10 @@ import (
 //     NotOlderThan (a reflector's relist), from the state at X or R,
 //     whichever is newer: never older than X;
 //   - a list from no resourceVersion (a consistent read), one with
-//     Exact, or one that continues another, goes through as it is;
+//     Exact, one from X with a limit and no resourceVersionMatch (an
+//     exact one, the API server's legacy semantics: a reflector's
+//     relist once its first list came in pages), or one that continues
+//     another, goes through as it is;
 //   - a streamed list (watch with sendInitialEvents) is refused, as an
 //     API server without WatchList refuses it, with a 422, so that the
 //     reflector lists instead (client-go falls back to a list when its
@@ -54,7 +57,8 @@ import (
 // or newer too, but the proxy would have to rebuild its stream of
 // events); a watch served old (a watch from X is sent every event after
 // X, however far behind the cache is); and reads of one object (a GET
-// with no resourceVersion is a consistent read).
+// with no resourceVersion is a consistent read, and one from X or "0"
+// goes through as it is).
 
 // oldStream draws the old lists from a stream of their own, so that
 // adding them left every seed's other faults as they were.
@@ -139,10 +143,12 @@ func (w *writes) old(r *http.Request) (_ *http.Request, refuse bool) {
 		w.countOld()
 		return r, true
 	}
-	if _, ok := objectAt(r.URL.Path); !ok || watch || q.Get("continue") != "" {
+	if o, ok := objectAt(r.URL.Path); !ok || o.name != "" || watch || q.Get("continue") != "" {
+		// Reads of one object are never served old: see the top of
+		// this file.
 		return r, false
 	}
-	rv, ok := olderAnswer(q.Get("resourceVersion"), metav1.ResourceVersionMatch(q.Get("resourceVersionMatch")), at)
+	rv, ok := olderAnswer(q.Get("resourceVersion"), metav1.ResourceVersionMatch(q.Get("resourceVersionMatch")), q.Get("limit") != "", at)
 	if !ok {
 		return r, false
 	}
@@ -156,16 +162,22 @@ func (w *writes) old(r *http.Request) (_ *http.Request, refuse bool) {
 }
 
 // olderAnswer returns the resourceVersion a list from rv, with match,
-// is answered at when the state at, older than now, is to be served:
-// at, for "0"; at or rv, whichever is newer, for a list not older than
-// rv; and false for a list that must be answered as it asks, a
-// consistent or an exact one, or one whose resourceVersion isn't one.
-func olderAnswer(rv string, match metav1.ResourceVersionMatch, at string) (string, bool) {
+// paged when it has a limit, is answered at when the state at, older
+// than now, is to be served: at, for "0"; at or rv, whichever is newer,
+// for a list not older than rv; and false for a list that must be
+// answered as it asks, a consistent or an exact one, or one whose
+// resourceVersion isn't one. A paged list from rv with no match is an
+// exact one: the API server's legacy semantics (apiserver's
+// delegator.ShouldDelegateList), which a reflector's relist gets once
+// its first list came in pages.
+func olderAnswer(rv string, match metav1.ResourceVersionMatch, paged bool, at string) (string, bool) {
 	switch {
 	case rv == "" || match == metav1.ResourceVersionMatchExact:
 		return "", false
 	case rv == "0":
 		return at, true
+	case match == "" && paged:
+		return "", false
 	case match != "" && match != metav1.ResourceVersionMatchNotOlderThan:
 		return "", false
 	}

@@ -21,7 +21,9 @@ func TestOlderAnswer(t *testing.T) {
 	for _, tc := range []struct {
 		name, rv string
 		match    metav1.ResourceVersionMatch
-		want     string // "" goes through as it is
+		// paged is set for a list with a limit.
+		paged bool
+		want  string // "" goes through as it is
 	}{
 		{name: "a consistent list is fresh", rv: ""},
 		{name: "a consistent list, NotOlderThan, is fresh", rv: "", match: metav1.ResourceVersionMatchNotOlderThan},
@@ -34,9 +36,16 @@ func TestOlderAnswer(t *testing.T) {
 		{name: "an exact list as it asks", rv: "7", match: metav1.ResourceVersionMatchExact},
 		{name: "a match it doesn't know as it asks", rv: "7", match: "Newest"},
 		{name: "a resourceVersion that isn't one as it asks", rv: "x7"},
+		// A paged list from X with no match is an exact one, the
+		// API server's legacy semantics (apiserver's
+		// delegator.ShouldDelegateList): never newer than X either.
+		{name: "a paged relist, no match, is exact", rv: "7", paged: true},
+		{name: "a newer paged relist, no match, is exact", rv: "55", paged: true},
+		{name: "a paged relist, NotOlderThan, from the older state", rv: "7", match: metav1.ResourceVersionMatchNotOlderThan, paged: true, want: "40"},
+		{name: "a paged first list from any state", rv: "0", paged: true, want: "40"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := olderAnswer(tc.rv, tc.match, "40")
+			got, ok := olderAnswer(tc.rv, tc.match, tc.paged, "40")
 			require.Equal(t, tc.want != "", ok)
 			require.Equal(t, tc.want, got)
 		})
@@ -93,6 +102,8 @@ func TestOld_serve(t *testing.T) {
 		{"resourceVersion=7", "resourceVersion=40&resourceVersionMatch=Exact"},
 		{"resourceVersion=7&resourceVersionMatch=NotOlderThan", "resourceVersion=40&resourceVersionMatch=Exact"},
 		{"resourceVersion=55", "resourceVersion=55&resourceVersionMatch=Exact"},
+		{"limit=500&resourceVersion=7", "limit=500&resourceVersion=7"},
+		{"limit=500&resourceVersion=7&resourceVersionMatch=NotOlderThan", "limit=500&resourceVersion=40&resourceVersionMatch=Exact"},
 		{"", ""},
 		{"resourceVersion=7&resourceVersionMatch=Exact", "resourceVersion=7&resourceVersionMatch=Exact"},
 		{"continue=abc&limit=500", "continue=abc&limit=500"},
@@ -122,13 +133,33 @@ func TestOld_serve(t *testing.T) {
 	w.serve(httptest.NewRecorder(), write(), api)
 	api.rv = "60" // the cluster moved on: the state noted stays
 	check("after the second write", old)
-	require.Equal(t, 6, w.takeOld(), "four lists served old, two streamed lists refused")
+	require.Equal(t, 7, w.takeOld(), "five lists served old, two streamed lists refused")
 	w.replica(func() {})
 	check("for a fresh replica", old)
 	w.arm(Step{})
 	check("once the step is over", fresh)
-	require.Equal(t, 6, w.takeOld())
+	require.Equal(t, 7, w.takeOld())
 	require.Zero(t, w.takeOld())
+}
+
+// A read of one object is never served old, whatever its
+// resourceVersion: old lists are lists' (the GET of one object has no
+// resourceVersionMatch, and from X or 0 is answered from the watch cache
+// at X or newer anyway), and a read rewritten would be counted as a list
+// served old that wasn't.
+func TestOld_one_object(t *testing.T) {
+	w := lostWrites()
+	api := &apiServer{rv: "40"}
+	w.arm(Step{OldListsFrom: 1})
+	w.serve(httptest.NewRecorder(), write(), api)
+	for _, query := range []string{"resourceVersion=0", "resourceVersion=7", ""} {
+		api.queries = nil
+		rec := httptest.NewRecorder()
+		w.serve(rec, httptest.NewRequest(http.MethodGet, "/apis/apps/v1/namespaces/ns/deployments/d?"+query, nil), api)
+		require.Equal(t, http.StatusOK, rec.Code, query)
+		require.Equal(t, []string{query}, api.queries, "%q goes through as it is", query)
+	}
+	require.Zero(t, w.takeOld(), "no list served old")
 }
 
 // A streamed list refused reads, to client-go, as an API server without

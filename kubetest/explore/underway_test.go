@@ -112,6 +112,19 @@ func underWayConfig(t *testing.T, work time.Duration) explore.Config[memcached.S
 	return cfg
 }
 
+// atSettle runs, as subtests of t, the explorations that fail at
+// Settle: a reconcile that never ends, and a loop always under way.
+func atSettle(t *testing.T, c *kubetest.Cluster) {
+	t.Run("a reconcile that never ends fails at Settle, named", func(t *testing.T) {
+		t.Parallel()
+		reconcileNeverEnds(t, c)
+	})
+	t.Run("a loop always under way is named a loop at Settle", func(t *testing.T) {
+		t.Parallel()
+		loopAlwaysUnderWay(t, c)
+	})
+}
+
 // reconcileNeverEnds explores slowWorker whose work never ends within
 // Settle: the explorer mustn't wait for it past Settle, and its failure
 // says what the operator is still at.
@@ -124,4 +137,61 @@ func reconcileNeverEnds(t *testing.T, c *kubetest.Cluster) {
 	t.Logf("%v", f)
 	require.ErrorContains(t, f.Err, "not settled within")
 	require.ErrorContains(t, f.Err, "the operator is still reconciling Memcached ")
+}
+
+// busyLooper is an operator that reconciles in a loop with nothing to
+// do, as the planted loops does, but whose every reconcile works outside
+// the cluster for busy and asks for the next at once: one of its
+// reconciles is nearly always under way, so the operator is hardly ever
+// seen quiet, and the settle wait runs out before the liveness oracle
+// looks, as the planted loop's did on a loaded machine.
+type busyLooper struct {
+	kube kubernetes.Interface
+	busy time.Duration
+}
+
+func (o busyLooper) Reconcile(ctx context.Context, m memcached.Object) (kube.Result[memcached.Status], error) {
+	d, err := o.kube.AppsV1().Deployments(m.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || err == nil && !follows(d, m) {
+		if _, err := o.kube.AppsV1().Deployments(m.Namespace).Apply(ctx, memcached.Deployment(m),
+			metav1.ApplyOptions{FieldManager: "explore-test", Force: true}); err != nil {
+			return kube.Result[memcached.Status]{}, err
+		}
+	} else if err != nil {
+		return kube.Result[memcached.Status]{}, err
+	}
+	select {
+	case <-ctx.Done():
+		return kube.Result[memcached.Status]{}, context.Cause(ctx)
+	case <-time.After(o.busy):
+	}
+	st := m.Status
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: "Ready", Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: m.Generation,
+	})
+	return kube.Result[memcached.Status]{Status: &st, After: time.Nanosecond}, nil
+}
+
+// loopAlwaysUnderWay explores busyLooper: a loop the settle wait sees
+// only as a reconcile under way at Settle is named a loop, not a
+// reconcile still at work.
+func loopAlwaysUnderWay(t *testing.T, c *kubetest.Cluster) {
+	cfg := underWayConfig(t, 0)
+	cfg.Build = func(s *app.Setup, client *kube.Client, ns string) ([]app.Service, error) {
+		k, err := kubernetes.NewForConfig(client.Config())
+		if err != nil {
+			return nil, err
+		}
+		ctrl, err := kube.NewController(s, client, explore.Settings("explore-busy", ns), resource, busyLooper{kube: k, busy: 40 * time.Millisecond})
+		if err != nil {
+			return nil, err
+		}
+		return []app.Service{ctrl}, nil
+	}
+	cfg.Settle = 2 * time.Second
+	f, err := explore.Find(t, c, cfg)
+	require.NoError(t, err)
+	require.NotNil(t, f, "a loop is no quiet")
+	t.Logf("%v", f)
+	require.ErrorContains(t, f.Err, "the operator reconciles in a loop: with nothing to do, writing nothing, Memcached ")
 }
