@@ -1,0 +1,146 @@
+package informer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"iter"
+	"math"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The sizes of a slab's chunks: a quarter of the bytes the store's
+// records may take before the next compaction, between minChunk and
+// maxChunk, so that a store of a few objects costs little and a large one
+// is in few chunks. A record over maxChunk/4 gets an allocation of its
+// own, so that no chunk's tail is wasted on it.
+const (
+	minChunk = 1 << 10
+	maxChunk = 64 << 10
+	// slabSlack is the garbage a slab may hold whatever its live bytes,
+	// so that a store of few objects doesn't compact on every change.
+	slabSlack = 16 << 10
+	// recordHead is the bytes of a record's length, which begin it.
+	recordHead = 4
+)
+
+// slab holds records, each a run of bytes that starts with its own
+// length, in large chunks of memory that hold no pointer, so that the
+// garbage collector marks one chunk where it would scan an object's
+// every field, and a record costs no allocation of its own.
+//
+// A record is never written once a ref points to it: a reader loads the
+// ref once and reads bytes nothing changes, with no lock, and the
+// slices and strings it was handed stay valid for as long as it holds
+// them, the collector keeping their chunk alive. A record replaced or
+// dropped is garbage inside a live chunk, so once the garbage passes a
+// quarter of the bytes the last compaction moved (plus slabSlack), the
+// slab compacts: it copies the records of every ref its refs yields —
+// the store's — into new chunks and points each ref there, and the old
+// chunks are freed once nothing reads them. Records put since that no
+// store yet holds stay in the old chunks until the next compaction.
+type slab struct {
+	mu sync.Mutex
+	// chunk is the chunk records are appended to: its length is the
+	// part in use.
+	chunk []byte
+	// scratch is where put builds a record before copying it in.
+	scratch []byte
+	// appended is the bytes of the records placed since the last
+	// compaction, the ones it moved included, and live the bytes it
+	// moved.
+	appended, live int
+	// compactions counts the compactions, for the tests.
+	compactions int
+	// refs yields every ref whose record is in use; a compaction moves
+	// those. Set before the first put.
+	refs iter.Seq[*ref]
+}
+
+// ref is where a record is: a pointer to its first byte, which a
+// compaction moves to a copy of the record. The zero ref holds none.
+type ref struct{ p atomic.Pointer[byte] }
+
+// record returns the bytes of r's record, or nil when r holds none. No
+// one writes them: the slice is capped, so an append copies.
+func (r *ref) record() []byte {
+	p := r.p.Load()
+	if p == nil {
+		return nil
+	}
+	n := binary.LittleEndian.Uint32(unsafe.Slice(p, recordHead))
+	return unsafe.Slice(p, n)
+}
+
+// put builds a record with build, which appends its bytes to dst, and
+// points r at it: r must be a ref no reader has seen. It fails, putting
+// nothing, for a record of 4 GiB or more.
+func (s *slab) put(r *ref, build func(dst []byte) []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := build(append(s.scratch[:0], make([]byte, recordHead)...))
+	if cap(rec) <= maxChunk {
+		s.scratch = rec[:0]
+	} else {
+		// One large record mustn't stay allocated for the next.
+		s.scratch = nil
+	}
+	if len(rec) > math.MaxUint32 {
+		return fmt.Errorf("a record of %d bytes: a slab holds records under 4 GiB", len(rec))
+	}
+	binary.LittleEndian.PutUint32(rec, uint32(len(rec)))
+	if s.appended+len(rec)-s.live > s.live/4+slabSlack {
+		s.compact()
+	}
+	r.p.Store(s.place(rec))
+	return nil
+}
+
+// place copies rec into the slab and returns where its copy starts.
+func (s *slab) place(rec []byte) *byte {
+	n := len(rec)
+	s.appended += n
+	if n > maxChunk/4 {
+		own := make([]byte, n)
+		copy(own, rec)
+		return &own[0]
+	}
+	if cap(s.chunk)-len(s.chunk) < n {
+		size := min(max((s.live+slabSlack)/4, minChunk, n), maxChunk)
+		s.chunk = make([]byte, 0, size)
+	}
+	at := len(s.chunk)
+	s.chunk = append(s.chunk, rec...)
+	return &s.chunk[at]
+}
+
+// compact copies the record of every ref refs yields into new chunks and
+// points the ref at its copy, so that the old chunks hold only what
+// readers still read, and the records that no store held yet. The chunk
+// being filled is filled on: the garbage in it is less than a chunk.
+func (s *slab) compact() {
+	s.compactions++
+	s.appended = 0
+	if s.refs == nil {
+		return
+	}
+	for r := range s.refs {
+		rec := r.record()
+		if rec == nil {
+			continue
+		}
+		r.p.Store(s.place(rec))
+	}
+	s.live = s.appended
+}
+
+// footprint returns the bytes placed since the last compaction, the
+// ones it moved included, and the bytes it moved, for the tests: the
+// chunks a store's records are in hold no more than the first and the
+// chunk being filled.
+func (s *slab) footprint() (appended, live int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.appended, s.live
+}
