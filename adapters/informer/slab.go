@@ -5,19 +5,27 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 )
 
-// The sizes of a slab's chunks: a quarter of the bytes the store's
-// records may take before the next compaction, between minChunk and
-// maxChunk, so that a store of a few objects costs little and a large one
-// is in few chunks. A record over maxChunk/4 gets an allocation of its
+// The sizes of a slab's chunks: room for chunkRecords records of the one
+// that starts it (but no more than half what the slab ever placed), or a
+// quarter of the bytes the store's records may take before the next
+// compaction, whichever is more, rounded up to a power of two, between
+// minChunk and maxChunk: so that a store of a few objects costs little,
+// the tail of a chunk too short for the next record wastes a small share
+// of it, and the allocator's size classes and pages hold a chunk with no
+// bytes to spare. A record over maxChunk/4 gets an allocation of its
 // own, so that no chunk's tail is wasted on it.
 const (
 	minChunk = 1 << 10
 	maxChunk = 64 << 10
+	// chunkRecords is how many records of its first's size a chunk
+	// holds, at least, once the slab has placed that much.
+	chunkRecords = 32
 	// slabSlack is the garbage a slab may hold whatever its live bytes,
 	// so that a store of few objects doesn't compact on every change.
 	slabSlack = 16 << 10
@@ -51,6 +59,8 @@ type slab struct {
 	// compaction, the ones it moved included, and live the bytes it
 	// moved.
 	appended, live int
+	// placed is the bytes of every record the slab ever placed.
+	placed int
 	// compactions counts the compactions, for the tests.
 	compactions int
 	// refs yields every ref whose record is in use; a compaction moves
@@ -101,13 +111,15 @@ func (s *slab) put(r *ref, build func(dst []byte) []byte) error {
 func (s *slab) place(rec []byte) *byte {
 	n := len(rec)
 	s.appended += n
+	s.placed += n
 	if n > maxChunk/4 {
 		own := make([]byte, n)
 		copy(own, rec)
 		return &own[0]
 	}
 	if cap(s.chunk)-len(s.chunk) < n {
-		size := min(max((s.live+slabSlack)/4, minChunk, n), maxChunk)
+		want := max((s.live+slabSlack)/4, min(chunkRecords*n, s.placed/2), minChunk, n)
+		size := min(1<<bits.Len(uint(want-1)), maxChunk)
 		s.chunk = make([]byte, 0, size)
 	}
 	at := len(s.chunk)
