@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,6 +68,13 @@ type packedFields struct {
 // bytes, its length, which the slab writes, to dst. f.status must be a
 // slice of f.json, or nil (checkFields).
 func appendRecord(dst []byte, f packedFields) []byte {
+	dst, _ = appendRecordSearching(dst, f)
+	return dst
+}
+
+// appendRecordSearching is appendRecord, and returns the bytes it
+// searched for its texts, for the tests.
+func appendRecordSearching(dst []byte, f packedFields) ([]byte, int) {
 	start := len(dst) - recordHead
 	var flags byte
 	if f.deleting {
@@ -81,27 +90,41 @@ func appendRecord(dst []byte, f packedFields) []byte {
 	dst = binary.LittleEndian.AppendUint32(dst, statusOff)
 	dst = binary.LittleEndian.AppendUint32(dst, statusLen)
 	dst = append(dst, f.json...)
+	meta := &finder{start: start, budget: math.MaxInt}
 	for _, s := range []string{f.namespace, f.name, f.version, f.uid} {
-		dst = appendText(dst, start, s)
+		dst = meta.appendText(dst, s, false)
 	}
+	// A list's texts are searched for each from where the one before
+	// it was found, as the JSON lists them, within a budget of a few
+	// times the JSON's length: an object of many annotations, each
+	// searched for in the whole JSON, would cost the queue's goroutine
+	// their count times the JSON's length on each of its events.
+	budget := 2*len(f.json) + 4<<10
 	dst = appendCount(dst, f.finalizers == nil, len(f.finalizers))
+	list := &finder{start: start, budget: budget}
 	for _, s := range f.finalizers {
-		dst = appendText(dst, start, s)
+		dst = list.appendText(dst, s, true)
 	}
 	dst = appendCount(dst, f.annotations == nil, len(f.annotations))
-	for k, v := range f.annotations {
-		dst = appendText(dst, start, k)
-		dst = appendText(dst, start, v)
+	lists := list.searched
+	list = &finder{start: start, budget: budget}
+	// Sorted, as the API server encodes a map, so that each key is
+	// after the one before in the JSON, and each value just after its
+	// key.
+	for _, k := range slices.Sorted(maps.Keys(f.annotations)) {
+		dst = list.appendText(dst, k, true)
+		dst = list.appendValue(dst, f.annotations[k])
 	}
+	searched := func() int { return meta.searched + list.searched + lists }
 	if f.controller == nil {
-		return binary.AppendUvarint(dst, 0)
+		return binary.AppendUvarint(dst, 0), searched()
 	}
 	dst = binary.AppendUvarint(dst, 1)
 	ref := f.controller
 	for _, s := range []string{ref.APIVersion, ref.Kind, ref.Name, string(ref.UID)} {
-		dst = appendText(dst, start, s)
+		dst = meta.appendText(dst, s, false)
 	}
-	return dst
+	return dst, searched()
 }
 
 // offsetIn returns where part, a slice of whole, starts in it, and false
@@ -134,15 +157,78 @@ func appendCount(dst []byte, isNil bool, n int) []byte {
 	return binary.AppendUvarint(dst, uint64(n)+1)
 }
 
-// appendText appends s as a text of the record that starts at start in
-// dst: where it is in its JSON or a text before, when it is there.
-func appendText(dst []byte, start int, s string) []byte {
-	if s != "" {
-		if i := bytes.Index(dst[start+jsonAt:], []byte(s)); i >= 0 {
-			dst = binary.AppendUvarint(dst, uint64(i)*2+1)
-			return binary.AppendUvarint(dst, uint64(len(s)))
-		}
+// finder finds the texts of the record that starts at start in dst in
+// its JSON and the texts before them, searching no more bytes than its
+// budget: past it, a text is written out.
+type finder struct {
+	start int
+	// from is where, after the JSON's start, the search for the next
+	// text of a list begins: just after the text before.
+	from int
+	// budget is the bytes left to search; searched the bytes searched.
+	budget, searched int
+}
+
+// appendText appends s as a text: where it is in the JSON or a text
+// before it, when it is there. A text of a list is searched for from
+// where the one before was found, and moves that on.
+func (fd *finder) appendText(dst []byte, s string, list bool) []byte {
+	from := 0
+	if list {
+		from = fd.from
 	}
+	if i := fd.index(dst, from, len(dst), s); i >= 0 {
+		if list {
+			fd.from = i + len(s)
+		}
+		return appendPlace(dst, i, len(s))
+	}
+	return appendLiteral(dst, s)
+}
+
+// appendValue appends v, the value of the key appendText placed last, as
+// a text: where it is just after that key, as `"key":"value"` has it, or
+// else written out, so that a value the JSON escapes costs no search.
+func (fd *finder) appendValue(dst []byte, v string) []byte {
+	const gap = len(`":"`) + 2
+	end := min(len(dst), fd.start+jsonAt+fd.from+gap+len(v))
+	if i := fd.index(dst, fd.from, end, v); i >= 0 {
+		fd.from = i + len(v)
+		return appendPlace(dst, i, len(v))
+	}
+	return appendLiteral(dst, v)
+}
+
+// index returns where s is in dst[:end], from from after the JSON's
+// start, relative to that start, or -1 when it isn't there, or s is
+// empty, or the budget is spent.
+func (fd *finder) index(dst []byte, from, end int, s string) int {
+	region := dst[fd.start+jsonAt : end]
+	if s == "" || fd.budget <= 0 || from > len(region) {
+		return -1
+	}
+	// s is only read: no copy of it.
+	i := bytes.Index(region[from:], unsafe.Slice(unsafe.StringData(s), len(s)))
+	spent := len(region) - from
+	if i >= 0 {
+		spent = i + len(s)
+	}
+	fd.budget -= spent
+	fd.searched += spent
+	if i < 0 {
+		return -1
+	}
+	return from + i
+}
+
+// appendPlace appends a text that is the n bytes at the JSON's at.
+func appendPlace(dst []byte, at, n int) []byte {
+	dst = binary.AppendUvarint(dst, uint64(at)*2+1)
+	return binary.AppendUvarint(dst, uint64(n))
+}
+
+// appendLiteral appends a text written out.
+func appendLiteral(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s))*2)
 	return append(dst, s...)
 }

@@ -369,3 +369,50 @@ func BenchmarkPacked(b *testing.B) {
 		}
 	})
 }
+
+// TestPacked_searches_the_JSON_for_its_texts_a_few_times_at_most holds
+// the search for the texts of an object of many annotations to a few
+// times its JSON's length: each event's object is packed by the queue's
+// goroutine, which the informer's every other event waits for.
+func TestPacked_searches_the_JSON_for_its_texts_a_few_times_at_most(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value func(i int) string
+		// placed is whether every annotation is found in the JSON.
+		placed bool
+	}{
+		{"values as they are in the JSON", func(i int) string { return fmt.Sprintf("value-%d", i) }, true},
+		{"values the JSON escapes", func(i int) string { return fmt.Sprintf(`say "%d"`, i) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			annotations := map[string]string{}
+			finalizers := []string{}
+			for i := range 1_000 {
+				annotations[fmt.Sprintf("example.com/key-%d", i)] = tc.value(i)
+				finalizers = append(finalizers, fmt.Sprintf("example.com/finalizer-%d", i))
+			}
+			doc, err := json.Marshal(map[string]any{
+				"metadata": map[string]any{"name": "a", "namespace": "ns", "uid": "u", "resourceVersion": "1",
+					"annotations": annotations, "finalizers": finalizers},
+				"spec": map[string]any{"data": strings.Repeat("x", 10_000)},
+			})
+			require.NoError(t, err)
+			c, err := decodeCompact(doc)
+			require.NoError(t, err)
+			f := packedFields{json: c.json, namespace: c.namespace, name: c.name, version: c.resourceVersion, uid: string(c.uid),
+				finalizers: c.finalizers, annotations: c.annotations}
+
+			rec, searched := appendRecordSearching(make([]byte, recordHead), f)
+			require.LessOrEqual(t, searched, 10*len(doc), "searched %d bytes for a JSON of %d", searched, len(doc))
+			if tc.placed {
+				// Each text found in the JSON: a few bytes each.
+				require.Less(t, len(rec), recordHead+jsonAt+len(f.json)+8*3_000+64)
+			}
+			p := &packed{}
+			_, s := newTestStore()
+			require.NoError(t, s.put(&p.ref, func(dst []byte) []byte { return appendRecord(dst, f) }))
+			require.Equal(t, c.finalizers, p.GetFinalizers())
+			require.Equal(t, c.annotations, p.GetAnnotations())
+		})
+	}
+}
