@@ -46,13 +46,13 @@ func (p *packed) lists() ([]string, map[string]string) {
 // in its JSON, and nothing that reads the cache asks for them.
 func (p *packed) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
-// DeepCopyObject returns a ref of its own to p's record, which no one
-// writes.
-func (p *packed) DeepCopyObject() runtime.Object {
-	cp := &packed{}
-	cp.p.Store(p.p.Load())
-	return cp
-}
+// DeepCopyObject returns p itself: nothing changes a packed object — its
+// setters do nothing, and a compaction moves its ref to a copy of the
+// same bytes —, so it is its own deep copy. A copy with a ref of its own
+// would keep the old chunk alive after a compaction, and would no longer
+// be reflect.DeepEqual to p, which client-go's cache mutation detector
+// (KUBE_CACHE_MUTATION_DETECTOR) would call a modified cache, and panic.
+func (p *packed) DeepCopyObject() runtime.Object { return p }
 
 // pack puts c's record in s and returns the packed object that refers to
 // it. It fails for a record s can't hold, which no decoded object makes.
@@ -117,13 +117,8 @@ func storeRefs(store func() []any) func(yield func(*ref) bool) {
 // *owned has them.
 type packedOwned struct{ packed }
 
-// DeepCopyObject returns a ref of its own to o's record, which no one
-// writes.
-func (o *packedOwned) DeepCopyObject() runtime.Object {
-	cp := &packedOwned{}
-	cp.p.Store(o.p.Load())
-	return cp
-}
+// DeepCopyObject returns o itself, as a packed object's does.
+func (o *packedOwned) DeepCopyObject() runtime.Object { return o }
 
 // metaJSON returns the object's metadata as JSON, a capped slice of its
 // record, or nil when its store keeps none.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -415,4 +416,32 @@ func TestPacked_searches_the_JSON_for_its_texts_a_few_times_at_most(t *testing.T
 			require.Equal(t, c.annotations, p.GetAnnotations())
 		})
 	}
+}
+
+// TestPacked_DeepCopyObject_stays_deeply_equal_through_a_compaction holds
+// a packed object to what client-go's cache mutation detector
+// (KUBE_CACHE_MUTATION_DETECTOR) checks of every object the store holds:
+// that it is reflect.DeepEqual to the DeepCopyObject taken when it was
+// stored, long after. A compaction moves the store's ref: a copy that
+// kept a ref of its own would point elsewhere, and the detector would
+// call the cache modified, and panic.
+func TestPacked_DeepCopyObject_stays_deeply_equal_through_a_compaction(t *testing.T) {
+	st, s := newTestStore()
+	p, err := s.pack(slabObject("a", "x"))
+	require.NoError(t, err)
+	st.set("a", p)
+	o, err := s.packOwned(&owned{keyMeta: keyMeta{namespace: "ns", name: "o", resourceVersion: "1"}})
+	require.NoError(t, err)
+	st.mu.Lock()
+	st.items["o"] = &o.packed
+	st.mu.Unlock()
+	copies := []any{p.DeepCopyObject(), o.DeepCopyObject()}
+	before := s.compactions
+	for i := range 2_000 {
+		_, err := s.pack(slabObject(fmt.Sprint(i), strings.Repeat("u", 100)))
+		require.NoError(t, err)
+	}
+	require.Greater(t, s.compactions, before, "the slab compacted meanwhile")
+	require.True(t, reflect.DeepEqual(p, copies[0]), "the copy of the primary object")
+	require.True(t, reflect.DeepEqual(o, copies[1]), "the copy of the owned object")
 }
