@@ -19,7 +19,8 @@ import (
 // the tail of a chunk too short for the next record wastes a small share
 // of it, and the allocator's size classes and pages hold a chunk with no
 // bytes to spare. A record over maxChunk/4 gets an allocation of its
-// own, so that no chunk's tail is wasted on it.
+// own, so that no chunk's tail is wasted on it; the collector frees it
+// once dropped, and no compaction moves it or counts it.
 const (
 	minChunk = 1 << 10
 	maxChunk = 64 << 10
@@ -55,9 +56,9 @@ type slab struct {
 	chunk []byte
 	// scratch is where put builds a record before copying it in.
 	scratch []byte
-	// appended is the bytes of the records placed since the last
-	// compaction, the ones it moved included, and live the bytes it
-	// moved.
+	// appended is the bytes of the records placed in chunks since the
+	// last compaction, the ones it moved included, and live the bytes
+	// it moved.
 	appended, live int
 	// placed is the bytes of every record the slab ever placed.
 	placed int
@@ -100,7 +101,7 @@ func (s *slab) put(r *ref, build func(dst []byte) []byte) error {
 		return fmt.Errorf("a record of %d bytes: a slab holds records under 4 GiB", len(rec))
 	}
 	binary.LittleEndian.PutUint32(rec, uint32(len(rec)))
-	if s.appended+len(rec)-s.live > s.live/4+slabSlack {
+	if !ownAllocation(len(rec)) && s.appended+len(rec)-s.live > s.live/4+slabSlack {
 		s.compact()
 	}
 	r.p.Store(s.place(rec))
@@ -110,13 +111,14 @@ func (s *slab) put(r *ref, build func(dst []byte) []byte) error {
 // place copies rec into the slab and returns where its copy starts.
 func (s *slab) place(rec []byte) *byte {
 	n := len(rec)
-	s.appended += n
 	s.placed += n
-	if n > maxChunk/4 {
+	if ownAllocation(n) {
+		// Not the slab's garbage once dropped: the collector frees it.
 		own := make([]byte, n)
 		copy(own, rec)
 		return &own[0]
 	}
+	s.appended += n
 	if cap(s.chunk)-len(s.chunk) < n {
 		want := max((s.live+slabSlack)/4, min(chunkRecords*n, s.placed/2), minChunk, n)
 		size := min(1<<bits.Len(uint(want-1)), maxChunk)
@@ -139,13 +141,19 @@ func (s *slab) compact() {
 	}
 	for r := range s.refs {
 		rec := r.record()
-		if rec == nil {
+		// A record in an allocation of its own is in no chunk: moving it
+		// would free nothing, and copy it at every compaction.
+		if rec == nil || ownAllocation(len(rec)) {
 			continue
 		}
 		r.p.Store(s.place(rec))
 	}
 	s.live = s.appended
 }
+
+// ownAllocation reports whether a record of n bytes gets an allocation of
+// its own, no chunk's.
+func ownAllocation(n int) bool { return n > maxChunk/4 }
 
 // footprint returns the bytes placed since the last compaction, the
 // ones it moved included, and the bytes it moved, for the tests: the
