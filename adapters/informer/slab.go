@@ -37,7 +37,7 @@ const (
 // slab holds records, each a run of bytes that starts with its own
 // length, in large chunks of memory that hold no pointer, so that the
 // garbage collector marks one chunk where it would scan an object's
-// every field, and a record costs no allocation of its own.
+// every field, and a record in a chunk costs no allocation of its own.
 //
 // A record is never written once a ref points to it: a reader loads the
 // ref once and reads bytes nothing changes, with no lock, and the
@@ -48,7 +48,14 @@ const (
 // slab compacts: it copies the records of every ref its refs yields —
 // the store's — into new chunks and points each ref there, and the old
 // chunks are freed once nothing reads them. Records put since that no
-// store yet holds stay in the old chunks until the next compaction.
+// store yet holds stay in the old chunks until the next compaction. A
+// slice a reader holds keeps its whole chunk alive, up to maxChunk.
+//
+// A compaction runs in the informer's transform, under its queue's lock,
+// but the store may be written meanwhile (client-go's queue releases the
+// lock while its objects are stored, under UnlockWhileProcessingFIFO):
+// a record the store has just dropped is moved for nothing, and one it
+// has just taken stays where it is, the same bytes either way.
 type slab struct {
 	mu sync.Mutex
 	// chunk is the chunk records are appended to: its length is the
