@@ -9,9 +9,9 @@ import (
 
 // Object is one object as the controller's cache holds it: the few fields
 // the domain decides on, and the whole object's JSON for the Handler to
-// decode. Its slices and maps are shared with the cache and with every
-// other reader, so nothing may modify them: the Handler decodes a value of
-// its own.
+// decode. Its slices and maps may be shared with the cache and with every
+// other reader — its JSON and Status are —, so nothing may modify them:
+// the Handler decodes a value of its own.
 type Object struct {
 	// UID is metadata.uid. Every write names it, so no write recreates an
 	// object deleted since the cache saw it, and a finalizer's apply never

@@ -215,8 +215,10 @@ func (p *PrimaryCache) eachObject(f func(key ports.Key, uid string)) {
 			continue
 		}
 		for _, item := range ix.List() {
-			if c, ok := item.(*cached); ok {
-				f(ports.Key{Namespace: c.namespace, Name: c.name}, string(c.uid))
+			if c, ok := item.(*packed); ok {
+				rec := c.record()
+				f(ports.Key{Namespace: string(recordText(rec, textNamespace)), Name: string(recordText(rec, textName))},
+					string(recordText(rec, textUID)))
 			}
 		}
 	}

@@ -46,10 +46,12 @@ func NewOwned(client metadata.Interface, gvr schema.GroupVersionResource, owner 
 
 // newOwnedInformer returns the metadata informer of gvr's objects in
 // c.Namespace, narrowed by c's selectors and never resynced, caching each
-// object as slimOwned does, with no handler.
+// object as slimOwned does, packed into a slab of the store's own, with
+// no handler.
 func newOwnedInformer(client metadata.Interface, gvr schema.GroupVersionResource, c Config, keepMeta bool) (cache.SharedIndexInformer, error) {
 	inf := metadatainformer.NewFilteredMetadataInformer(client, gvr, c.Namespace, c.Resync, cache.Indexers{}, c.tweak).Informer()
-	if err := inf.SetTransform(slimOwned(keepMeta)); err != nil {
+	s := &slab{refs: storeRefs(inf.GetIndexer().List)}
+	if err := inf.SetTransform(packingOwned(s, keepMeta)); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
 	return inf, nil
@@ -95,17 +97,20 @@ func (o *Owned) Informer() cache.SharedIndexInformer { return o.informer }
 
 // ownerOf returns the key and uid of the object of owner's kind that
 // controls obj, a cached object or the tombstone of a deleted one. The
-// transform made every object the metadata informer caches an *owned,
-// with its controller reference alone.
+// transform made every object the metadata informer caches a
+// *packedOwned, with its controller reference alone; an *owned, the
+// transform's step before, reads alike.
 func ownerOf(owner owners.Owner, obj any) (ports.Key, types.UID, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	o, ok := obj.(*owned)
-	if !ok {
-		return ports.Key{}, "", false
+	switch o := obj.(type) {
+	case *packedOwned:
+		return owner.Controller(o.GetNamespace(), o.controller())
+	case *owned:
+		return owner.Controller(o.namespace, o.controller)
 	}
-	return owner.Controller(o.namespace, o.controller)
+	return ports.Key{}, "", false
 }
 
 // owner returns the key of the owner an owned object's change notifies,
@@ -124,10 +129,14 @@ func (f filters) skipOwned(old, obj any) bool {
 	if len(f.list) == 0 {
 		return false
 	}
-	o, okOld := old.(*owned)
-	n, okNew := obj.(*owned)
-	if !okOld || !okNew || o.json == nil || n.json == nil {
+	o, okOld := old.(*packedOwned)
+	n, okNew := obj.(*packedOwned)
+	if !okOld || !okNew {
 		return false
 	}
-	return f.skipJSON(ports.Key{Namespace: n.namespace, Name: n.name}, o.json, n.json)
+	prev, next := o.metaJSON(), n.metaJSON()
+	if prev == nil || next == nil {
+		return false
+	}
+	return f.skipJSON(ports.Key{Namespace: n.GetNamespace(), Name: n.GetName()}, prev, next)
 }

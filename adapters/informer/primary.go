@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
@@ -79,7 +80,7 @@ func sharedPrimary(gvr schema.GroupVersionResource, c Config) *Primary {
 }
 
 // primaryInformer returns the informer of gvr's objects in c.Namespace,
-// narrowed by c's selectors and shard, caching compact objects, with
+// narrowed by c's selectors and shard, caching packed objects, with
 // indexers, checking for resyncs every resync, not yet running and with no
 // handler. It fails only when client-go refuses its transform.
 func primaryInformer(client dynamic.Interface, gvr schema.GroupVersionResource, c Config, resync time.Duration, indexers cache.Indexers) (cache.SharedIndexInformer, error) {
@@ -122,7 +123,10 @@ func primaryInformer(client dynamic.Interface, gvr schema.GroupVersionResource, 
 	maps.Copy(own, indexers)
 	inf := cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), nil,
 		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: own, ObjectDescription: gvr.String()})
-	if err := inf.SetTransform(compact); err != nil {
+	// The store's objects are packed into a slab of its own, whose
+	// compactions move the records of the objects the store holds.
+	s := &slab{refs: storeRefs(inf.GetIndexer().List)}
+	if err := inf.SetTransform(packing(s)); err != nil {
 		return nil, fmt.Errorf("informer of %s: %w", gvr, err)
 	}
 	return inf, nil
@@ -174,10 +178,11 @@ func (p *Primary) indexer() (cache.Indexer, bool) {
 }
 
 // Get returns the cached object key names, and false when the cache holds
-// none. The Object's JSON, Status, Finalizers and Annotations are the
-// cache's own, shared with every other reader: nothing may modify them,
-// which is why the controller decodes the JSON into a value of the end
-// user's own. Get allocates nothing.
+// none. The Object's JSON and Status are the cache's own, shared with
+// every other reader: nothing may modify them, which is why the
+// controller decodes the JSON into a value of the end user's own. Its
+// UID, Finalizers and Annotations are copies, read from the object's
+// record: all Get allocates.
 func (p *Primary) Get(key ports.Key) (ports.Object, bool, error) {
 	ix, started := p.indexer()
 	if !started {
@@ -187,17 +192,24 @@ func (p *Primary) Get(key ports.Key) (ports.Object, bool, error) {
 	if err != nil || !found {
 		return ports.Object{}, false, err
 	}
-	c, ok := item.(*cached)
+	c, ok := item.(*packed)
 	if !ok {
-		return ports.Object{}, false, fmt.Errorf("the cache of %s holds a %T, not a compact object", p.gvr, item)
+		return ports.Object{}, false, fmt.Errorf("the cache of %s holds a %T, not a packed object", p.gvr, item)
+	}
+	// One load of the ref: a compaction may move the record meanwhile,
+	// to a copy of the same bytes.
+	rec := c.record()
+	finalizers, annotations, err := recordLists(rec)
+	if err != nil {
+		return ports.Object{}, false, fmt.Errorf("the cache of %s: %s: %w", p.gvr, key, err)
 	}
 	return ports.Object{
-		UID:         c.uid,
-		Deleting:    c.deleting,
-		Finalizers:  c.finalizers,
-		Annotations: c.annotations,
-		Status:      c.status,
-		JSON:        c.json,
+		UID:         types.UID(recordText(rec, textUID)),
+		Deleting:    recordDeleting(rec),
+		Finalizers:  finalizers,
+		Annotations: annotations,
+		Status:      recordStatus(rec),
+		JSON:        recordJSON(rec),
 	}, true, nil
 }
 
@@ -217,14 +229,14 @@ func indexers(indexes []Index) cache.Indexers {
 	out := cache.Indexers{}
 	for _, ix := range indexes {
 		out[ix.Name] = func(obj any) ([]string, error) {
-			c, ok := obj.(*cached)
+			c, ok := obj.(*packed)
 			if !ok {
-				return nil, fmt.Errorf("index %q was handed a %T, not a compact object", ix.Name, obj)
+				return nil, fmt.Errorf("index %q was handed a %T, not a packed object", ix.Name, obj)
 			}
 			var keys []ports.Key
-			if p := protect(func() { keys = ix.Keys(c.json) }); p != nil {
+			if p := protect(func() { keys = ix.Keys(c.json()) }); p != nil {
 				if ix.Panicked != nil {
-					ix.Panicked(ports.Key{Namespace: c.namespace, Name: c.name}, p)
+					ix.Panicked(ports.Key{Namespace: c.GetNamespace(), Name: c.GetName()}, p)
 				}
 				return nil, nil
 			}
@@ -273,11 +285,11 @@ func (p *Primary) ByIndex(name string, key ports.Key) ([][]byte, error) {
 	}
 	out := make([][]byte, 0, len(items))
 	for _, item := range items {
-		c, ok := item.(*cached)
+		c, ok := item.(*packed)
 		if !ok {
-			return nil, fmt.Errorf("the cache of %s holds a %T, not a compact object", p.gvr, item)
+			return nil, fmt.Errorf("the cache of %s holds a %T, not a packed object", p.gvr, item)
 		}
-		out = append(out, c.json)
+		out = append(out, c.json())
 	}
 	return out, nil
 }
@@ -294,10 +306,10 @@ func (f filters) skipCached(old, obj any) bool {
 	if len(f.list) == 0 {
 		return false
 	}
-	o, okOld := old.(*cached)
-	n, okNew := obj.(*cached)
+	o, okOld := old.(*packed)
+	n, okNew := obj.(*packed)
 	if !okOld || !okNew {
 		return false
 	}
-	return f.skipJSON(ports.Key{Namespace: n.namespace, Name: n.name}, o.json, n.json)
+	return f.skipJSON(ports.Key{Namespace: n.GetNamespace(), Name: n.GetName()}, o.json(), n.json())
 }

@@ -377,13 +377,13 @@ func cachedOwner(owner owners.Owner, obj any) (ports.Key, types.UID, bool) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	c, ok := obj.(*cached)
+	c, ok := obj.(*packed)
 	if !ok {
 		return ports.Key{}, "", false
 	}
-	m, err := decodeMeta(c.json)
+	m, err := decodeMeta(c.json())
 	if err != nil {
 		return ports.Key{}, "", false
 	}
-	return owner.Controller(c.namespace, m.OwnerReferences)
+	return owner.Controller(c.GetNamespace(), m.OwnerReferences)
 }

@@ -262,10 +262,12 @@ func docOf(item any) (doc []byte, labels map[string]string, ok bool) {
 	switch o := item.(type) {
 	case *relatedObject:
 		return o.json, o.labels, true
-	case *cached:
-		return o.json, readLabels(o.json), true
-	case *owned:
-		return o.json, readLabels(o.json), o.json != nil
+	case *packed:
+		doc := o.json()
+		return doc, readLabels(doc), true
+	case *packedOwned:
+		doc := o.metaJSON()
+		return doc, readLabels(doc), doc != nil
 	}
 	return nil, nil, false
 }
