@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -250,16 +249,10 @@ func follows(d *appsv1.Deployment, m memcached.Object) bool {
 // cachedName returns the name of the Deployment m controls in the
 // cache, or a new name when the cache holds none.
 func (o operator) cachedName(m memcached.Object) (string, error) {
-	list, err := o.cached.List(m.Namespace, labels.Everything())
-	if err != nil {
-		return "", err
+	if name, ok, err := o.inCache(m); err != nil || ok {
+		return name, err
 	}
-	for _, d := range list {
-		if ref := metav1.GetControllerOf(&d); ref != nil && ref.UID == m.UID {
-			return d.Name, nil
-		}
-	}
-	return fmt.Sprintf("%s-%d", m.Name, time.Now().UnixNano()), nil
+	return newName(m), nil
 }
 
 // finalize deletes m's Deployment; one already gone is done, but for

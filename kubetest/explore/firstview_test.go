@@ -35,19 +35,33 @@ func (mem *made) remember(m memcached.Object, name string) {
 // cache, or the one this replica made for it, which the cache may lag
 // behind, or, when neither knows of one, a new name.
 func (o operator) firstViewName(m memcached.Object) (string, error) {
-	list, err := o.cached.List(m.Namespace, labels.Everything())
-	if err != nil {
-		return "", err
-	}
-	for _, d := range list {
-		if ref := metav1.GetControllerOf(&d); ref != nil && ref.UID == m.UID {
-			return d.Name, nil
-		}
+	if name, ok, err := o.inCache(m); err != nil || ok {
+		return name, err
 	}
 	o.made.mu.Lock()
 	defer o.made.mu.Unlock()
 	if name, ok := o.made.names[m.UID]; ok {
 		return name, nil
 	}
-	return fmt.Sprintf("%s-%d", m.Name, time.Now().UnixNano()), nil
+	return newName(m), nil
+}
+
+// inCache returns the name of the Deployment m controls in the cache,
+// and whether the cache holds one.
+func (o operator) inCache(m memcached.Object) (string, bool, error) {
+	list, err := o.cached.List(m.Namespace, labels.Everything())
+	if err != nil {
+		return "", false, err
+	}
+	for _, d := range list {
+		if ref := metav1.GetControllerOf(&d); ref != nil && ref.UID == m.UID {
+			return d.Name, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+// newName is a new name for m's Deployment.
+func newName(m memcached.Object) string {
+	return fmt.Sprintf("%s-%d", m.Name, time.Now().UnixNano())
 }

@@ -198,17 +198,7 @@ func (w *writes) takeCuts() int {
 // a Status of 410 and reason Expired, in JSON, which every client of
 // loam accepts; or, to a client that accepts no JSON, a 410 response.
 func writeExpired(rw http.ResponseWriter, r *http.Request) {
-	status := metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure,
-		Message:  fmt.Sprintf("too old resource version: %s", r.URL.Query().Get("resourceVersion")),
-		Reason:   metav1.StatusReasonExpired,
-		Code:     http.StatusGone,
-	}
-	raw, err := json.Marshal(status)
-	if err != nil {
-		panic(err) // a Status always marshals
-	}
+	raw := statusJSON(metav1.StatusReasonExpired, http.StatusGone, fmt.Sprintf("too old resource version: %s", r.URL.Query().Get("resourceVersion")))
 	rw.Header().Set("Content-Type", runtime.ContentTypeJSON)
 	if !acceptsJSON(r.Header.Values("Accept")) {
 		rw.WriteHeader(http.StatusGone)
@@ -222,6 +212,22 @@ func writeExpired(rw http.ResponseWriter, r *http.Request) {
 	rw.WriteHeader(http.StatusOK)
 	_, _ = rw.Write(append(event, '\n'))
 	_ = http.NewResponseController(rw).Flush()
+}
+
+// statusJSON is a failure's Status, of reason, code and message, in
+// JSON, as the API server answers it.
+func statusJSON(reason metav1.StatusReason, code int32, message string) []byte {
+	raw, err := json.Marshal(metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure,
+		Message:  message,
+		Reason:   reason,
+		Code:     code,
+	})
+	if err != nil {
+		panic(err) // a Status always marshals
+	}
+	return raw
 }
 
 // acceptsJSON reports whether a client that sent accept takes JSON: it

@@ -213,17 +213,8 @@ func (w *writes) takeOld() int {
 // WatchList does: a 422, which client-go's reflector answers with a
 // list.
 func writeNoWatchList(rw http.ResponseWriter) {
-	status := metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure,
-		Message:  "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
-		Reason:   metav1.StatusReasonInvalid,
-		Code:     http.StatusUnprocessableEntity,
-	}
-	raw, err := json.Marshal(status)
-	if err != nil {
-		panic(err) // a Status always marshals
-	}
+	raw := statusJSON(metav1.StatusReasonInvalid, http.StatusUnprocessableEntity,
+		"sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled")
 	rw.Header().Set("Content-Type", runtime.ContentTypeJSON)
 	rw.WriteHeader(http.StatusUnprocessableEntity)
 	_, _ = rw.Write(raw)
