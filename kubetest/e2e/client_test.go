@@ -74,6 +74,10 @@ func TestClient_reaches_a_real_API_server_with_every_client_go_client(t *testing
 			select {
 			case ev, ok := <-w.ResultChan():
 				require.True(t, ok, "the watch ended before %s was seen", name)
+				if status, isStatus := ev.Object.(*metav1.Status); isStatus {
+					// An ERROR event: say what the API server said.
+					t.Fatalf("the watch ended with an error before %s was seen: %s %d %s: %s", name, ev.Type, status.Code, status.Reason, status.Message)
+				}
 				obj, err := metaAccessor(ev.Object)
 				require.NoError(t, err)
 				if obj.GetName() == name {
