@@ -157,6 +157,13 @@ func relistsAfterEachCut(t *testing.T, noWatchList bool) {
 		require.Equal(t, 1, w.takeCuts(), "cut %d", cut)
 		require.True(t, awaiting(w), "cut %d", cut)
 		require.Eventually(t, func() bool { return !awaiting(w) }, 10*time.Second, 20*time.Millisecond, "cut %d: the relist", cut)
+		// The proxy sees the relist before it hands it on to the fake
+		// server, which counts it then: wait for that count too (CI:
+		// "cut 2: one relist", 2 where 3, read in between).
+		require.Eventually(t, func() bool {
+			s, l, _ := f.counts()
+			return noWatchList && l >= 1+cut || !noWatchList && s >= 1+cut
+		}, 10*time.Second, 20*time.Millisecond, "cut %d: the relist reaches the API server", cut)
 		s, l, wa := f.counts()
 		if noWatchList {
 			require.Equal(t, 1+cut, l, "cut %d: one relist", cut)
