@@ -58,7 +58,14 @@ func TestEvents_a_hanging_API_server_ends_each_write_at_its_deadline(t *testing.
 	a := startController(t, conn, func(s *app.Setup, client *kube.Client) (*kube.Controller, error) {
 		return kube.NewController(s, client, eventsSettings(ns), r, reconciler)
 	})
-	wait.For(t, 30*time.Second, func() bool { return sent.Load() >= 2 }, "the hung Event write never ended at its deadline to be tried again", a)
+	// The second write can arrive before the proxy's handler of the
+	// first has seen its request end (CI: holds empty, index out of
+	// range): wait for both.
+	wait.For(t, 30*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return sent.Load() >= 2 && len(holds) > 0
+	}, "the hung Event write never ended at its deadline to be tried again", a)
 	mu.Lock()
 	first := holds[0]
 	mu.Unlock()
